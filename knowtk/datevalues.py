@@ -1,0 +1,101 @@
+"""Structured dates as authored, and the UTC interval each one covers.
+
+A date is either a real ``YYYY-MM-DD`` (it covers ``[D 00:00Z, D+1 00:00Z)``
+and claims no instant) or a timestamp with seconds and an explicit offset
+(``2026-03-04T15:00:00+01:00``, ``...Z``), which is an instant. Anything
+else is refused. Dates are validated from their text: the YAML loader leaves
+them as strings, so one impossible date never costs a whole record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from .errors import InvalidArgument
+
+__all__ = ["DateValue", "format_utc", "parse_bound", "parse_date_value"]
+
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})")
+ONE_DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class DateValue:
+    text: str  # as authored
+    date_only: bool
+    start: datetime  # UTC
+    end: datetime  # UTC; start + 1 day for a date, == start for an instant
+
+    def overlaps(self, since: datetime | None, until: datetime | None) -> bool:
+        """Inclusive bounds; a date-only value matches any overlapping range."""
+        if self.date_only:
+            return (until is None or self.start <= until) and (since is None or self.end > since)
+        return (until is None or self.start <= until) and (since is None or self.start >= since)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "value": self.text,
+            "dateOnly": self.date_only,
+            "start": format_utc(self.start),
+            "end": format_utc(self.end),
+        }
+
+
+def parse_date_value(text: object) -> DateValue | None:
+    """The DateValue of an authored date, or None when it is not a valid one."""
+    if not isinstance(text, str):
+        return None
+    m = _DATE.fullmatch(text)
+    if m:
+        try:
+            d = date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+        start = datetime(d.year, d.month, d.day, tzinfo=UTC)
+        return DateValue(text, True, start, start + ONE_DAY)
+    m = _STAMP.fullmatch(text)
+    if not m:
+        return None
+    try:
+        micro = int((m[7] or "0")[:6].ljust(6, "0"))
+        offset = timedelta(0)
+        if m[8] != "Z":
+            hours, minutes = int(m[8][1:3]), int(m[8][4:6])
+            if hours > 23 or minutes > 59:
+                return None
+            offset = timedelta(hours=hours, minutes=minutes) * (1 if m[8][0] == "+" else -1)
+        local = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), micro)
+    except ValueError:
+        return None
+    instant = (local - offset).replace(tzinfo=UTC)
+    return DateValue(text, False, instant, instant)
+
+
+def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None:
+    """A query bound as a UTC instant; a date-only upper bound covers its whole UTC day."""
+    if value is None:
+        return None
+    parsed = parse_date_value(value)
+    if parsed is None:
+        raise InvalidArgument(
+            argument,
+            f"{value!r} is not a real date or a timestamp with seconds and an explicit offset",
+            allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS(.fff) with Z or ±HH:MM",
+            value=value,
+        )
+    if parsed.date_only and upper:
+        return parsed.end - timedelta(microseconds=1)
+    return parsed.start
+
+
+def format_utc(instant: datetime) -> str:
+    """ISO 8601 in UTC with a Z; fractions of a second only when present."""
+    instant = instant.astimezone(UTC)
+    micro = instant.microsecond
+    if not micro:
+        return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+    fraction = f"{micro // 1000:03d}" if micro % 1000 == 0 else f"{micro:06d}"
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z"

@@ -1,0 +1,162 @@
+"""The engine: one store's scan, snapshot and projections, kept in step at every query.
+
+``Engine.snapshot()`` scans (cheap when nothing changed) and rebuilds the
+snapshot when a file changed, ``knowtk.yaml`` changed, or an expiry passed.
+``Engine.keyword()`` additionally reconciles the keyword projections with
+that snapshot, re-indexing only the records whose hash changed. Query
+modules (``knowtk.query``) read an engine; they never write Markdown.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .config import CONFIG_FILE, StoreConfig, load_config
+from .errors import StoreUnavailable
+from .keyword import FtsProjection
+from .records import Record
+from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
+from .snapshot import Safeguards, Snapshot, build_snapshot
+from .state import STATE_DIR, STATE_FILE, StateDB, now_utc
+
+__all__ = ["Engine", "KeywordIndex"]
+
+
+@dataclass
+class KeywordIndex:
+    """The reconciled keyword projections for one snapshot, or why they are unavailable."""
+
+    main: FtsProjection
+    history: FtsProjection
+    generation: int
+    error: str | None = None
+
+    @property
+    def indexed_at(self) -> str | None:
+        stamps = [s for s in (self.main.indexed_at, self.history.indexed_at) if s]
+        return max(stamps) if stamps else None
+
+
+class Engine:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        change_source: ChangeSource | None = None,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        if not os.path.isdir(self.root):
+            what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
+            raise StoreUnavailable(self.root, f"the store folder {what}")
+        folder = os.fspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
+        self.state = StateDB(os.path.join(folder, STATE_FILE))
+        self.scanner = Scanner(
+            self.root,
+            self.state,
+            source=change_source or StatWalk(self.root, max_files=max_files),
+            max_file_bytes=max_file_bytes,
+        )
+        self.safeguards = Safeguards(self.state)
+        self._config_stat: tuple[int, int] | None = None
+        self.config: StoreConfig = load_config(self.root)
+        self._snapshot: Snapshot | None = None
+        self._generation = 0
+        self._pending_bodies: dict[str, str] = {}
+        self._keyword: KeywordIndex | None = None
+        self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
+        # per-engine state of other projections (temporal tables, embeddings), keyed by their module
+        self.extensions: dict[str, Any] = {}
+
+    @property
+    def state_path(self) -> str:
+        return self.state.path
+
+    # -- the snapshot --------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Scan and validate: the store as the current query sees it."""
+        touched, bodies = self.scanner.scan()
+        self._pending_bodies.update(bodies)
+        now = now_utc()
+        config_changed = self._reload_config()
+        snap = self._snapshot
+        expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
+        if snap is None or touched or config_changed or expired:
+            self._generation += 1
+            snap = build_snapshot(
+                self.scanner.files, self.config, self.safeguards, generation=self._generation, now=now
+            )
+            self._snapshot = snap
+        return snap
+
+    def _reload_config(self) -> bool:
+        try:
+            st = os.stat(os.path.join(self.root, CONFIG_FILE))
+            stat: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stat = None
+        if stat == self._config_stat:
+            return False
+        first = self._config_stat is None and self._snapshot is None
+        self._config_stat = stat
+        self.config = load_config(self.root)
+        return not first
+
+    # -- keyword projections ----------------------------------------------------------------------
+    def keyword(self, snap: Snapshot) -> KeywordIndex:
+        """The keyword projections reconciled with this snapshot (only changed records re-indexed)."""
+        index = self._keyword
+        if index is None:
+            index = self._keyword = KeywordIndex(
+                FtsProjection(self.state, "keyword"), FtsProjection(self.state, "keyword_history"), -1
+            )
+        try:
+            main_ids, history_ids = self._desired(snap)
+            index.main.reconcile(main_ids, lambda rid: self._text(snap.records[rid]))
+            index.history.reconcile(history_ids, lambda rid: self._text(snap.records[rid]))
+        except sqlite3.Error as exc:
+            index.error = f"{type(exc).__name__}: {exc}"
+            index.main._version = index.history._version = None  # reload the mirrors next time
+            return index
+        self._pending_bodies.clear()
+        index.error = None
+        index.generation = snap.generation
+        return index
+
+    def _desired(self, snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
+        cached = self._keyword_desired
+        if cached is not None and cached[0] == snap.generation:
+            return cached[1], cached[2]
+        main: dict[str, str] = {}
+        history: dict[str, str] = {}
+        unavailable, lifecycle = snap.unavailable, snap.lifecycle
+        for rid, r in snap.records.items():
+            if rid in unavailable:
+                continue
+            life = lifecycle[rid]
+            if life == "active":
+                main[rid] = r.sha256
+            elif life == "superseded":
+                history[rid] = r.sha256
+        self._keyword_desired = (snap.generation, main, history)
+        return main, history
+
+    def _text(self, r: Record) -> tuple[str, str, str] | None:
+        body = self._pending_bodies.get(r.path)
+        if body is None:
+            body = self.scanner.read_body(r.path, r.sha256)
+            if body is None:
+                return None
+        return (r.title or "", "\n".join(r.aliases), body)
+
+    def body(self, r: Record) -> str | None:
+        """The body of a record as of its snapshot hash (None if the file changed since)."""
+        return self.scanner.read_body(r.path, r.sha256)
+
+    def close(self) -> None:
+        self.state.close()

@@ -1,0 +1,102 @@
+"""The one exception tree of knowtk.
+
+    KnowtkError                    every refusal; carries ``.code``
+     ├── InvalidArgument           (also ValueError) a bad argument: ``.argument``, ``.allowed``
+     ├── StoreUnavailable          the store folder cannot be read: ``.path``
+     ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
+     ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
+     └── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
+
+A failure always raises one of these; knowtk never answers a failed
+operation with an empty or partial result. The one reported (not raised)
+failure is the keyword index being unavailable, which the contract shapes
+as ``index.state == "unavailable"`` with ``total: null``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "InvalidArgument",
+    "KnowtkError",
+    "RecordNotFound",
+    "ScanLimitExceeded",
+    "StateError",
+    "StoreUnavailable",
+]
+
+
+class KnowtkError(Exception):
+    """Base class: every error knowtk raises on purpose."""
+
+    code = "knowtk_error"
+
+
+class InvalidArgument(KnowtkError, ValueError):
+    """An argument is missing, of the wrong type, or outside its allowed values."""
+
+    code = "invalid_argument"
+
+    def __init__(self, argument: str, message: str, *, allowed: Any = None, value: Any = None) -> None:
+        self.argument = argument
+        self.allowed = allowed
+        self.value = value
+        text = f"{argument}: {message}"
+        if allowed is not None:
+            text += f" (allowed: {_describe(allowed)})"
+        super().__init__(text)
+
+
+class StoreUnavailable(KnowtkError):
+    """The store root is missing, not a folder, or unreadable: Markdown is the authority."""
+
+    code = "store_unavailable"
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class StateError(KnowtkError):
+    """state.sqlite belongs to another store, is corrupt, or is from a newer knowtk."""
+
+    code = "state_error"
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class ScanLimitExceeded(KnowtkError):
+    """The scan would exceed a limit; the query is refused rather than answered from part of the store."""
+
+    code = "scan_limit"
+
+    def __init__(self, limit: str, value: int, maximum: int) -> None:
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
+        super().__init__(
+            f"{limit}: the store has {value:,}, the scan allows {maximum:,}; "
+            f"query a narrower scope or open the store with a higher {limit}"
+        )
+
+
+class RecordNotFound(KnowtkError, LookupError):
+    """No available record has this id (it may be missing, withdrawn, invalid or private)."""
+
+    code = "not_found"
+
+    def __init__(self, id: str, message: str | None = None) -> None:
+        self.id = id
+        super().__init__(message or f"no available record with id {id!r}")
+
+
+def _describe(allowed: Any) -> str:
+    if isinstance(allowed, str):
+        return allowed
+    if isinstance(allowed, Iterable):
+        return ", ".join(repr(a) for a in allowed)
+    return repr(allowed)

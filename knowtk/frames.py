@@ -1,0 +1,151 @@
+"""DataFrames of results: one row per hit, row or candidate, with stable column names and dtypes.
+
+Every builder declares its columns once (name, dtype, how to read it from a
+row of the dict), so an empty result has the same columns and dtypes as a
+full one: strings are ``string``, counts ``Int64``, scores ``Float64``, flags
+``boolean``, instants ``datetime64[ns, UTC]``, and lists stay lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["FRAME_BUILDERS", "Column", "build_frame", "frame_for"]
+
+Getter = Callable[[dict[str, Any]], Any]
+Column = tuple[str, str, Getter]
+
+STRING, INT, FLOAT, BOOL, TIME, OBJECT = "string", "Int64", "Float64", "boolean", "datetime64[ns, UTC]", "object"
+
+
+def key(name: str) -> Getter:
+    return lambda row: row.get(name)
+
+
+def nested(*path: str) -> Getter:
+    def get(row: dict[str, Any]) -> Any:
+        value: Any = row
+        for part in path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
+
+    return get
+
+
+def listed(name: str) -> Getter:
+    return lambda row: list(row.get(name) or [])
+
+
+def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFrame:
+    data = {}
+    for name, dtype, get in columns:
+        values = [get(row) for row in rows]
+        if dtype == TIME:
+            data[name] = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601"), dtype=TIME)
+        elif dtype == OBJECT:
+            series = pd.Series([None] * len(values), dtype=OBJECT)
+            for i, v in enumerate(values):
+                series.iat[i] = v
+            data[name] = series
+        else:
+            data[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(data, columns=[c[0] for c in columns])
+
+
+SUMMARY: list[Column] = [
+    ("id", STRING, key("id")),
+    ("kind", STRING, key("kind")),
+    ("type", STRING, key("type")),
+    ("title", STRING, key("title")),
+    ("summary", STRING, key("summary")),
+    ("lifecycle", STRING, key("lifecycle")),
+    ("tags", OBJECT, listed("tags")),
+    ("path", STRING, key("path")),
+    ("revision", INT, key("revision")),
+    ("sha256", STRING, key("sha256")),
+]
+
+GREP: list[Column] = [
+    ("rank", INT, key("_rank")),
+    *SUMMARY,
+    ("score", FLOAT, key("score")),
+    ("matches", OBJECT, listed("matches")),
+    ("snippet", STRING, nested("snippet", "text")),
+    ("snippet_field", STRING, nested("snippet", "field")),
+    ("snippet_start", INT, nested("snippet", "start")),
+    ("snippet_end", INT, nested("snippet", "end")),
+    ("line_start", INT, nested("snippet", "lineStart")),
+    ("line_end", INT, nested("snippet", "lineEnd")),
+    ("match_located", BOOL, nested("snippet", "matchLocated")),
+    ("citation_line_start", INT, nested("citation", "lineStart")),
+    ("citation_line_end", INT, nested("citation", "lineEnd")),
+    ("evidence", OBJECT, listed("evidence")),
+    ("evidence_truncated", BOOL, key("evidenceTruncated")),
+    ("attribution", STRING, key("attribution")),
+    ("origin", STRING, key("origin")),
+    ("via_id", STRING, nested("via", "id")),
+    ("via_revision", INT, nested("via", "revision")),
+    ("via_title", STRING, nested("via", "title")),
+    ("via_path", STRING, nested("via", "path")),
+    ("via_sha256", STRING, nested("via", "sha256")),
+]
+
+LOOKUP: list[Column] = [
+    ("status", STRING, key("_status")),
+    ("matched_by", STRING, key("_matched_by")),
+    *SUMMARY,
+    ("aliases", OBJECT, listed("aliases")),
+]
+
+DATE_COLUMNS: list[Column] = [
+    (name, TIME, nested("dates", name, "start")) for name in ("occurred_at", "recorded_at", "updated_at", "due_at")
+]
+
+RECORDS: list[Column] = [
+    *SUMMARY,
+    ("aliases", OBJECT, listed("aliases")),
+    ("superseded_by", STRING, key("supersededBy")),
+    *DATE_COLUMNS,
+]
+
+RECORD: list[Column] = [
+    *SUMMARY,
+    ("aliases", OBJECT, listed("aliases")),
+    ("status", STRING, key("status")),
+    ("superseded_by", STRING, key("supersededBy")),
+    ("supersedes", OBJECT, listed("supersedes")),
+    ("chain_end", STRING, nested("chain", "end")),
+    ("current", STRING, nested("chain", "current")),
+    *DATE_COLUMNS,
+    ("entities", OBJECT, listed("entities")),
+    ("owner", STRING, key("owner")),
+    ("origin", STRING, key("origin")),
+    ("attribution", STRING, key("attribution")),
+    ("evidence", OBJECT, listed("evidence")),
+    ("body", STRING, key("body")),
+]
+
+
+def _grep_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**hit, "_rank": data["offset"] + i + 1} for i, hit in enumerate(data["hits"])]
+
+
+def _lookup_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**c, "_status": data["status"], "_matched_by": data["matchedBy"]} for c in data["candidates"]]
+
+
+FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
+    "knowledge_grep": lambda d: build_frame(_grep_rows(d), GREP),
+    "knowledge_lookup": lambda d: build_frame(_lookup_rows(d), LOOKUP),
+    "knowledge_records": lambda d: build_frame(d["rows"], RECORDS),
+    "knowledge_record": lambda d: build_frame([d["record"]] if d["record"] else [], RECORD),
+}
+
+
+def frame_for(tool: str, data: dict[str, Any]) -> pd.DataFrame:
+    return FRAME_BUILDERS[tool](data)

@@ -1,0 +1,55 @@
+"""The query engine: one module per tool family, each tool a (params, run) pair.
+
+``TOOLS`` maps the contract's tool names to their argument specs and
+runners. ``Store.call`` and the ``Store`` methods dispatch through it, so both
+entry points validate and answer identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import Engine
+from .args import Param
+from .citations import EvidenceVerifier
+from .dates import (
+    CHRONICLE_DAY_PARAMS,
+    CHRONICLE_SINCE_PARAMS,
+    LAST_SEEN_PARAMS,
+    TIMELINE_PARAMS,
+    chronicle_day,
+    chronicle_last_seen,
+    chronicle_since,
+    timeline,
+)
+from .grep import GREP_PARAMS, grep
+from .inventory import RECORD_PARAMS, RECORDS_PARAMS, inventory, one_record
+from .lookup import LOOKUP_PARAMS, lookup
+
+__all__ = ["TOOLS", "Tool"]
+
+Runner = Callable[[Engine, dict[str, Any], EvidenceVerifier], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    params: tuple[Param, ...]
+    run: Runner
+
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("knowledge_grep", GREP_PARAMS, grep),
+        Tool("knowledge_lookup", LOOKUP_PARAMS, lambda e, a, v: lookup(e, a)),
+        Tool("knowledge_records", RECORDS_PARAMS, lambda e, a, v: inventory(e, a)),
+        Tool("knowledge_record", RECORD_PARAMS, one_record),
+        Tool("knowledge_timeline", TIMELINE_PARAMS, timeline),
+        Tool("knowledge_chronicle_day", CHRONICLE_DAY_PARAMS, chronicle_day),
+        Tool("knowledge_chronicle_since", CHRONICLE_SINCE_PARAMS, chronicle_since),
+        Tool("knowledge_chronicle_last_seen", LAST_SEEN_PARAMS, chronicle_last_seen),
+    )
+}

@@ -1,0 +1,148 @@
+"""Argument specs for the tools: names, defaults, and checks that say what is allowed.
+
+A tool's arguments arrive camelCase through ``Store.call`` and snake_case
+through the Python methods; both go through ``validate``, so both refuse the
+same inputs with the same ``InvalidArgument`` (naming the argument and its
+allowed values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from ..datevalues import parse_bound
+from ..errors import InvalidArgument
+
+__all__ = [
+    "Param",
+    "boolean",
+    "bound",
+    "choice",
+    "integer",
+    "snake",
+    "strings",
+    "text",
+    "time_zone",
+    "validate",
+]
+
+Check = Callable[[str, Any], Any]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # as in the seeds (camelCase)
+    check: Check
+    default: Any = None
+    required: bool = False
+
+    @property
+    def py(self) -> str:
+        return snake(self.name)
+
+
+def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | None, *, python: bool = False) -> dict:
+    """Checked arguments keyed by their snake_case names, defaults filled in."""
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise InvalidArgument("args", f"{tool} takes a mapping of arguments, not {type(args).__name__}")
+    by_name = {(p.py if python else p.name): p for p in params}
+    unknown = [k for k in args if k not in by_name]
+    if unknown:
+        raise InvalidArgument(unknown[0], f"{tool} has no such argument", allowed=sorted(by_name))
+    out = {}
+    for key, p in by_name.items():
+        value = args.get(key)
+        if value is None:
+            if p.required:
+                raise InvalidArgument(key, f"{tool} requires it")
+            out[p.py] = p.default
+        else:
+            out[p.py] = p.check(key, value)
+    return out
+
+
+def text(max_len: int, *, min_len: int = 1) -> Check:
+    def check(name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise InvalidArgument(name, f"must be a string, not {type(value).__name__}", value=value)
+        n = len(value.encode("utf-16-le")) // 2
+        if n < min_len or n > max_len:
+            raise InvalidArgument(name, f"has {n} characters", allowed=f"{min_len} to {max_len} characters")
+        return value
+
+    return check
+
+
+def choice(*allowed: str) -> Check:
+    def check(name: str, value: Any) -> str:
+        if value not in allowed:
+            raise InvalidArgument(name, f"{value!r} is not a known value", allowed=allowed, value=value)
+        return str(value)
+
+    return check
+
+
+def integer(low: int, high: int | None = None) -> Check:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(name, f"must be an integer, not {value!r}", allowed=_range(low, high), value=value)
+        if value < low or (high is not None and value > high):
+            raise InvalidArgument(name, f"{value} is out of range", allowed=_range(low, high), value=value)
+        return value
+
+    return check
+
+
+def _range(low: int, high: int | None) -> str:
+    return f"{low} to {high}" if high is not None else f"{low} or more"
+
+
+def boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(name, f"must be true or false, not {value!r}", allowed=(True, False), value=value)
+    return value
+
+
+def strings(*, allowed: tuple[str, ...] | None = None, max_items: int = 64) -> Check:
+    """A string or a list of strings, returned as a tuple."""
+
+    def check(name: str, value: Any) -> tuple[str, ...]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(v, str) and v for v in items):
+            raise InvalidArgument(name, "must be a non-empty string or a list of them", value=value)
+        if len(items) > max_items:
+            raise InvalidArgument(name, f"has {len(items)} items", allowed=f"at most {max_items}")
+        if allowed is not None:
+            for v in items:
+                if v not in allowed:
+                    raise InvalidArgument(name, f"{v!r} is not a known value", allowed=allowed, value=value)
+        return tuple(dict.fromkeys(items))
+
+    return check
+
+
+def bound(*, upper: bool) -> Check:
+    def check(name: str, value: Any) -> Any:
+        return parse_bound(name, value, upper=upper)
+
+    return check
+
+
+def time_zone(name: str, value: Any) -> ZoneInfo:
+    if isinstance(value, str) and value and not value.startswith(("/", ".")):
+        try:
+            return ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    examples = ("UTC", "Europe/Berlin", "America/New_York", f"… {len(available_timezones())} IANA names")
+    raise InvalidArgument(name, f"{value!r} is not an IANA time zone", allowed=examples, value=value)

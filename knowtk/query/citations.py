@@ -1,0 +1,224 @@
+"""Citations you can trust: snippets with UTF-16 offsets and file lines, and verified evidence.
+
+Offsets are zero-based UTF-16 code units within the field's text (what a
+browser's String indexes); line numbers are one-based lines of the file, the
+frontmatter's opening ``---`` being line 1. Evidence is verified by reading
+the cited file (inside the store only), checking the lines exist and that the
+quote stands in them (whitespace runs compared as one space).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..keyword import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+from ..records import Evidence, Record
+
+__all__ = [
+    "LARGE_BODY_BYTES",
+    "SNIPPET_UNITS",
+    "EvidenceVerifier",
+    "citation",
+    "field_snippet",
+    "opening_excerpt",
+    "spans",
+]
+
+SNIPPET_UNITS = 480
+LARGE_BODY_BYTES = 64 * 1024
+CONTEXT_BEFORE = 120
+MAX_EVIDENCE = 3
+
+
+def utf16_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def spans(highlighted: str, original: str) -> list[tuple[int, int]] | None:
+    """Match spans (code point offsets into ``original``) from highlight() output; None if it doesn't line up."""
+    out, plain, start = [], [], None
+    pos = 0
+    for ch in highlighted:
+        if ch == HIGHLIGHT_OPEN:
+            start = pos
+        elif ch == HIGHLIGHT_CLOSE and start is not None:
+            out.append((start, pos))
+            start = None
+        else:
+            plain.append(ch)
+            pos += 1
+    if "".join(plain) != original:
+        return None
+    return out
+
+
+def _window(text: str, first: tuple[int, int]) -> tuple[int, int]:
+    """A window of at most SNIPPET_UNITS UTF-16 units around the first match, cut at word boundaries."""
+    start = max(0, first[0] - CONTEXT_BEFORE)
+    if start > 0:
+        space = next((i for i in range(start, first[0]) if text[i].isspace()), None)
+        start = space + 1 if space is not None else start
+    while start < first[0] and text[start].isspace():
+        start += 1
+    end = min(len(text), start + SNIPPET_UNITS)
+    while utf16_len(text[start:end]) > SNIPPET_UNITS:
+        end -= 1
+    if end < len(text):
+        cut = max((i for i in range(max(first[1], start), end) if text[i].isspace()), default=None)
+        if cut is not None and cut > first[1]:
+            end = cut
+    return start, end
+
+
+def _lines(body_line: int, text: str, start: int, end: int) -> tuple[int, int]:
+    first = body_line + text.count("\n", 0, start)
+    last = body_line + text.count("\n", 0, max(start, end - 1))
+    return first, last
+
+
+def body_snippet(r: Record, body: str, found: list[tuple[int, int]]) -> dict[str, Any]:
+    start, end = _window(body, found[0])
+    line_start, line_end = _lines(r.body_line, body, start, end)
+    prefix = utf16_len(body[:start])
+    return {
+        "text": body[start:end],
+        "field": "body",
+        "start": prefix,
+        "end": prefix + utf16_len(body[start:end]),
+        "lineStart": line_start,
+        "lineEnd": line_end,
+        "matchLocated": True,
+    }
+
+
+def opening_excerpt(r: Record, body: str) -> dict[str, Any]:
+    """The body's opening, for replacement hits and bodies over 64 KiB: not the match location."""
+    end = min(len(body), SNIPPET_UNITS)
+    while utf16_len(body[:end]) > SNIPPET_UNITS:
+        end -= 1
+    if end < len(body):
+        cut = body.rfind(" ", 0, end)
+        end = cut if cut > SNIPPET_UNITS // 2 else end
+    line_start, line_end = _lines(r.body_line, body, 0, end)
+    return {
+        "text": body[:end],
+        "field": "body",
+        "start": 0,
+        "end": utf16_len(body[:end]),
+        "lineStart": line_start,
+        "lineEnd": line_end,
+        "matchLocated": False,
+    }
+
+
+def field_snippet(field: str, text: str, found: list[tuple[int, int]]) -> dict[str, Any]:
+    """A title or aliases snippet: the title, or the one alias (line of the field) holding the first match."""
+    line_start = text.rfind("\n", 0, found[0][0]) + 1
+    line_end = text.find("\n", found[0][0])
+    line_end = len(text) if line_end < 0 else line_end
+    start, end = _window(text[line_start:line_end], (found[0][0] - line_start, found[0][1] - line_start))
+    start, end = start + line_start, end + line_start
+    prefix = utf16_len(text[:start])
+    return {
+        "text": text[start:end],
+        "field": field,
+        "start": prefix,
+        "end": prefix + utf16_len(text[start:end]),
+        "lineStart": None,
+        "lineEnd": None,
+        "matchLocated": True,
+    }
+
+
+def citation(r: Record, snippet: dict[str, Any] | None) -> dict[str, Any]:
+    """What to cite: the record at the searched revision and hash, and the lines the snippet came from."""
+    if snippet is not None and snippet["lineStart"] is not None:
+        lines = (snippet["lineStart"], snippet["lineEnd"])
+    else:
+        lines = (1, r.body_line - 1)  # the frontmatter, where title and aliases live
+    return {
+        "id": r.id,
+        "path": r.path,
+        "revision": r.revision,
+        "sha256": r.sha256,
+        "lineStart": lines[0],
+        "lineEnd": lines[1],
+    }
+
+
+@dataclass
+class _File:
+    stat: tuple[int, int]
+    sha256: str
+    lines: list[str]
+
+
+class EvidenceVerifier:
+    """Reads cited files inside the store (never outside it) and checks each locator."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._files: dict[str, _File | None] = {}
+
+    def _load(self, rel: str) -> tuple[_File | None, str | None]:
+        if os.path.isabs(rel) or rel.startswith("~"):
+            return None, "outside_store"
+        full = os.path.realpath(os.path.join(self.root, rel))
+        if full != self.root and not full.startswith(self.root + os.sep):
+            return None, "outside_store"
+        try:
+            st = os.stat(full)
+        except OSError:
+            return None, "file_missing"
+        cached = self._files.get(full)
+        if cached is not None and cached.stat == (st.st_size, st.st_mtime_ns):
+            return cached, None
+        try:
+            with open(full, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None, "file_unreadable"
+        text = data.decode("utf-8", errors="replace")
+        loaded = _File((st.st_size, st.st_mtime_ns), hashlib.sha256(data).hexdigest(), text.split("\n"))
+        self._files[full] = loaded
+        return loaded, None
+
+    def verify(self, ev: Evidence) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": ev.path,
+            "lineStart": ev.line_start,
+            "lineEnd": ev.line_end,
+            "quote": ev.quote,
+            "verified": False,
+            "reason": None,
+            "sha256": None,
+        }
+        loaded, problem = self._load(ev.path)
+        if loaded is None:
+            out["reason"] = problem
+            return out
+        out["sha256"] = loaded.sha256
+        lines = loaded.lines
+        if ev.line_start is not None and (ev.line_end or ev.line_start) > len(lines):
+            out["reason"] = "lines_out_of_range"
+            return out
+        if ev.quote is None or not ev.quote.strip():
+            out["reason"] = "no_quote"
+            return out
+        chosen = lines[ev.line_start - 1 : ev.line_end or ev.line_start] if ev.line_start else lines
+        if " ".join(ev.quote.split()) in " ".join(" ".join(chosen).split()):
+            out["verified"] = True
+        else:
+            out["reason"] = "quote_not_found"
+        return out
+
+    def all(self, r: Record) -> list[dict[str, Any]]:
+        return [self.verify(ev) for ev in r.evidence]
+
+    def for_hit(self, r: Record) -> tuple[list[dict[str, Any]], bool]:
+        """At most three verified locators, and whether knowledge_record has more to show."""
+        verified = [e for e in self.all(r) if e["verified"]]
+        return verified[:MAX_EVIDENCE], len(r.evidence) > len(verified[:MAX_EVIDENCE])

@@ -1,0 +1,116 @@
+"""What every query shares: filters over records, coverage, freshness, pagination, record summaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..datevalues import format_utc
+from ..errors import InvalidArgument
+from ..records import Record
+from ..snapshot import Snapshot, in_scope
+
+__all__ = ["RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
+
+KINDS = ("page", "claim", "relationship")
+LIFECYCLES = ("active", "superseded", "all")
+TIME_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """The filters of knowledge_grep / knowledge_records, applied to one (current) record."""
+
+    scope: tuple[str, ...] = ()
+    kinds: tuple[str, ...] | None = None
+    types: frozenset[str] | None = None
+    tags: tuple[str, ...] | None = None
+    time_field: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def from_args(cls, snap: Snapshot, args: dict[str, Any]) -> RecordFilter:
+        types = None
+        if args.get("type"):
+            expanded: set[str] = set()
+            for t in args["type"]:
+                expanded |= snap.config.expand_type(t)
+            types = frozenset(expanded)
+        since, until = args.get("since"), args.get("until")
+        if since is not None and until is not None and since > until:
+            raise InvalidArgument("since", "is after until", allowed="since <= until")
+        time_field = args.get("time_field")
+        if time_field is None and (since is not None or until is not None):
+            time_field = "occurred_at"
+        return cls(
+            scope=snap.normalize_scope(args.get("scope")),
+            kinds=args.get("kind") or None,
+            types=types,
+            tags=args.get("tag") or None,
+            time_field=time_field,
+            since=since,
+            until=until,
+        )
+
+    @property
+    def is_trivial(self) -> bool:
+        """True when every record passes (scope aside)."""
+        return self.kinds is None and self.types is None and self.tags is None and self.time_field is None
+
+    def passes(self, r: Record) -> bool:
+        if self.scope and not in_scope(r.path, self.scope):
+            return False
+        if self.kinds is not None and r.kind not in self.kinds:
+            return False
+        if self.types is not None and r.type not in self.types:
+            return False
+        if self.tags is not None and not all(t in r.tags for t in self.tags):
+            return False
+        if self.time_field is not None:
+            value = r.dates.get(self.time_field)
+            if value is None or not value.overlaps(self.since, self.until):
+                return False
+        return True
+
+
+def record_summary(r: Record, snap: Snapshot) -> dict[str, Any]:
+    """The identifying fields every row and hit starts with."""
+    return {
+        "id": r.id,
+        "kind": r.kind,
+        "type": r.type,
+        "title": r.title,
+        "summary": r.summary,
+        "lifecycle": lifecycle_of(r.id, snap),
+        "tags": list(r.tags),
+        "path": r.path,
+        "revision": r.revision,
+        "sha256": r.sha256,
+    }
+
+
+def lifecycle_of(rid: str, snap: Snapshot) -> str:
+    life = snap.lifecycle[rid]
+    return "expired" if life != "withdrawn" and rid in snap.expired else life
+
+
+def coverage(snap: Snapshot, scope: tuple[str, ...]) -> dict[str, Any]:
+    issues = [i.to_json() for i in snap.scope_issues(scope)]
+    return {"complete": not issues, "issues": issues}
+
+
+def freshness(snap: Snapshot, queried_at: datetime, indexed_at: str | None = None) -> dict[str, Any]:
+    return {
+        "queriedAt": format_utc(queried_at),
+        "scannedAt": format_utc(snap.scanned_at),
+        "indexedAt": indexed_at,
+    }
+
+
+def next_offset(offset: int, limit: int, total: int, *, max_offset: int | None = None) -> int | None:
+    nxt = offset + limit
+    if nxt >= total or (max_offset is not None and nxt > max_offset):
+        return None
+    return nxt

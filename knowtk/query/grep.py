@@ -1,0 +1,247 @@
+"""knowledge_grep: keyword search with exact filtered BM25, superseded wording, and citations.
+
+The order of a result: every direct match (score descending, then id), then
+the replacements reached through superseded records that matched (ranked by
+the earlier record's BM25 among earlier records whose current record passes
+the filters, then by the earlier record's id), each record once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..engine import Engine
+from ..errors import InvalidArgument
+from ..keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query
+from ..snapshot import Snapshot, in_scope
+from ..state import now_utc
+from .args import Param, bound, choice, integer, strings, text
+from .citations import (
+    LARGE_BODY_BYTES,
+    EvidenceVerifier,
+    body_snippet,
+    citation,
+    field_snippet,
+    opening_excerpt,
+    spans,
+)
+from .common import KINDS, LIFECYCLES, TIME_FIELDS, RecordFilter, coverage, freshness, next_offset, record_summary
+
+__all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms"]
+
+MAX_TOKENS = 64
+MAX_OFFSET = 500
+GREP_PARAMS = (
+    Param("query", text(500), required=True),
+    Param("mode", choice("all", "any", "phrase"), "all"),
+    Param("kind", strings(allowed=KINDS)),
+    Param("type", strings()),
+    Param("tag", strings()),
+    Param("lifecycle", choice(*LIFECYCLES), "active"),
+    Param("timeField", choice(*TIME_FIELDS)),
+    Param("since", bound(upper=False)),
+    Param("until", bound(upper=True)),
+    Param("scope", lambda name, v: v),
+    Param("limit", integer(1, 50), 20),
+    Param("offset", integer(0, MAX_OFFSET), 0),
+)
+
+
+def parse_terms(conn: sqlite3.Connection, query: str, mode: str) -> QueryTerms:
+    tokens = tokenize_query(conn, query)
+    if not tokens:
+        raise InvalidArgument("query", "has no word tokens (punctuation only separates words)", allowed="1 to 64 words")
+    if len(tokens) > MAX_TOKENS:
+        raise InvalidArgument("query", f"has {len(tokens)} word tokens", allowed=f"1 to {MAX_TOKENS} words")
+    return QueryTerms(tuple(tokens), mode)
+
+
+def grep(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+    queried_at = now_utc()
+    snap = engine.snapshot()
+    flt = RecordFilter.from_args(snap, a)
+    out: dict[str, Any] = {
+        "hits": [],
+        "total": None,
+        "offset": a["offset"],
+        "nextOffset": None,
+        "snapshot": snap.fingerprint(flt.scope),
+        "index": {"state": "unavailable", "lag": False},
+        "coverage": coverage(snap, flt.scope),
+        "freshness": freshness(snap, queried_at),
+    }
+    try:
+        terms = parse_terms(engine.state.conn, a["query"], a["mode"])
+    except sqlite3.Error as exc:
+        out["index"]["error"] = f"the FTS5 tokenizer is unavailable: {exc}"
+        return out
+    index = engine.keyword(snap)
+    out["freshness"]["indexedAt"] = index.indexed_at
+    if index.error:
+        out["index"]["error"] = index.error
+        return out
+    try:
+        ranked = _ranked(snap, flt, a["lifecycle"], terms, index.main, index.history)
+        page = ranked[a["offset"] : a["offset"] + a["limit"]]
+        out["hits"] = _hits(snap, terms, page, index.main, verifier)
+    except sqlite3.Error as exc:
+        out["index"]["error"] = f"{type(exc).__name__}: {exc}"
+        return out
+    out["index"] = {"state": "ready", "lag": False}
+    out["total"] = len(ranked)
+    out["nextOffset"] = next_offset(a["offset"], a["limit"], len(ranked), max_offset=MAX_OFFSET)
+    return out
+
+
+def _allowed(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int] | None:
+    if not flt.scope and flt.is_trivial:
+        return None
+    records = snap.records
+    return {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+
+
+def _ranked(
+    snap: Snapshot,
+    flt: RecordFilter,
+    lifecycle: str,
+    terms: QueryTerms,
+    main: FtsProjection,
+    history: FtsProjection,
+) -> list[tuple[Match, str | None]]:
+    """[(match, current id for a replacement else None)] in result order."""
+    if lifecycle == "superseded":
+        sources = [Source(history, _allowed(history, snap, flt))]
+    elif lifecycle == "all":
+        sources = [Source(main, _allowed(main, snap, flt)), Source(history, _allowed(history, snap, flt))]
+    else:
+        sources = [Source(main, _allowed(main, snap, flt))]
+    direct = rank(sources, terms)
+    ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
+    if lifecycle != "active":
+        return ranked
+    # superseded wording: earlier records rank among those whose current record passes the filters
+    current_of: dict[int, str] = {}
+    for rid, rowid in history.ids.items():
+        end = snap.chain_ends.get(rid)
+        if (
+            end is not None
+            and end.current is not None
+            and end.current in main.ids
+            and in_scope(snap.records[rid].path, flt.scope)
+            and flt.passes(snap.records[end.current])
+        ):
+            current_of[rowid] = end.current
+    if not current_of:
+        return ranked
+    seen = {m.id for m in direct}
+    for m in rank([Source(history, set(current_of))], terms):
+        current = current_of[m.rowid]
+        if current not in seen:
+            seen.add(current)
+            ranked.append((m, current))
+    return ranked
+
+
+def _hits(
+    snap: Snapshot,
+    terms: QueryTerms,
+    page: list[tuple[Match, str | None]],
+    main: FtsProjection,
+    verifier: EvidenceVerifier,
+) -> list[dict[str, Any]]:
+    by_source: dict[int, tuple[FtsProjection, list[int]]] = {}
+    for m, current in page:
+        if current is None:
+            by_source.setdefault(id(m.source), (m.source, []))[1].append(m.rowid)
+    marked: dict[tuple[int, int], tuple[str, str, str]] = {}
+    originals: dict[tuple[int, int], tuple[str, str, str]] = {}
+    for proj, rowids in by_source.values():
+        for rowid, cols in proj.highlights(terms, rowids).items():
+            marked[(id(proj), rowid)] = cols
+        for rowid, cols in proj.texts(rowids).items():
+            originals[(id(proj), rowid)] = cols
+    currents = [main.ids[c] for _, c in page if c is not None]
+    current_texts = main.texts(currents)
+    hits = []
+    for m, current in page:
+        if current is None:
+            r = snap.records[m.id]
+            key = (id(m.source), m.rowid)
+            hit = _direct_hit(snap, r, m.score, originals[key], marked.get(key))
+        else:
+            r = snap.records[current]
+            earlier = snap.records[m.id]
+            hit = record_summary(r, snap)
+            excerpt = opening_excerpt(r, current_texts[main.ids[current]][2])
+            hit.update(
+                score=None,
+                matches=["superseded"],
+                snippet=excerpt,
+                citation=citation(r, excerpt),
+            )
+            hit["via"] = {
+                "id": earlier.id,
+                "revision": earlier.revision,
+                "title": earlier.title,
+                "path": earlier.path,
+                "sha256": earlier.sha256,
+            }
+        evidence, truncated = verifier.for_hit(r)
+        hit["evidence"], hit["evidenceTruncated"] = evidence, truncated
+        hit["attribution"], hit["origin"] = r.author, r.origin
+        hit.setdefault("via", None)
+        hits.append({k: hit[k] for k in HIT_KEYS})
+    return hits
+
+
+HIT_KEYS = (
+    "id",
+    "kind",
+    "type",
+    "title",
+    "summary",
+    "lifecycle",
+    "tags",
+    "path",
+    "revision",
+    "sha256",
+    "score",
+    "matches",
+    "snippet",
+    "citation",
+    "evidence",
+    "evidenceTruncated",
+    "attribution",
+    "origin",
+    "via",
+)
+
+
+def _direct_hit(
+    snap: Snapshot, r: Any, score: float, texts: tuple[str, str, str], marked: tuple[str, str, str] | None
+) -> dict[str, Any]:
+    title, aliases, body = texts
+    found = {}
+    if marked is not None:
+        for name, original, highlighted in zip(("title", "aliases", "body"), texts, marked, strict=True):
+            located = spans(highlighted, original)
+            if located:
+                found[name] = located
+    large = len(body.encode("utf-8")) > LARGE_BODY_BYTES
+    if "body" in found and not large:
+        snippet = body_snippet(r, body, found["body"])
+    elif "title" in found:
+        snippet = field_snippet("title", title, found["title"])
+    elif "aliases" in found:
+        snippet = field_snippet("aliases", aliases, found["aliases"])
+    else:  # a body over 64 KiB, or highlight() could not be lined up with the text
+        snippet = opening_excerpt(r, body)
+    hit = record_summary(r, snap)
+    hit.update(
+        score=score,
+        matches=[name for name in ("title", "aliases", "body") if name in found],
+        snippet=snippet,
+        citation=citation(r, snippet),
+    )
+    return hit

@@ -1,0 +1,75 @@
+"""knowledge_lookup: exact ID, full title or alias; never fuzzy.
+
+An exact (case-sensitive) ID wins. Otherwise the query is normalised (NFKC,
+lowercase, trimmed, whitespace collapsed) and compared with every eligible
+record's normalised title and aliases: one record is ``found``, several are
+``ambiguous`` (all of them listed), none is ``missing``. Lookup does not use
+FTS5, so it answers while the keyword index is unavailable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import Engine
+from ..snapshot import Snapshot, in_scope, normalize_name
+from ..state import now_utc
+from .args import Param, choice, text
+from .common import LIFECYCLES, coverage, freshness, record_summary
+
+__all__ = ["LOOKUP_PARAMS", "lookup", "lookup_record"]
+
+LOOKUP_PARAMS = (
+    Param("query", text(200), required=True),
+    Param("lifecycle", choice(*LIFECYCLES), "active"),
+    Param("scope", lambda name, v: v),
+)
+
+
+def lookup_record(r: Any, snap: Snapshot) -> dict[str, Any]:
+    row = record_summary(r, snap)
+    row["aliases"] = list(r.aliases)
+    row["citation"] = {
+        "id": r.id,
+        "path": r.path,
+        "revision": r.revision,
+        "sha256": r.sha256,
+        "lineStart": 1,
+        "lineEnd": r.body_line - 1,
+    }
+    return row
+
+
+def lookup(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
+    queried_at = now_utc()
+    snap = engine.snapshot()
+    scope = snap.normalize_scope(a["scope"])
+    wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
+
+    def eligible(rid: str) -> bool:
+        return snap.available(rid) and snap.lifecycle[rid] in wanted and in_scope(snap.records[rid].path, scope)
+
+    query = a["query"]
+    status, matched_by, record, candidates = "missing", None, None, []
+    if query in snap.records and eligible(query):
+        status, matched_by = "found", "id"
+        record = lookup_record(snap.records[query], snap)
+        candidates = [record]
+    else:
+        key = normalize_name(query)
+        ids = sorted(rid for rid in snap.lookup_names(query) if eligible(rid))
+        candidates = [lookup_record(snap.records[rid], snap) for rid in ids]
+        if len(ids) == 1:
+            r = snap.records[ids[0]]
+            status, record = "found", candidates[0]
+            matched_by = "title" if r.title and normalize_name(r.title) == key else "alias"
+        elif ids:
+            status, matched_by = "ambiguous", "name"
+    return {
+        "status": status,
+        "matchedBy": matched_by,
+        "record": record,
+        "candidates": candidates,
+        "coverage": coverage(snap, scope),
+        "freshness": freshness(snap, queried_at),
+    }

@@ -1,0 +1,348 @@
+"""One record file: frontmatter split, YAML load, and the per-file validity rules of STORE.md §1.
+
+``load_frontmatter`` turns bytes into ``(frontmatter mapping, body, body_line)``
+or a ``FileProblem``; ``build_record`` turns a mapping into a ``Record`` plus
+the issues it carries. The two halves are separate so that the scan can cache
+the (JSON-safe) mapping and rebuild records without parsing YAML again.
+Rules that need the whole store (duplicates, dependencies, supersession
+chains, safeguards) live in ``snapshot.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .datevalues import DateValue, parse_date_value
+
+__all__ = [
+    "DATE_FIELDS",
+    "ID_PATTERN",
+    "Evidence",
+    "FileProblem",
+    "Issue",
+    "Record",
+    "body_of",
+    "build_record",
+    "load_frontmatter",
+]
+
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+KINDS = ("page", "claim", "relationship")
+STATUSES = ("active", "superseded", "withdrawn")
+DATE_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
+ORIGINS = ("observed", "stated", "inferred", "imported")
+_FENCE = re.compile(r"^---[ \t]*\r?$", re.M)
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe loader that leaves dates as text, so each one is validated on its own."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A coverage issue: something in the store that a query could not take at face value."""
+
+    path: str | None
+    id: str | None
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"path": self.path, "id": self.id, "code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """The file cannot be a record at all (encoding or frontmatter)."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    path: str
+    line_start: int | None
+    line_end: int | None
+    quote: str | None
+
+
+@dataclass(slots=True)
+class Record:
+    id: str
+    path: str  # relative to the store root, with "/"
+    sha256: str
+    kind: str
+    type: str
+    title: str | None
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    status: str  # as authored: active | superseded | withdrawn
+    superseded_by: str | None
+    revision: int
+    summary: str | None
+    dates: dict[str, DateValue]  # DATE_FIELDS present and valid (meetings: fields.occurred_at)
+    expires_at: DateValue | None
+    entities: tuple[str, ...]
+    owner: str | None
+    depends_on: tuple[str, ...]
+    source: str | None
+    source_event: bool
+    from_id: str | None
+    to_id: str | None
+    relation: str | None
+    origin: str | None
+    author: str | None
+    evidence: tuple[Evidence, ...]
+    affected_paths: tuple[str, ...]
+    category: str | None
+    reasoning: Any
+    alternatives: Any
+    fields: dict[str, Any]
+    frontmatter: dict[str, Any]
+    body_line: int  # one-based file line of the body's first line
+    references: tuple[str, ...] = field(default=())  # every structured id this record needs
+
+    @property
+    def scope_path(self) -> str:
+        return self.path
+
+
+def _split(data: bytes) -> tuple[str, str, str, int] | FileProblem:
+    """(frontmatter YAML, body, whole text, body_line) of a record file, or why it has none."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileProblem("not_utf8", f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip("\r \t") != "---":
+        return FileProblem("frontmatter_missing", "no YAML frontmatter: the file must start with a '---' line")
+    fence = _FENCE.search(text, first_end + 1)
+    if fence is None:
+        return FileProblem("frontmatter_unclosed", "the frontmatter has no closing '---' line")
+    body_start = min(fence.end() + 1, len(text))
+    body_line = text.count("\n", 0, fence.start()) + 2
+    return text[first_end + 1 : fence.start()], text[body_start:], text, body_line
+
+
+def load_frontmatter(data: bytes) -> tuple[dict[str, Any], str, int] | FileProblem:
+    """(frontmatter, body, body_line) of a record file, or why it is not one."""
+    split = _split(data)
+    if isinstance(split, FileProblem):
+        return split
+    yaml_text, body, _, body_line = split
+    try:
+        meta = yaml.load(yaml_text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        return FileProblem("frontmatter_invalid", f"the frontmatter is not valid YAML: {_one_line(exc)}")
+    if not isinstance(meta, dict):
+        return FileProblem("frontmatter_not_mapping", "the frontmatter must be a YAML mapping")
+    return _json_safe(meta), body, body_line
+
+
+def body_of(data: bytes) -> str | None:
+    """The body of a record file without parsing its YAML (the scan already did)."""
+    split = _split(data)
+    return None if isinstance(split, FileProblem) else split[1]
+
+
+def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -> tuple[Record | None, list[Issue]]:
+    """The record a frontmatter mapping describes, with its issues; None when it cannot be one."""
+    issues: list[Issue] = []
+    raw_id = meta.get("id")
+    if raw_id is None:
+        return None, [Issue(path, None, "id_missing", "no id in the frontmatter")]
+    if not isinstance(raw_id, str) or not ID_PATTERN.fullmatch(raw_id):
+        shown = str(raw_id)
+        hint = " (write it as a quoted string)" if not isinstance(raw_id, str) else ""
+        return None, [Issue(path, shown, "id_invalid", f"id {shown!r} does not match {ID_PATTERN.pattern}{hint}")]
+    rid = raw_id
+
+    def bad(code: str, message: str) -> tuple[None, list[Issue]]:
+        return None, [*issues, Issue(path, rid, code, message)]
+
+    kind = meta.get("kind")
+    if kind not in KINDS:
+        return bad("kind_invalid", f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    status = meta.get("status", "active")
+    if status not in STATUSES:
+        return bad("status_invalid", f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    revision = meta.get("revision", 1)
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+        return bad("revision_invalid", f"revision must be an integer >= 1, not {revision!r}")
+    type_ = meta.get("type", kind)
+    if not isinstance(type_, str) or not type_:
+        return bad("field_invalid", f"type must be a non-empty string, not {type_!r}")
+
+    def text_field(name: str) -> str | None:
+        value = meta.get(name)
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        issues.append(Issue(path, rid, "field_invalid", f"{name} must be a string; ignored"))
+        return None
+
+    def list_field(name: str) -> tuple[str, ...]:
+        value = meta.get(name)
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        issues.append(Issue(path, rid, "field_invalid", f"{name} must be a string or a list of strings; ignored"))
+        return ()
+
+    superseded_by = text_field("superseded_by")
+    if status == "superseded" and not superseded_by:
+        issues.append(
+            Issue(path, rid, "superseded_by_missing", "status is superseded but superseded_by names no record")
+        )
+    fields = meta.get("fields")
+    if fields is not None and not isinstance(fields, dict):
+        issues.append(Issue(path, rid, "field_invalid", "fields must be a mapping; ignored"))
+        fields = None
+    fields = fields or {}
+
+    dates: dict[str, DateValue] = {}
+    for name in DATE_FIELDS:
+        raw, where = meta.get(name), name
+        if raw is None and name == "occurred_at" and fields.get("occurred_at") is not None:
+            raw, where = fields["occurred_at"], "fields.occurred_at"
+        if raw is None:
+            continue
+        value = parse_date_value(raw)
+        if value is None:
+            issues.append(_date_issue(path, rid, where, raw))
+        else:
+            dates[name] = value
+    expires_at = None
+    if meta.get("expires_at") is not None:
+        expires_at = parse_date_value(meta["expires_at"])
+        if expires_at is None:
+            issues.append(_date_issue(path, rid, "expires_at", meta["expires_at"]))
+
+    from_id, to_id = text_field("from"), text_field("to")
+    if kind == "relationship" and not (from_id and to_id):
+        return bad("endpoints_missing", "a relationship needs both from and to")
+    source_event = meta.get("source_event", False)
+    if not isinstance(source_event, bool):
+        issues.append(Issue(path, rid, "field_invalid", "source_event must be true or false; ignored"))
+        source_event = False
+    origin = text_field("origin")
+    if origin is not None and origin not in ORIGINS:
+        issues.append(Issue(path, rid, "field_invalid", f"origin must be one of {', '.join(ORIGINS)}"))
+
+    entities, depends_on = list_field("entities"), list_field("depends_on")
+    owner, source = text_field("owner"), text_field("source")
+    references = tuple(dict.fromkeys([*depends_on, *entities, *(x for x in (from_id, to_id, owner, source) if x)]))
+    record = Record(
+        id=rid,
+        path=path,
+        sha256=sha256,
+        kind=kind,
+        type=type_,
+        title=text_field("title"),
+        aliases=list_field("aliases"),
+        tags=list_field("tags"),
+        status=status,
+        superseded_by=superseded_by,
+        revision=revision,
+        summary=text_field("summary"),
+        dates=dates,
+        expires_at=expires_at,
+        entities=entities,
+        owner=owner,
+        depends_on=depends_on,
+        source=source,
+        source_event=source_event,
+        from_id=from_id,
+        to_id=to_id,
+        relation=text_field("relation"),
+        origin=origin,
+        author=text_field("author"),
+        evidence=_evidence(path, rid, meta.get("evidence"), issues),
+        affected_paths=list_field("affected_paths"),
+        category=text_field("category"),
+        reasoning=meta.get("reasoning"),
+        alternatives=meta.get("alternatives"),
+        fields=fields,
+        frontmatter=meta,
+        body_line=body_line,
+        references=references,
+    )
+    return record, issues
+
+
+def _evidence(path: str, rid: str, raw: Any, issues: list[Issue]) -> tuple[Evidence, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raw = [raw]
+    out = []
+    for item in raw:
+        if isinstance(item, str):
+            out.append(Evidence(item, None, None, None))
+            continue
+        lines = item.get("lines") if isinstance(item, dict) else None
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("path"), str)
+            or (lines is not None and not _line_pair(lines))
+            or (item.get("quote") is not None and not isinstance(item.get("quote"), str))
+        ):
+            issues.append(
+                Issue(path, rid, "evidence_invalid", f"evidence locator {item!r} is not {{path, lines: [a, b], quote}}")
+            )
+            continue
+        start, end = (lines[0], lines[-1]) if lines else (None, None)
+        out.append(Evidence(item["path"], start, end, item.get("quote")))
+    return tuple(out)
+
+
+def _line_pair(lines: Any) -> bool:
+    return (
+        isinstance(lines, list)
+        and 1 <= len(lines) <= 2
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in lines)
+        and lines[0] <= lines[-1]
+    )
+
+
+def _date_issue(path: str, rid: str, name: str, raw: Any) -> Issue:
+    return Issue(
+        path,
+        rid,
+        "date_invalid",
+        f"{name} {raw!r} is not a real YYYY-MM-DD or a timestamp with seconds and an explicit offset; dropped",
+    )
+
+
+def _json_safe(value: Any) -> Any:
+    """Frontmatter as JSON-safe data (the scan cache stores it as JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return [_json_safe(v) for v in items]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,203 @@
+"""``Store``: the Python surface of one knowledge store.
+
+``open_store(path)`` gives a ``Store``. ``Store.call(tool, args)`` takes the
+contract's tool names and camelCase arguments and returns the contract's
+dict; the methods (``grep``, ``lookup``, ``records``, ``record``, …) take the
+same arguments in snake_case, keyword-only after the first, and return a
+``Result`` (``.to_dict()`` is that same dict, ``.to_frame()`` a DataFrame).
+Every call scans the store first; nothing here writes a Markdown file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .engine import Engine
+from .errors import InvalidArgument
+from .query import TOOLS
+from .query.args import validate
+from .query.citations import EvidenceVerifier
+from .results import Result
+from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource
+from .snapshot import Snapshot
+
+__all__ = ["Store", "open_store"]
+
+
+def open_store(
+    path: str | os.PathLike[str],
+    *,
+    state_dir: str | os.PathLike[str] | None = None,
+    change_source: ChangeSource | None = None,
+    max_files: int = DEFAULT_MAX_FILES,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> Store:
+    """Open the store at ``path``; its state goes to ``path/.knowtk/`` unless ``state_dir`` says otherwise.
+
+    Use ``state_dir`` for a store you must not write into (a read-only or shared copy).
+    """
+    return Store(
+        path,
+        state_dir=state_dir,
+        change_source=change_source,
+        max_files=max_files,
+        max_file_bytes=max_file_bytes,
+    )
+
+
+class Store:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        change_source: ChangeSource | None = None,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        self.engine = Engine(
+            path,
+            state_dir=state_dir,
+            change_source=change_source,
+            max_files=max_files,
+            max_file_bytes=max_file_bytes,
+        )
+        self.verifier = EvidenceVerifier(self.engine.root)
+
+    @property
+    def root(self) -> str:
+        return self.engine.root
+
+    @property
+    def name(self) -> str:
+        return self.engine.snapshot().config.name
+
+    @property
+    def state_path(self) -> str:
+        return self.engine.state_path
+
+    def snapshot(self) -> Snapshot:
+        """Scan now and return the store as a query would see it."""
+        return self.engine.snapshot()
+
+    def __repr__(self) -> str:
+        return f"<Store {self.root!r}>"
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the contract's entry point ----------------------------------------------------------
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run a tool by its contract name with camelCase arguments; returns the contract's dict."""
+        return self._run(tool, args, python=False).to_dict()
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
+        spec = TOOLS.get(tool)
+        if spec is None:
+            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
+        checked = validate(tool, spec.params, args, python=python)
+        return Result(tool, spec.run(self.engine, checked, self.verifier), checked)
+
+    def _method(self, tool: str, given: dict[str, Any]) -> Result:
+        return self._run(tool, {k: v for k, v in given.items() if k != "self" and v is not None}, python=True)
+
+    # -- keyword retrieval ---------------------------------------------------------------------
+    def grep(
+        self,
+        query: str,
+        *,
+        mode: str = "all",
+        kind: str | list[str] | None = None,
+        type: str | list[str] | None = None,
+        tag: str | list[str] | None = None,
+        lifecycle: str = "active",
+        time_field: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        scope: str | list[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> Result:
+        """knowledge_grep: FTS5/BM25 over title, aliases and body (see the contract for every argument)."""
+        return self._method("knowledge_grep", locals())
+
+    def lookup(self, query: str, *, lifecycle: str = "active", scope: str | list[str] | None = None) -> Result:
+        """knowledge_lookup: exact id, full title or alias; found, ambiguous or missing."""
+        return self._method("knowledge_lookup", locals())
+
+    def records(
+        self,
+        *,
+        kind: str | list[str] | None = None,
+        type: str | list[str] | None = None,
+        tag: str | list[str] | None = None,
+        lifecycle: str = "active",
+        time_field: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        scope: str | list[str] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Result:
+        """knowledge_records: the exhaustive inventory, sorted by id, independent of FTS5."""
+        return self._method("knowledge_records", locals())
+
+    def record(self, id: str) -> Result:
+        """knowledge_record: one record whole, with its lifecycle, supersession links and all evidence."""
+        return self._method("knowledge_record", locals())
+
+    # -- dates and chronicle -------------------------------------------------------------------
+    def timeline(
+        self,
+        *,
+        entity: str | None = None,
+        kind: str | None = None,
+        time_field: str = "occurred_at",
+        since: str | None = None,
+        until: str | None = None,
+        order: str = "asc",
+        eligibility: str = "active",
+        include_sources: bool = False,
+        group: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Result:
+        """knowledge_timeline: dated records by entity, type, time field and range."""
+        return self._method("knowledge_timeline", locals())
+
+    def chronicle_day(
+        self,
+        date: str,
+        *,
+        week: bool = False,
+        time_zone: str = "UTC",
+        kind: str | None = None,
+        entity: str | None = None,
+    ) -> Result:
+        """knowledge_chronicle_day: one day, or its Monday-Sunday week, in an IANA time zone."""
+        return self._method("knowledge_chronicle_day", locals())
+
+    def chronicle_since(
+        self,
+        since: str,
+        *,
+        until: str | None = None,
+        kind: str | None = None,
+        entity: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Result:
+        """knowledge_chronicle_since: what occurred in a range, oldest first."""
+        return self._method("knowledge_chronicle_since", locals())
+
+    def chronicle_last_seen(self, entity: str, *, occurred_on_or_before: str | None = None) -> Result:
+        """knowledge_chronicle_last_seen: the latest dated context for an entity (default: up to now)."""
+        return self._method("knowledge_chronicle_last_seen", locals())

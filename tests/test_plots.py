@@ -1,0 +1,444 @@
+"""knowtk.plots: assertions on the drawn artists (no image snapshots)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import random
+from collections.abc import Iterator
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_hex
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+
+from knowtk.errors import InvalidArgument
+from knowtk.plots import LANES, plot_chains, plot_chronicle, plot_timeline
+
+BERLIN = "Europe/Berlin"
+TIMELINE_COLUMNS = [
+    "id", "kind", "type", "title", "summary", "lifecycle", "path", "time_field", "value",
+    "date_only", "start", "end", "entities",
+]
+EDGE_COLUMNS = [
+    "chain", "from_id", "from_title", "from_revision", "from_lifecycle", "from_date",
+    "to_id", "to_title", "to_revision", "to_lifecycle", "to_date", "cycle", "chain_end",
+]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    yield
+    plt.close("all")
+
+
+# ---------------------------------------------------------------------------
+# frames built by hand, in the query engine's shape
+
+
+def _row(rid: str, value: str, *, kind: str = "claim", type: str = "decision", title: str | None = None,
+         lifecycle: str = "active", entities: tuple[str, ...] = (), field: str = "occurred_at") -> dict:
+    date_only = len(value) == 10
+    start = pd.Timestamp(value + ("T00:00:00Z" if date_only else "")).tz_convert("UTC")
+    return {
+        "id": rid, "kind": kind, "type": type, "title": title, "summary": None, "lifecycle": lifecycle,
+        "path": f"notes/{rid}.md", "time_field": field, "value": value, "date_only": date_only,
+        "start": start, "end": start + pd.Timedelta(days=1) if date_only else start,
+        "entities": list(entities),
+    }
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
+    df["start"] = pd.to_datetime(df["start"], utc=True)
+    df["end"] = pd.to_datetime(df["end"], utc=True)
+    df["date_only"] = df["date_only"].astype(bool)
+    return df
+
+
+def week_frame() -> pd.DataFrame:
+    """Ten rows in the Berlin week 2026-03-23..29, which crosses the switch to CEST (29 Mar, 01:00Z)."""
+    return _frame([
+        _row("mtg-0323", "2026-03-23T09:30:00+01:00", kind="page", type="meeting", title="Monday standup",
+             entities=("person-ada", "proj-search")),
+        _row("dec-014", "2026-03-24", title="Use SQLite FTS5 for keyword search", entities=("proj-search",)),
+        _row("dec-009", "2026-03-24T11:00:00+01:00", title="Use Whoosh for search", lifecycle="superseded",
+             entities=("proj-search",)),
+        _row("evt-0325", "2026-03-25T14:00:00+01:00", kind="page", type="event", title="Design review",
+             entities=("person-bob",)),
+        _row("mtg-0326", "2026-03-26T15:00:00+01:00", kind="page", type="meeting", title="Planning (CET)",
+             entities=("person-ada",)),
+        _row("rel-leads", "2026-03-26T15:15:00+01:00", kind="relationship", type="leads",
+             title="Ada leads search", entities=("person-ada", "proj-search")),
+        _row("clm-budget", "2026-03-27", title="Budget approved for Q2", lifecycle="expired"),
+        _row("due-0327", "2026-03-27", type="task", title="Ship the index rebuild", field="due_at",
+             entities=("proj-search",)),
+        _row("mtg-0329", "2026-03-29T15:00:00+02:00", kind="page", type="meeting", title="Sunday sync (CEST)",
+             entities=("person-bob",)),
+        _row("evt-0329", "2026-03-29T22:45:00+02:00", kind="page", type="event", title="Deploy window"),
+    ])
+
+
+DATE_ONLY_IDS = {"dec-014", "clm-budget", "due-0327"}
+TYPES = ["decision", "event", "leads", "meeting", "task"]
+
+
+def big_frame(n: int = 2000, seed: int = 20260323) -> pd.DataFrame:
+    rnd = random.Random(seed)
+    types = ["meeting", "decision", "event", "task", "note", "incident", "risk"]
+    entities = [f"person-{c}" for c in "abcdef"] + ["proj-search", "proj-ingest"]
+    base = pd.Timestamp("2025-06-01T00:00:00Z")
+    rows = []
+    for i in range(n):
+        t = base + pd.Timedelta(minutes=rnd.randrange(0, 300 * 24 * 60))
+        value = t.strftime("%Y-%m-%d") if rnd.random() < 0.3 else t.tz_convert(BERLIN).isoformat()
+        rows.append(_row(
+            f"rec-{i:04d}", value, kind=rnd.choice(["page", "claim", "relationship"]), type=rnd.choice(types),
+            title=f"Generated record {i} with a fairly long title", entities=tuple(rnd.sample(entities, 2)),
+            lifecycle=rnd.choices(["active", "superseded", "expired"], [8, 1, 1])[0],
+        ))
+    return _frame(rows)
+
+
+def edges_frame() -> pd.DataFrame:
+    def d(text: str | None) -> pd.Timestamp:
+        return pd.Timestamp(text, tz="UTC") if text else pd.NaT
+
+    data = [
+        (1, "dec-001", "Use Whoosh", 1, "superseded", d("2026-01-10"),
+         "dec-014", "Use FTS5", 2, "superseded", d("2026-02-01"), False, "current"),
+        (1, "dec-014", "Use FTS5", 2, "superseded", d("2026-02-01"),
+         "dec-031", "Use FTS5 + trigram", 3, "active", d("2026-03-04"), False, "current"),
+        (2, "pol-7", "Retention 30d", 1, "superseded", d("2025-11-02"),
+         "pol-9", "Retention 90d", 1, "withdrawn", d("2025-12-01"), False, "withdrawn"),
+        (3, "clm-a", "Budget 10k", 1, "superseded", d("2026-02-11"),
+         "clm-b", None, None, "missing", None, False, "missing"),
+        (4, "adr-x", "Redis cache", 1, "superseded", d("2026-01-01"),
+         "adr-y", "Memory cache", 1, "superseded", d("2026-01-05"), True, "cycle"),
+        (4, "adr-y", "Memory cache", 1, "superseded", d("2026-01-05"),
+         "adr-x", "Redis cache", 1, "superseded", d("2026-01-01"), True, "cycle"),
+        (5, "m-1", "Draft A", 1, "superseded", d("2026-03-01"),
+         "m-3", "Merged", 1, "active", d("2026-03-09"), False, "current"),
+        (5, "m-2", "Draft B", 1, "superseded", d("2026-03-02"),
+         "m-3", "Merged", 1, "active", d("2026-03-09"), False, "current"),
+    ]
+    df = pd.DataFrame(data, columns=EDGE_COLUMNS)
+    for c in ("from_revision", "to_revision"):
+        df[c] = df[c].astype("Int64")
+    for c in ("from_date", "to_date"):
+        df[c] = pd.to_datetime(df[c], utc=True)
+    return df
+
+
+# ---------------------------------------------------------------------------
+# artist helpers
+
+
+def scatters(ax: Axes) -> list[PathCollection]:
+    return [c for c in ax.collections if str(c.get_gid() or "").startswith("instants:")]
+
+
+def point_count(ax: Axes) -> int:
+    return sum(len(c.get_offsets()) for c in scatters(ax))
+
+
+def bars(ax: Axes) -> list[Rectangle]:
+    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid()]
+
+
+def labels(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.texts if t.get_gid() == "label"]
+
+
+def ytick_texts(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.get_yticklabels()]
+
+
+def lane_of(ax: Axes, y: float) -> str:
+    ticks = list(ax.get_yticks())
+    nearest = min(range(len(ticks)), key=lambda i: abs(ticks[i] - y))
+    return ytick_texts(ax)[nearest]
+
+
+def num(value: str) -> float:
+    return float(mdates.date2num(pd.Timestamp(value).tz_convert("UTC").to_pydatetime()))
+
+
+# ---------------------------------------------------------------------------
+# timeline
+
+
+def test_timeline_draws_instants_as_points_and_date_only_rows_as_bars() -> None:
+    frame = week_frame()
+    ax = plot_timeline(frame, tz=BERLIN)
+    assert isinstance(ax, Axes)
+    assert point_count(ax) == (~frame["date_only"]).sum() == 7
+    assert {b.get_gid() for b in bars(ax)} == DATE_ONLY_IDS
+    xs = sorted(float(x) for c in scatters(ax) for x, _ in c.get_offsets())
+    assert xs == pytest.approx(sorted(num(v) for v in frame.loc[~frame["date_only"], "value"]))
+
+
+def test_date_only_bar_spans_exactly_one_utc_day() -> None:
+    ax = plot_timeline(week_frame(), tz=BERLIN)
+    by_id = {b.get_gid(): b for b in bars(ax)}
+    for rid, day in (("dec-014", "2026-03-24"), ("clm-budget", "2026-03-27"), ("due-0327", "2026-03-27")):
+        bar = by_id[rid]
+        assert bar.get_x() == pytest.approx(num(day + "T00:00:00Z"), abs=1e-9)
+        assert bar.get_width() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_lane_tick_labels_follow_lanes_argument() -> None:
+    frame = week_frame()
+    assert ytick_texts(plot_timeline(frame)) == TYPES
+    assert ytick_texts(plot_timeline(frame, lanes="kind")) == ["page", "claim", "relationship"]
+    assert ytick_texts(plot_timeline(frame, lanes="lifecycle")) == ["active", "superseded", "expired"]
+
+
+def test_entity_lanes_repeat_rows_and_collect_rows_without_entities() -> None:
+    frame = week_frame()
+    ax = plot_timeline(frame, lanes="entity")
+    assert ytick_texts(ax) == ["person-ada", "person-bob", "proj-search", "(none)"]
+    drawn = point_count(ax) + len(bars(ax))
+    assert drawn == sum(max(len(e), 1) for e in frame["entities"]) == 12
+    # the 2026-03-27 date-only rows: due-0327 is in proj-search, clm-budget (no entities) in (none)
+    by_id = {b.get_gid(): b for b in bars(ax)}
+    assert lane_of(ax, by_id["due-0327"].get_y() + by_id["due-0327"].get_height() / 2) == "proj-search"
+    assert lane_of(ax, by_id["clm-budget"].get_y() + by_id["clm-budget"].get_height() / 2) == "(none)"
+    # mtg-0323 (person-ada + proj-search) is drawn once in each of those lanes
+    x = num("2026-03-23T09:30:00+01:00")
+    lanes = sorted(lane_of(ax, float(y)) for c in scatters(ax) for px, y in c.get_offsets()
+                   if abs(px - x) < 1e-9)
+    assert lanes == ["person-ada", "proj-search"]
+
+
+def test_superseded_and_expired_rows_are_styled_apart() -> None:
+    ax = plot_timeline(week_frame(), tz=BERLIN)
+    by_gid = {c.get_gid(): c for c in scatters(ax)}
+    assert set(by_gid) == {"instants:active", "instants:superseded"}
+    assert len(by_gid["instants:superseded"].get_offsets()) == 1
+    assert all(fc[3] == 0 for fc in by_gid["instants:superseded"].get_facecolor())  # hollow
+    assert all(fc[3] > 0.5 for fc in by_gid["instants:active"].get_facecolor())  # filled
+    by_id = {b.get_gid(): b for b in bars(ax)}
+    expired, active = by_id["clm-budget"], by_id["due-0327"]
+    assert expired.get_hatch() and not active.get_hatch()
+    assert expired.get_facecolor()[3] < 0.5 < active.get_facecolor()[3]
+    legend = ax.get_legend()
+    assert legend is not None
+    assert {"superseded", "expired"} <= {t.get_text() for t in legend.get_texts()}
+
+
+@pytest.mark.parametrize("max_labels", [0, 3, 9, 10, 40])
+def test_label_count_is_capped(max_labels: int) -> None:
+    ax = plot_timeline(week_frame(), max_labels=max_labels)
+    drawn = labels(ax)
+    assert len(drawn) <= max_labels
+    if max_labels >= 10:
+        assert len(drawn) == 10
+        assert "Monday standup" in drawn
+        assert all(len(t) <= 28 for t in drawn)
+        assert "Use SQLite FTS5 for keyword…" in drawn  # shortened
+    else:
+        assert "labels hidden above" in ax.get_title()
+
+
+def test_two_thousand_rows_label_nothing_but_keep_lanes_readable() -> None:
+    frame = big_frame()
+    ax = plot_timeline(frame)
+    assert labels(ax) == []
+    assert "2,000 records" in ax.get_title()
+    assert point_count(ax) + len(bars(ax)) == 2000
+    assert ytick_texts(ax) == sorted(frame["type"].unique())
+    assert all(t.get_fontsize() >= 8 for t in ax.get_yticklabels())
+    assert ax.figure.get_figheight() <= 14
+
+
+def test_figure_height_grows_with_lane_count_within_bounds() -> None:
+    def frame_with(n_types: int) -> pd.DataFrame:
+        return _frame([_row(f"r{i}", f"2026-03-{1 + i % 28:02d}T10:00:00Z", type=f"type-{i:03d}")
+                       for i in range(n_types)])
+
+    heights = [plot_timeline(frame_with(n), max_labels=0).figure.get_figheight() for n in (1, 2, 8, 20, 80)]
+    assert heights == sorted(heights)
+    assert heights[0] < heights[2] < heights[3]
+    assert heights[0] >= 2.5 and heights[-1] <= 14
+    ax = plot_timeline(frame_with(80), max_labels=0)  # more lanes than max_lanes: the rest are folded
+    ticks = ytick_texts(ax)
+    assert len(ticks) == 40 and ticks[-1] == "(other: 41 lanes)"
+    assert point_count(ax) == 80
+
+
+def test_dates_are_displayed_in_the_requested_zone() -> None:
+    frame = _frame([_row("a", "2026-03-26T20:30:00Z"), _row("b", "2026-03-27T01:30:00Z")])
+    for tz in ("UTC", BERLIN):
+        ax = plot_timeline(frame, tz=tz)
+        ax.figure.canvas.draw()
+        checked = 0
+        for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True):
+            local = mdates.num2date(tick).astimezone(ZoneInfo(tz))
+            if local.hour:  # ConciseDateFormatter names the day at local midnight
+                assert label.get_text() == f"{local:%H:%M}"
+                checked += 1
+            else:
+                assert label.get_text() == f"{local:%b-%d}"
+        assert checked >= 3
+
+
+def test_empty_frames_say_so() -> None:
+    empty = week_frame().iloc[0:0]
+    for ax in (plot_timeline(empty), plot_chronicle(empty, tz=BERLIN)):
+        assert "no dated records" in [t.get_text() for t in ax.texts]
+        assert not ax.collections and not ax.patches
+
+
+def test_invalid_arguments_raise_invalid_argument() -> None:
+    with pytest.raises(InvalidArgument) as info:
+        plot_timeline(week_frame(), lanes="colour")
+    assert info.value.argument == "lanes"
+    assert tuple(info.value.allowed) == LANES == ("type", "kind", "lifecycle", "entity")
+    assert "lanes" in str(info.value) and "'entity'" in str(info.value)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(InvalidArgument) as info:
+        plot_timeline(week_frame(), tz="Mars/Olympus")
+    assert info.value.argument == "tz"
+    with pytest.raises(InvalidArgument) as info:
+        plot_timeline(week_frame(), max_labels=-1)
+    assert info.value.argument == "max_labels"
+    with pytest.raises(InvalidArgument) as info:
+        plot_timeline(week_frame().drop(columns=["type"]))
+    assert info.value.argument == "frame"
+
+
+def test_draws_on_a_given_axes_without_a_new_figure() -> None:
+    _fig, (left, right) = plt.subplots(1, 2)
+    before = plt.get_fignums()
+    assert plot_timeline(week_frame(), ax=left) is left
+    assert plot_chronicle(week_frame(), ax=right) is right
+    assert plt.get_fignums() == before
+    assert point_count(left) == 7 and point_count(right) == 7
+
+
+# ---------------------------------------------------------------------------
+# chronicle
+
+
+def _chronicle_points(ax: Axes) -> list[tuple[float, float]]:
+    return sorted((float(x), float(y)) for c in scatters(ax) for x, y in c.get_offsets())
+
+
+def test_chronicle_puts_15h_local_on_both_sides_of_dst_at_the_same_height() -> None:
+    frame = week_frame()
+    ax = plot_chronicle(frame, tz=BERLIN)
+    points = _chronicle_points(ax)
+    assert len(points) == 7
+    day_col = {round(x): y for x, y in points if y == pytest.approx(15.0)}
+    assert sorted(day_col) == [3, 6]  # Thu 26 (CET, 14:00Z) and Sun 29 (CEST, 13:00Z), Mon 23 = column 0
+    # the same frame in UTC puts them an hour apart: the test above is about local time
+    utc = [(round(x), y) for x, y in _chronicle_points(plot_chronicle(frame, tz="UTC"))]
+    assert (3, pytest.approx(14.0)) in utc and (6, pytest.approx(13.0)) in utc
+    assert not any(y == pytest.approx(15.0) for _, y in utc)
+
+
+def test_chronicle_columns_are_local_calendar_days_with_weekday_labels() -> None:
+    ax = plot_chronicle(week_frame(), tz=BERLIN)
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert [t.split("\n")[0] for t in ticks] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert ticks[0].split("\n")[1] == "23 Mar 2026" and ticks[6].split("\n")[1] == "29 Mar"
+    assert [("UTC+1→+2" in t) for t in ticks] == [False] * 6 + [True]
+    assert ax.get_xlim() == pytest.approx((-0.5, 6.5))
+    # an instant late on Sunday evening UTC falls on Monday in Tokyo
+    late = _frame([_row("late", "2026-03-29T20:00:00Z")])
+    tokyo = plot_chronicle(late, tz="Asia/Tokyo")
+    assert tokyo.get_xticklabels()[0].get_text().startswith("Mon\n30 Mar")
+    assert _chronicle_points(tokyo)[0][1] == pytest.approx(5.0)
+
+
+def test_chronicle_date_only_rows_are_full_day_bands_in_the_all_day_strip() -> None:
+    ax = plot_chronicle(week_frame(), tz=BERLIN)
+    bands = {b.get_gid(): b for b in bars(ax)}
+    assert set(bands) == DATE_ONLY_IDS
+    for rid, col in (("dec-014", 1), ("clm-budget", 4), ("due-0327", 4)):
+        band = bands[rid]
+        assert band.get_y() + band.get_height() < 0  # above 00:00: the all-day strip
+        assert band.get_width() >= 0.9
+        assert band.get_x() + band.get_width() / 2 == pytest.approx(col)
+    assert bands["clm-budget"].get_hatch() and not bands["due-0327"].get_hatch()
+    assert bands["clm-budget"].get_y() != bands["due-0327"].get_y()  # stacked, not overlapping
+    assert "all day" in ytick_texts(ax)
+
+
+def test_chronicle_styles_and_labels() -> None:
+    ax = plot_chronicle(week_frame(), tz=BERLIN)
+    by_gid = {c.get_gid(): c for c in scatters(ax)}
+    assert all(fc[3] == 0 for fc in by_gid["instants:superseded"].get_facecolor())
+    drawn = labels(ax)
+    assert len(drawn) == 10
+    assert any(t.startswith("15:00 Sunday sync") for t in drawn)
+    assert any(t.startswith("15:00 Planning") for t in drawn)
+    assert labels(plot_chronicle(week_frame(), tz=BERLIN, max_labels=9)) == []
+    big = plot_chronicle(big_frame(), tz=BERLIN)
+    assert labels(big) == [] and "2,000 records" in big.get_title()
+    assert len(big.get_xticklabels()) <= 14
+
+
+# ---------------------------------------------------------------------------
+# chains
+
+
+def _node_boxes(ax: Axes) -> dict[str, FancyBboxPatch]:
+    return {str(p.get_gid()): p for p in ax.patches if isinstance(p, FancyBboxPatch)}
+
+
+def test_chains_draw_one_arrow_per_edge_left_to_right() -> None:
+    edges = edges_frame()
+    ax = plot_chains(edges)
+    arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    assert len(arrows) == len(edges)
+    assert sorted(str(a.get_gid()) for a in arrows) == sorted(
+        f"edge:{c}:{a}->{b}" for c, a, b in edges[["chain", "from_id", "to_id"]].itertuples(index=False))
+    boxes = _node_boxes(ax)
+    assert len(boxes) == 12  # 3 + 2 + 2 + 2 + 3 nodes
+    for c, a, b, cycle in edges[["chain", "from_id", "to_id", "cycle"]].itertuples(index=False):
+        if not cycle or (a, b) == ("adr-x", "adr-y"):
+            assert boxes[f"node:{c}:{a}"].get_x() < boxes[f"node:{c}:{b}"].get_x()
+
+
+def test_chains_sort_and_mark_dead_ends() -> None:
+    ax = plot_chains(edges_frame())
+    assert ytick_texts(ax) == ["chain 2", "chain 3", "chain 4", "chain 1", "chain 5"]
+    markers = {str(t.get_gid()): t.get_text() for t in ax.texts if str(t.get_gid()).startswith("end:")}
+    assert markers == {"end:2": "✕ withdrawn", "end:3": "✕ missing", "end:4": "↻ cycle"}
+    boxes = _node_boxes(ax)
+    green = {gid for gid, box in boxes.items() if to_hex(box.get_edgecolor()) == "#23923a"}
+    assert green == {"node:1:dec-031", "node:5:m-3"}
+    red = {gid for gid, box in boxes.items() if to_hex(box.get_edgecolor()) == "#c0392b"}
+    assert red == {"node:2:pol-9", "node:3:clm-b"}
+    assert "3 dead ends" in ax.get_title()
+    # node boxes say what they are
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "r3 · 2026-03-04" in texts and "missing" in texts
+
+
+def test_chains_without_chain_end_derive_it_and_empty_edges_say_so() -> None:
+    edges = edges_frame().drop(columns=["chain_end"])
+    ax = plot_chains(edges)
+    assert ytick_texts(ax)[-2:] == ["chain 1", "chain 5"]
+    empty = plot_chains(edges_frame().iloc[0:0])
+    assert "no supersession chains" in [t.get_text() for t in empty.texts]
+    assert not empty.patches
+    with pytest.raises(InvalidArgument) as info:
+        plot_chains(edges_frame().drop(columns=["to_id"]))
+    assert info.value.argument == "edges"
+
+
+def test_instant_helper_matches_date2num() -> None:
+    # guards the helper the other tests compare against
+    assert num("2026-03-26T15:00:00+01:00") == pytest.approx(
+        float(mdates.date2num(datetime(2026, 3, 26, 14, 0, tzinfo=ZoneInfo("UTC")))))
