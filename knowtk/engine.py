@@ -33,6 +33,7 @@ class KeywordIndex:
     history: FtsProjection
     generation: int
     error: str | None = None
+    written: int = 0  # projection rows written by the last reconcile (only changed records)
 
     @property
     def indexed_at(self) -> str | None:
@@ -117,8 +118,8 @@ class Engine:
             )
         try:
             main_ids, history_ids = self._desired(snap)
-            index.main.reconcile(main_ids, lambda rid: self._text(snap.records[rid]))
-            index.history.reconcile(history_ids, lambda rid: self._text(snap.records[rid]))
+            index.written = index.main.reconcile(main_ids, lambda rid: self._text(snap.records[rid]))
+            index.written += index.history.reconcile(history_ids, lambda rid: self._text(snap.records[rid]))
         except sqlite3.Error as exc:
             index.error = f"{type(exc).__name__}: {exc}"
             index.main._version = index.history._version = None  # reload the mirrors next time

@@ -512,7 +512,7 @@ def plot_timeline(
             instant_styles.add(style)
             size = 14.0 if many else 36.0
             edge = [_darker(colors[it.lane], 0.8) for it in points]
-            face: Any = [colors[it.lane] for it in points] if True else "none"
+            face: Any = [colors[it.lane] for it in points] if style == "active" else "none"
             ax.scatter(
                 [it.row.x0 for it in points],
                 [it.y for it in points],

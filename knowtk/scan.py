@@ -130,6 +130,8 @@ class Scanner:
         self.files: dict[str, FileEntry] = {}
         self._stats: dict[str, Stat] = {}
         self._loaded = False
+        self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
+        self.parses = 0  # frontmatter parses since the engine started
 
     def _load_cache(self) -> None:
         rows = self.state.conn.execute(
@@ -200,9 +202,11 @@ class Scanner:
             return None
         except OSError as exc:
             return FileEntry(st, None, None, 0, FileProblem("unreadable", f"cannot read the file ({exc.strerror})"))
+        self.reads += 1
         sha = hashlib.sha256(data).hexdigest()
         if old is not None and old.sha256 == sha and old.problem is None:
             return FileEntry(st, sha, old.meta, old.body_line, None)
+        self.parses += 1
         loaded = load_frontmatter(data)
         if isinstance(loaded, FileProblem):
             return FileEntry(st, sha, None, 0, loaded)

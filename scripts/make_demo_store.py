@@ -26,7 +26,7 @@ import shutil
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,11 @@ STATE_DIR = ".knowtk"  # rebuildable state written by knowtk; never touched here
 
 # Frontmatter keys, in the order they are written (STORE.md section 1 order).
 KEY_ORDER = (
-    "id kind type title aliases tags status superseded_by revision summary occurred_at recorded_at "
-    "updated_at due_at expires_at entities owner depends_on source source_event from to relation origin "
-    "author evidence affected_paths category reasoning alternatives fields"
-).split()
+    "id", "kind", "type", "title", "aliases", "tags", "status", "superseded_by", "revision", "summary",
+    "occurred_at", "recorded_at", "updated_at", "due_at", "expires_at", "entities", "owner", "depends_on",
+    "source", "source_event", "from", "to", "relation", "origin", "author", "evidence", "affected_paths",
+    "category", "reasoning", "alternatives", "fields",
+)
 KEY_INDEX = {k: i for i, k in enumerate(KEY_ORDER)}
 DATEISH = re.compile(r"^\d{4}-\d")
 
@@ -178,9 +179,6 @@ PROJ = {p[0]: p for p in PROJECTS}
 # Time helpers (EU and US daylight-saving rules, computed without a tz database)
 # ---------------------------------------------------------------------------------------------
 
-UTC = timezone.utc
-
-
 def _last_sunday(year: int, month: int) -> date:
     d = date(year, month, 31)
     return d - timedelta(days=(d.weekday() - 6) % 7)
@@ -312,6 +310,20 @@ THINGS = [
     "interview schedule", "lab server upgrade", "conference submission", "travel requests", "stimulus set",
     "gold query set", "ranking experiments", "annotation guidelines", "room booking sheet", "release checklist",
 ]
+PROJECT_THINGS: dict[str | None, list[str]] = {
+    "lumen": ["gold query set", "ranking experiments", "search latency dashboard", "index rebuild", "query logs",
+              "evaluation harness", "GPU reservations"],
+    "halcyon": ["participant recruitment", "room booking sheet", "stimulus set", "gaze exports", "voucher sheet",
+                "tracker maintenance"],
+    "tessera": ["annotation backlog", "annotation guidelines", "agreement report", "codebook wiki",
+                "consent tracker"],
+    "meridian": ["budget forecast", "spending report", "hiring plan", "travel requests", "grant report"],
+    "quarry": ["transcript queue", "speaker diarization", "backup job", "staging bucket", "transcription batch"],
+    "cartographer": ["findings graph", "link extraction", "reading list", "evaluation harness"],
+    "fieldnotes": ["interview schedule", "consent tracker", "ethics amendment", "field recordings"],
+    "beacon": ["release checklist", "dataset card", "de-identification pass", "ethics amendment"],
+    None: ["reading list", "poster draft", "conference submission", "slides"],
+}
 FILLER = [
     "{p} walked through the {t} and flagged {n} open questions.",
     "The {t} is on track; {p} will post the numbers in the team channel.",
@@ -341,15 +353,16 @@ class Prose:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def sentence(self, people: list[str]) -> str:
+    def sentence(self, people: list[str], things: list[str] | None = None) -> str:
         r = self.rng
         p, p2 = (r.sample(people, 2) if len(people) >= 2 else (people[0], people[0]))
-        t, t2 = r.sample(THINGS, 2)
+        t, t2 = r.sample(things or THINGS, 2)
         tmpl = r.choice(FILLER)
         return tmpl.format(p=FIRST[p], p2=FIRST[p2], t=t, t2=t2, n=r.randint(2, 9))
 
-    def paragraph(self, people: list[str], lo: int = 2, hi: int = 4) -> list[str]:
-        return [self.sentence(people) for _ in range(self.rng.randint(lo, hi))]
+    def paragraph(self, people: list[str], lo: int = 2, hi: int = 4,
+                  things: list[str] | None = None) -> list[str]:
+        return [self.sentence(people, things) for _ in range(self.rng.randint(lo, hi))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,7 +569,8 @@ def _meeting(rng: random.Random, prose: Prose, mid: str, slug: str, title: str, 
     else:
         when = f"{_weekday_name(when_local.date())} {when_local:%Y-%m-%d}, {when_local:%H:%M} {zone} time " \
                f"(UTC{occurred[-6:]})"
-    paras = [prose.paragraph(attendees, 2, 4) for _ in range(rng.randint(2, 3))]
+    things = PROJECT_THINGS[project]
+    paras = [prose.paragraph(attendees, 2, 4, things) for _ in range(rng.randint(2, 3))]
     for line in KEY_LINES.get(mid, []):
         para = paras[rng.randrange(len(paras))]
         para.insert(rng.randint(0, len(para)), line)
@@ -622,8 +636,15 @@ class Store:
         n = doc.line_of(quote)
         return {"path": doc.path, "lines": [n - span[0], n + span[1]], "quote": quote}
 
-    def filler(self, people: list[str], paras: int = 2) -> str:
-        return "\n\n".join(" ".join(self.prose.paragraph(people)) for _ in range(paras))
+    def colleagues(self, slug: str, projects: list[str]) -> list[str]:
+        if not projects:
+            return [slug, "lena-brandt"]
+        lead, members = PROJ[projects[0]][3], PROJ[projects[0]][4]
+        return [slug, *(p for p in [lead, *members] if p != slug)]
+
+    def filler(self, people: list[str], paras: int = 2, project: str | None = "") -> str:
+        things = PROJECT_THINGS.get(project) if project != "" else None
+        return "\n\n".join(" ".join(self.prose.paragraph(people, things=things)) for _ in range(paras))
 
     # -- sections --------------------------------------------------------------------------
     def build(self) -> None:
@@ -666,7 +687,8 @@ class Store:
                 name,
                 f"{first} is a {role.lower()} at {affiliation}.",
                 "## Projects\n\n" + "\n".join(f"- [[proj-{p}]]" for p in projects) if projects else "",
-                "## Notes\n\n" + self.filler([slug], 1),
+                "## Notes\n\n" + self.filler(self.colleagues(slug, projects), 1,
+                                              projects[0] if projects else None),
             )
             self.add(Doc(f"people/{slug}.md", meta, text))
 
@@ -700,7 +722,7 @@ class Store:
                 f"- {started[slug]}: project started.\n"
                 "- 2026-03-29: clocks change in Berlin; check overnight jobs.\n"
                 "(Dates in this list are prose only; they are not structured dates.)",
-                "## Status\n\n" + self.filler(team, 2),
+                "## Status\n\n" + self.filler(team, 2, slug),
             )
             self.add(Doc(f"projects/{slug}.md", meta, text))
 
@@ -727,7 +749,7 @@ class Store:
                     f"{m.title} took place",
                     f"This event stands for the meeting [[{m.id}]] "
                     f"with {', '.join(FIRST[a] for a in m.attendees)}.",
-                    self.prose.sentence(m.attendees),
+                    self.prose.sentence(m.attendees, PROJECT_THINGS[m.project]),
                 )
                 self.add(Doc(f"claims/evt-{m.slug}.md", meta, text))
             # one action item per meeting
@@ -756,6 +778,7 @@ class Store:
             if aid == "act-2026-02-13-pipeline-sync":  # defect: owner id that does not exist
                 meta["title"] = "Quentin to archive the old transcription logs"
                 meta["owner"] = "person-quentin-marsh"
+                task = "archive the old transcription logs"
                 meta["entities"] = proj
                 owner_name = "Quentin"
             else:
@@ -769,7 +792,7 @@ class Store:
             text = body(
                 meta["title"],
                 f"Agreed in [[{m.id}]]: {owner_name} will {task} by {meta['due_at']}.",
-                self.prose.sentence(m.attendees),
+                self.prose.sentence(m.attendees, PROJECT_THINGS[m.project]),
             )
             self.add(Doc(f"claims/{aid}.md", meta, text))
 
@@ -953,7 +976,7 @@ class Store:
           alternatives=["Shared documents", "Chat threads"],
           text=["## Decision\n\nMeeting notes are written as Markdown records under `meetings/`, one file per "
                 "meeting, with attendees in `entities` and the time in `fields.occurred_at`.",
-                "This replaces [[note-meeting-notes-whiteboard]]."])
+                "This replaces the earlier memo about where notes go."])
         # Standalone decisions.
         standalone: list[tuple[str, str, str, str | None, str, list[str], str | None, list[str], str]] = [
             ("dec-2025-004", "mtg-2025-09-17-search-sync", "Evaluate search on the 200-query gold set",
@@ -1007,7 +1030,7 @@ class Store:
               paths=paths or None, category=category,
               reasoning=f"Discussed at the {m.title}; {FIRST[owner]} summarised the options.",
               alternatives=["Leave things as they are", "Revisit next quarter"],
-              text=["## Decision\n\n" + title + ".", "## Discussion\n\n" + self.filler(people, 2)])
+              text=["## Decision\n\n" + title + ".", "## Discussion\n\n" + self.filler(people, 2, project)])
         d("dec-2026-016", "decisions", "ADR: record architecture decisions as knowledge records",
           meeting="mtg-2026-03-04-search-sync", project="lumen", owner="ada-okafor", dtype="adr",
           tags=["process", "adr"], category="process", paths=["decisions/"],
@@ -1108,27 +1131,27 @@ class Store:
         for slug, title, when, text in notes:
             meta: dict[str, Any] = {
                 "id": slug, "kind": "page", "type": "note", "title": title, "tags": ["lab"],
-                "summary": text.split(". ")[0].split("\n")[0][:120],
+                "summary": title + ".",
                 "recorded_at": self.recorded(when), "entities": ["proj-halcyon"], "origin": "stated",
                 "author": FULL[self.rng.choice(lab_people)],
             }
             self.maybe_updated(meta)
-            self.add(Doc(f"lab/notes/{slug}.md", meta, body(title, text, self.filler(lab_people, 1))))
+            self.add(Doc(f"lab/notes/{slug}.md", meta, body(title, text, self.filler(lab_people, 1, "halcyon"))))
         # The long lab log (> 64 KiB body); 'zebrafish' appears only in its last entry.
         entries: list[str] = []
         d = date(2026, 1, 5)
         while d <= date(2026, 3, 31):
             if d.weekday() < 5:
                 lines = [f"## {d.isoformat()} ({_weekday_name(d)})", ""]
-                hh = 8
-                for _ in range(self.rng.randint(5, 8)):
-                    hh += self.rng.randint(0, 1)
+                minute = 8 * 60
+                for _ in range(self.rng.randint(8, 11)):
+                    minute += self.rng.randint(5, 55)
                     who = FIRST[self.rng.choice(lab_people)]
                     temp = 20 + self.rng.randint(0, 30) / 10
-                    lines.append(f"- {hh:02d}:{self.rng.randint(0, 59):02d} {who}: tracker "
+                    lines.append(f"- {minute // 60:02d}:{minute % 60:02d} {who}: tracker "
                                  f"{self.rng.randint(1, 2)} checked, room at {temp:.1f} °C, "
                                  f"validation error {self.rng.randint(18, 49) / 100:.2f} deg. "
-                                 + self.prose.sentence(lab_people))
+                                 + self.prose.sentence(lab_people, PROJECT_THINGS["halcyon"]))
                 entries.append("\n".join(lines))
             d += timedelta(days=1)
         entries.append("## Appendix\n\nVisitors from the zebrafish imaging group borrowed the spare tracker "
@@ -1236,14 +1259,14 @@ class Store:
         for m in self.meetings.values():
             if m.series is None or self.rng.random() >= 0.35:
                 continue
-            t, t2 = self.rng.sample(THINGS, 2)
+            t, t2 = self.rng.sample(PROJECT_THINGS[m.project], 2)
             who = m.attendees[self.rng.randrange(len(m.attendees))]
             title_t, text_t = self.rng.choice(FINDINGS)
             fill = {"t": t, "t2": t2, "p": FIRST[who], "n": self.rng.randint(3, 12)}
             title = title_t.format(**fill)
             f(f"fnd-{m.slug}", title[0].upper() + title[1:], meeting=m.id, owner=who, project=m.project,
               origin=self.rng.choice(["observed", "stated", "inferred"]), tags=["finding", m.series or "misc"],
-              text=[text_t.format(**fill), self.prose.sentence(m.attendees)])
+              text=[text_t.format(**fill), self.prose.sentence(m.attendees, PROJECT_THINGS[m.project])])
 
     def wrong_evidence(self, meeting_id: str, quote: str) -> dict[str, Any]:
         doc = self.meetings[meeting_id].doc
@@ -1293,14 +1316,26 @@ class Store:
         short_from = frm.removeprefix("person-").removeprefix("proj-")
         short_to = to.removeprefix("proj-").removeprefix("mtg-").removeprefix("person-")
         rid = f"rel-{short_from}-{relation.replace('_', '-')}-{short_to}"
+        title = f"{self.label(frm)} {relation.replace('_', ' ')} {self.label(to)}"
         meta: dict[str, Any] = {
-            "id": rid, "kind": "relationship", "title": f"{frm} {relation} {to}",
-            "tags": tags or ["relationship"], "status": status, "summary": text.split(". ")[0].rstrip(".") + ".",
+            "id": rid, "kind": "relationship", "title": title,
+            "tags": tags or ["relationship"], "status": status, "summary": title + ".",
             "recorded_at": self.recorded(when, (0, 72)), "from": frm, "to": to, "relation": relation,
             "origin": "stated", "author": "Lena Brandt",
         }
         self.maybe_updated(meta, 0.15)
-        self.add(Doc(f"relations/{rid}.md", meta, body(f"{frm} {relation} {to}", text)))
+        self.add(Doc(f"relations/{rid}.md", meta, body(title, text)))
+
+    def label(self, rid: str) -> str:
+        """A readable name for a record id (the id itself when no record has it)."""
+        if rid.startswith("person-") and rid[7:] in FULL:
+            return FULL[rid[7:]]
+        if rid.startswith("proj-") and rid[5:] in PROJ:
+            return PROJ[rid[5:]][2][0]
+        try:
+            return str(self.doc_by_id(rid).meta["title"])  # type: ignore[index]
+        except KeyError:
+            return rid
 
     def relationships(self) -> None:
         for slug, title, _aliases, lead, members, _tags, _summary in PROJECTS:
@@ -1339,7 +1374,8 @@ class Store:
              "Kwame ran the session that crossed the clock change; see [[evt-2026-03-29-clock-change-check]]."),
         ]
         for who, mid, text in presented:
-            self.rel(pid(who), "presented_at", mid, text, tags=["presentation"], when=mid[4:14])
+            self.rel(pid(who), "presented_at", mid, f"[[{pid(who)}]] presented at [[{mid}]]. {text}",
+                     tags=["presentation"], when=mid[4:14])
         for a, b, text in [
             ("lumen", "quarry", "Lumen indexes the transcripts that Quarry produces."),
             ("cartographer", "lumen", "Cartographer links findings using Lumen's search results."),
@@ -1351,16 +1387,17 @@ class Store:
                  "Withdrawn: Viktor's sponsorship was announced in error; the department sponsors "
                  "[[proj-cartographer]] as a whole.", status="withdrawn", tags=["sponsorship"])
         self.rel(pid("viktor-hale"), "advises", "proj-atlas-legacy",
-                 "Viktor advises the Atlas legacy project, which has no record in this store.",
+                 "[[person-viktor-hale]] advises the Atlas legacy project ([[proj-atlas-legacy]]), which has "
+                 "no record in this store.",
                  tags=["advice"])
 
     # -- notes -----------------------------------------------------------------------------
-    def note(self, nid: str, title: str, when: str, text: list[str], *, ntype: str = "note,",
+    def note(self, nid: str, title: str, when: str, text: list[str], *, ntype: str = "note",
              tags: list[str] | None = None, author: str = "ada-okafor", entities: list[str] | None = None,
              origin: str = "stated", folder: str = "notes", fname: str | None = None,
              extra: dict[str, Any] | None = None, unquote: tuple[str, ...] = ()) -> Doc:
         meta: dict[str, Any] = {
-            "id": nid, "kind": "page", "type": ntype.rstrip(","), "title": title, "tags": tags or ["note"],
+            "id": nid, "kind": "page", "type": ntype, "title": title, "tags": tags or ["note"],
             "summary": title + ".", "recorded_at": self.recorded(when), "entities": entities,
             "origin": origin, "author": FULL[author],
         }
@@ -1384,7 +1421,7 @@ class Store:
             "| Line | Budget (EUR) | Spent by March |\n|---|---|---|\n| GPU | 26,000 | 14,200 |\n"
             "| Student assistants | 38,000 | 9,500 |\n| Travel | 12,000 | 3,100 |\n| Vouchers | 4,500 | 1,830 |",
             "The budget is reviewed at every budget call. See [[dec-2026-002]] and [[dec-2026-013]].",
-            self.filler(["gustav-lindqvist", "viktor-hale", "jonah-whitfield"], 1)],
+            self.filler(["gustav-lindqvist", "viktor-hale", "jonah-whitfield"], 1, "meridian")],
             tags=["budget"], entities=["proj-meridian"], author="gustav-lindqvist")
         n("note-retention-policy-faq", "Retention policy FAQ", "2026-03-02", [
             "**How long do we keep raw recordings?** Under discussion: the last rule was withdrawn, see "
@@ -1457,7 +1494,7 @@ class Store:
                       (2026, 4), (2026, 5), (2026, 6)]:
             end = (date(y + mo // 12, mo % 12 + 1, 1) - timedelta(days=1)).isoformat()
             author = self.rng.choice(["ada-okafor", "lena-brandt", "gustav-lindqvist"])
-            sections = [f"## {PROJ[p][1]}\n\n" + self.filler([PROJ[p][3], *PROJ[p][4]], 1)
+            sections = [f"## {PROJ[p][1]}\n\n" + self.filler([PROJ[p][3], *PROJ[p][4]], 1, p)
                         for p in sorted(self.rng.sample(list(PROJ), 3))]
             n(f"note-status-{y}-{mo:02d}", f"Status memo {y}-{mo:02d}", end,
               ["Monthly status across projects.", *sections], ntype="memo", tags=["status"], author=author)
@@ -1577,8 +1614,8 @@ class Store:
     def summary(self, out: Path) -> str:
         recs = [d for d in self.record_docs() if d.raw is None and d.meta is not None]
         kinds = Counter(d.meta["kind"] for d in recs if d.meta)
-        types = Counter(d.meta.get("type", d.meta["kind"]) for d in recs if d.meta)
-        statuses = Counter(d.meta.get("status", "active") for d in recs if d.meta)
+        types = Counter(d.meta.get("type") or d.meta["kind"] for d in recs if d.meta)
+        statuses = Counter(d.meta.get("status") or "active" for d in recs if d.meta)
 
         def fmt(c: Counter[str]) -> str:
             return " ".join(f"{k}={v}" for k, v in sorted(c.items()))

@@ -25,12 +25,34 @@ from knowtk.plots import LANES, plot_chains, plot_chronicle, plot_timeline
 
 BERLIN = "Europe/Berlin"
 TIMELINE_COLUMNS = [
-    "id", "kind", "type", "title", "summary", "lifecycle", "path", "time_field", "value",
-    "date_only", "start", "end", "entities",
+    "id",
+    "kind",
+    "type",
+    "title",
+    "summary",
+    "lifecycle",
+    "path",
+    "time_field",
+    "value",
+    "date_only",
+    "start",
+    "end",
+    "entities",
 ]
 EDGE_COLUMNS = [
-    "chain", "from_id", "from_title", "from_revision", "from_lifecycle", "from_date",
-    "to_id", "to_title", "to_revision", "to_lifecycle", "to_date", "cycle", "chain_end",
+    "chain",
+    "from_id",
+    "from_title",
+    "from_revision",
+    "from_lifecycle",
+    "from_date",
+    "to_id",
+    "to_title",
+    "to_revision",
+    "to_lifecycle",
+    "to_date",
+    "cycle",
+    "chain_end",
 ]
 
 
@@ -44,14 +66,32 @@ def _close_figures() -> Iterator[None]:
 # frames built by hand, in the query engine's shape
 
 
-def _row(rid: str, value: str, *, kind: str = "claim", type: str = "decision", title: str | None = None,
-         lifecycle: str = "active", entities: tuple[str, ...] = (), field: str = "occurred_at") -> dict:
+def _row(
+    rid: str,
+    value: str,
+    *,
+    kind: str = "claim",
+    type: str = "decision",
+    title: str | None = None,
+    lifecycle: str = "active",
+    entities: tuple[str, ...] = (),
+    field: str = "occurred_at",
+) -> dict:
     date_only = len(value) == 10
     start = pd.Timestamp(value + ("T00:00:00Z" if date_only else "")).tz_convert("UTC")
     return {
-        "id": rid, "kind": kind, "type": type, "title": title, "summary": None, "lifecycle": lifecycle,
-        "path": f"notes/{rid}.md", "time_field": field, "value": value, "date_only": date_only,
-        "start": start, "end": start + pd.Timedelta(days=1) if date_only else start,
+        "id": rid,
+        "kind": kind,
+        "type": type,
+        "title": title,
+        "summary": None,
+        "lifecycle": lifecycle,
+        "path": f"notes/{rid}.md",
+        "time_field": field,
+        "value": value,
+        "date_only": date_only,
+        "start": start,
+        "end": start + pd.Timedelta(days=1) if date_only else start,
         "entities": list(entities),
     }
 
@@ -66,25 +106,68 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 def week_frame() -> pd.DataFrame:
     """Ten rows in the Berlin week 2026-03-23..29, which crosses the switch to CEST (29 Mar, 01:00Z)."""
-    return _frame([
-        _row("mtg-0323", "2026-03-23T09:30:00+01:00", kind="page", type="meeting", title="Monday standup",
-             entities=("person-ada", "proj-search")),
-        _row("dec-014", "2026-03-24", title="Use SQLite FTS5 for keyword search", entities=("proj-search",)),
-        _row("dec-009", "2026-03-24T11:00:00+01:00", title="Use Whoosh for search", lifecycle="superseded",
-             entities=("proj-search",)),
-        _row("evt-0325", "2026-03-25T14:00:00+01:00", kind="page", type="event", title="Design review",
-             entities=("person-bob",)),
-        _row("mtg-0326", "2026-03-26T15:00:00+01:00", kind="page", type="meeting", title="Planning (CET)",
-             entities=("person-ada",)),
-        _row("rel-leads", "2026-03-26T15:15:00+01:00", kind="relationship", type="leads",
-             title="Ada leads search", entities=("person-ada", "proj-search")),
-        _row("clm-budget", "2026-03-27", title="Budget approved for Q2", lifecycle="expired"),
-        _row("due-0327", "2026-03-27", type="task", title="Ship the index rebuild", field="due_at",
-             entities=("proj-search",)),
-        _row("mtg-0329", "2026-03-29T15:00:00+02:00", kind="page", type="meeting", title="Sunday sync (CEST)",
-             entities=("person-bob",)),
-        _row("evt-0329", "2026-03-29T22:45:00+02:00", kind="page", type="event", title="Deploy window"),
-    ])
+    return _frame(
+        [
+            _row(
+                "mtg-0323",
+                "2026-03-23T09:30:00+01:00",
+                kind="page",
+                type="meeting",
+                title="Monday standup",
+                entities=("person-ada", "proj-search"),
+            ),
+            _row("dec-014", "2026-03-24", title="Use SQLite FTS5 for keyword search", entities=("proj-search",)),
+            _row(
+                "dec-009",
+                "2026-03-24T11:00:00+01:00",
+                title="Use Whoosh for search",
+                lifecycle="superseded",
+                entities=("proj-search",),
+            ),
+            _row(
+                "evt-0325",
+                "2026-03-25T14:00:00+01:00",
+                kind="page",
+                type="event",
+                title="Design review",
+                entities=("person-bob",),
+            ),
+            _row(
+                "mtg-0326",
+                "2026-03-26T15:00:00+01:00",
+                kind="page",
+                type="meeting",
+                title="Planning (CET)",
+                entities=("person-ada",),
+            ),
+            _row(
+                "rel-leads",
+                "2026-03-26T15:15:00+01:00",
+                kind="relationship",
+                type="leads",
+                title="Ada leads search",
+                entities=("person-ada", "proj-search"),
+            ),
+            _row("clm-budget", "2026-03-27", title="Budget approved for Q2", lifecycle="expired"),
+            _row(
+                "due-0327",
+                "2026-03-27",
+                type="task",
+                title="Ship the index rebuild",
+                field="due_at",
+                entities=("proj-search",),
+            ),
+            _row(
+                "mtg-0329",
+                "2026-03-29T15:00:00+02:00",
+                kind="page",
+                type="meeting",
+                title="Sunday sync (CEST)",
+                entities=("person-bob",),
+            ),
+            _row("evt-0329", "2026-03-29T22:45:00+02:00", kind="page", type="event", title="Deploy window"),
+        ]
+    )
 
 
 DATE_ONLY_IDS = {"dec-014", "clm-budget", "due-0327"}
@@ -100,11 +183,17 @@ def big_frame(n: int = 2000, seed: int = 20260323) -> pd.DataFrame:
     for i in range(n):
         t = base + pd.Timedelta(minutes=rnd.randrange(0, 300 * 24 * 60))
         value = t.strftime("%Y-%m-%d") if rnd.random() < 0.3 else t.tz_convert(BERLIN).isoformat()
-        rows.append(_row(
-            f"rec-{i:04d}", value, kind=rnd.choice(["page", "claim", "relationship"]), type=rnd.choice(types),
-            title=f"Generated record {i} with a fairly long title", entities=tuple(rnd.sample(entities, 2)),
-            lifecycle=rnd.choices(["active", "superseded", "expired"], [8, 1, 1])[0],
-        ))
+        rows.append(
+            _row(
+                f"rec-{i:04d}",
+                value,
+                kind=rnd.choice(["page", "claim", "relationship"]),
+                type=rnd.choice(types),
+                title=f"Generated record {i} with a fairly long title",
+                entities=tuple(rnd.sample(entities, 2)),
+                lifecycle=rnd.choices(["active", "superseded", "expired"], [8, 1, 1])[0],
+            )
+        )
     return _frame(rows)
 
 
@@ -113,22 +202,126 @@ def edges_frame() -> pd.DataFrame:
         return pd.Timestamp(text, tz="UTC") if text else pd.NaT
 
     data = [
-        (1, "dec-001", "Use Whoosh", 1, "superseded", d("2026-01-10"),
-         "dec-014", "Use FTS5", 2, "superseded", d("2026-02-01"), False, "current"),
-        (1, "dec-014", "Use FTS5", 2, "superseded", d("2026-02-01"),
-         "dec-031", "Use FTS5 + trigram", 3, "active", d("2026-03-04"), False, "current"),
-        (2, "pol-7", "Retention 30d", 1, "superseded", d("2025-11-02"),
-         "pol-9", "Retention 90d", 1, "withdrawn", d("2025-12-01"), False, "withdrawn"),
-        (3, "clm-a", "Budget 10k", 1, "superseded", d("2026-02-11"),
-         "clm-b", None, None, "missing", None, False, "missing"),
-        (4, "adr-x", "Redis cache", 1, "superseded", d("2026-01-01"),
-         "adr-y", "Memory cache", 1, "superseded", d("2026-01-05"), True, "cycle"),
-        (4, "adr-y", "Memory cache", 1, "superseded", d("2026-01-05"),
-         "adr-x", "Redis cache", 1, "superseded", d("2026-01-01"), True, "cycle"),
-        (5, "m-1", "Draft A", 1, "superseded", d("2026-03-01"),
-         "m-3", "Merged", 1, "active", d("2026-03-09"), False, "current"),
-        (5, "m-2", "Draft B", 1, "superseded", d("2026-03-02"),
-         "m-3", "Merged", 1, "active", d("2026-03-09"), False, "current"),
+        (
+            1,
+            "dec-001",
+            "Use Whoosh",
+            1,
+            "superseded",
+            d("2026-01-10"),
+            "dec-014",
+            "Use FTS5",
+            2,
+            "superseded",
+            d("2026-02-01"),
+            False,
+            "current",
+        ),
+        (
+            1,
+            "dec-014",
+            "Use FTS5",
+            2,
+            "superseded",
+            d("2026-02-01"),
+            "dec-031",
+            "Use FTS5 + trigram",
+            3,
+            "active",
+            d("2026-03-04"),
+            False,
+            "current",
+        ),
+        (
+            2,
+            "pol-7",
+            "Retention 30d",
+            1,
+            "superseded",
+            d("2025-11-02"),
+            "pol-9",
+            "Retention 90d",
+            1,
+            "withdrawn",
+            d("2025-12-01"),
+            False,
+            "withdrawn",
+        ),
+        (
+            3,
+            "clm-a",
+            "Budget 10k",
+            1,
+            "superseded",
+            d("2026-02-11"),
+            "clm-b",
+            None,
+            None,
+            "missing",
+            None,
+            False,
+            "missing",
+        ),
+        (
+            4,
+            "adr-x",
+            "Redis cache",
+            1,
+            "superseded",
+            d("2026-01-01"),
+            "adr-y",
+            "Memory cache",
+            1,
+            "superseded",
+            d("2026-01-05"),
+            True,
+            "cycle",
+        ),
+        (
+            4,
+            "adr-y",
+            "Memory cache",
+            1,
+            "superseded",
+            d("2026-01-05"),
+            "adr-x",
+            "Redis cache",
+            1,
+            "superseded",
+            d("2026-01-01"),
+            True,
+            "cycle",
+        ),
+        (
+            5,
+            "m-1",
+            "Draft A",
+            1,
+            "superseded",
+            d("2026-03-01"),
+            "m-3",
+            "Merged",
+            1,
+            "active",
+            d("2026-03-09"),
+            False,
+            "current",
+        ),
+        (
+            5,
+            "m-2",
+            "Draft B",
+            1,
+            "superseded",
+            d("2026-03-02"),
+            "m-3",
+            "Merged",
+            1,
+            "active",
+            d("2026-03-09"),
+            False,
+            "current",
+        ),
     ]
     df = pd.DataFrame(data, columns=EDGE_COLUMNS)
     for c in ("from_revision", "to_revision"):
@@ -212,10 +405,13 @@ def test_entity_lanes_repeat_rows_and_collect_rows_without_entities() -> None:
     by_id = {b.get_gid(): b for b in bars(ax)}
     assert lane_of(ax, by_id["due-0327"].get_y() + by_id["due-0327"].get_height() / 2) == "proj-search"
     assert lane_of(ax, by_id["clm-budget"].get_y() + by_id["clm-budget"].get_height() / 2) == "(none)"
+    # entities given as None (not an empty list) also land in (none)
+    frame.at[0, "entities"] = None
+    none_ax = plot_timeline(frame, lanes="entity")
+    assert point_count(none_ax) + len(bars(none_ax)) == 11  # mtg-0323 now once, in (none)
     # mtg-0323 (person-ada + proj-search) is drawn once in each of those lanes
     x = num("2026-03-23T09:30:00+01:00")
-    lanes = sorted(lane_of(ax, float(y)) for c in scatters(ax) for px, y in c.get_offsets()
-                   if abs(px - x) < 1e-9)
+    lanes = sorted(lane_of(ax, float(y)) for c in scatters(ax) for px, y in c.get_offsets() if abs(px - x) < 1e-9)
     assert lanes == ["person-ada", "proj-search"]
 
 
@@ -262,8 +458,9 @@ def test_two_thousand_rows_label_nothing_but_keep_lanes_readable() -> None:
 
 def test_figure_height_grows_with_lane_count_within_bounds() -> None:
     def frame_with(n_types: int) -> pd.DataFrame:
-        return _frame([_row(f"r{i}", f"2026-03-{1 + i % 28:02d}T10:00:00Z", type=f"type-{i:03d}")
-                       for i in range(n_types)])
+        return _frame(
+            [_row(f"r{i}", f"2026-03-{1 + i % 28:02d}T10:00:00Z", type=f"type-{i:03d}") for i in range(n_types)]
+        )
 
     heights = [plot_timeline(frame_with(n), max_labels=0).figure.get_figheight() for n in (1, 2, 8, 20, 80)]
     assert heights == sorted(heights)
@@ -280,7 +477,7 @@ def test_dates_are_displayed_in_the_requested_zone() -> None:
     for tz in ("UTC", BERLIN):
         ax = plot_timeline(frame, tz=tz)
         ax.figure.canvas.draw()
-        checked = 0
+        checked, midnights = 0, 0
         for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True):
             local = mdates.num2date(tick).astimezone(ZoneInfo(tz))
             if local.hour:  # ConciseDateFormatter names the day at local midnight
@@ -288,7 +485,9 @@ def test_dates_are_displayed_in_the_requested_zone() -> None:
                 checked += 1
             else:
                 assert label.get_text() == f"{local:%b-%d}"
+                midnights += 1
         assert checked >= 3
+        assert midnights == 1  # ticks are placed on the zone's hours: its midnight is one of them
 
 
 def test_empty_frames_say_so() -> None:
@@ -402,7 +601,8 @@ def test_chains_draw_one_arrow_per_edge_left_to_right() -> None:
     arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
     assert len(arrows) == len(edges)
     assert sorted(str(a.get_gid()) for a in arrows) == sorted(
-        f"edge:{c}:{a}->{b}" for c, a, b in edges[["chain", "from_id", "to_id"]].itertuples(index=False))
+        f"edge:{c}:{a}->{b}" for c, a, b in edges[["chain", "from_id", "to_id"]].itertuples(index=False)
+    )
     boxes = _node_boxes(ax)
     assert len(boxes) == 12  # 3 + 2 + 2 + 2 + 3 nodes
     for c, a, b, cycle in edges[["chain", "from_id", "to_id", "cycle"]].itertuples(index=False):
@@ -441,4 +641,5 @@ def test_chains_without_chain_end_derive_it_and_empty_edges_say_so() -> None:
 def test_instant_helper_matches_date2num() -> None:
     # guards the helper the other tests compare against
     assert num("2026-03-26T15:00:00+01:00") == pytest.approx(
-        float(mdates.date2num(datetime(2026, 3, 26, 14, 0, tzinfo=ZoneInfo("UTC")))))
+        float(mdates.date2num(datetime(2026, 3, 26, 14, 0, tzinfo=ZoneInfo("UTC"))))
+    )

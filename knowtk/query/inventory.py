@@ -31,7 +31,7 @@ RECORDS_PARAMS = (
     Param("limit", integer(1, 1000), 100),
     Param("offset", integer(0), 0),
 )
-RECORD_PARAMS = (Param("id", text(128), required=True),)
+RECORD_PARAMS = (Param("id", text(200), required=True),)
 
 
 def dates_json(r: Record) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+"""The public surface: explicit __all__, one exception tree, complete shapes, camelCase vs snake_case."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import knowtk
+from knowtk.query import TOOLS
+from tests.conftest import StoreBuilder
+
+
+def test_all_is_explicit_and_importable() -> None:
+    assert len(knowtk.__all__) == len(set(knowtk.__all__))
+    for name in knowtk.__all__:
+        assert hasattr(knowtk, name), name
+    public = {n for n in vars(knowtk) if not n.startswith("_") and not isinstance(getattr(knowtk, n), type(knowtk))}
+    assert public <= set(knowtk.__all__)
+
+
+def test_every_module_imports_and_declares_all() -> None:
+    for info in pkgutil.walk_packages(knowtk.__path__, "knowtk."):
+        module = importlib.import_module(info.name)
+        if not info.ispkg and not info.name.endswith(("cli", "__main__")):
+            assert hasattr(module, "__all__"), info.name
+
+
+def test_exception_tree() -> None:
+    assert issubclass(knowtk.InvalidArgument, knowtk.KnowtkError)
+    assert issubclass(knowtk.InvalidArgument, ValueError)
+    for cls in (knowtk.StoreUnavailable, knowtk.StateError, knowtk.ScanLimitExceeded, knowtk.RecordNotFound):
+        assert issubclass(cls, knowtk.KnowtkError)
+        assert isinstance(cls.code, str) and cls.code != knowtk.KnowtkError.code
+
+
+def test_bad_arguments_name_the_argument_and_what_is_allowed(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra")
+    store = builder.open()
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.call("knowledge_grep", {"query": "zebra", "mode": "fuzzy"})
+    assert err.value.argument == "mode" and err.value.allowed == ("all", "any", "phrase")
+    assert "'all', 'any', 'phrase'" in str(err.value)
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.call("knowledge_grep", {"mode": "any"})
+    assert err.value.argument == "query"
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.call("knowledge_search", {"query": "zebra"})
+    assert err.value.argument == "tool" and "knowledge_grep" in str(err.value)
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.call("knowledge_grep", {"query": "zebra", "limt": 5})
+    assert err.value.argument == "limt" and "limit" in str(err.value)
+    with pytest.raises(knowtk.InvalidArgument):
+        store.grep("zebra", lifecycle="withdrawn")
+    with pytest.raises(TypeError):
+        store.grep("zebra", "any")  # keyword-only after the first argument
+
+
+def test_every_tool_is_reachable_by_call_and_by_method(builder: StoreBuilder) -> None:
+    store = builder.open()
+    for name in TOOLS:
+        method = name.removeprefix("knowledge_").replace("knowl_query", "knowl")
+        assert callable(getattr(store, method)), name
+
+
+def test_complete_shapes_have_every_key(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra")
+    store = builder.open()
+    grep = store.call("knowledge_grep", {"query": "zebra"})
+    assert set(grep) == {"hits", "total", "offset", "nextOffset", "snapshot", "index", "coverage", "freshness"}
+    assert set(grep["freshness"]) == {"queriedAt", "scannedAt", "indexedAt"}
+    assert set(grep["coverage"]) == {"complete", "issues"}
+    lookup = store.call("knowledge_lookup", {"query": "zebra"})
+    assert {"status", "matchedBy", "record", "candidates"} <= set(lookup)
+    records = store.call("knowledge_records", {})
+    assert {"rows", "total", "offset", "nextOffset", "snapshot", "coverage", "freshness"} <= set(records)
+
+
+def test_result_reads_like_the_dict(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra")
+    res = builder.open().grep("zebra")
+    assert res["total"] == 1 and "hits" in res
+    d = res.to_dict()
+    d["hits"].clear()
+    assert res["total"] == 1 and len(res.to_dict()["hits"]) == 1  # to_dict() is a copy
+    assert "knowledge_grep: 1 of 1" in repr(res)
+    assert "<table" in res._repr_html_()
