@@ -245,7 +245,8 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
         source_event = False
     origin = text_field("origin")
     if origin is not None and origin not in ORIGINS:
-        issues.append(Issue(path, rid, "field_invalid", f"origin must be one of {', '.join(ORIGINS)}"))
+        issues.append(Issue(path, rid, "field_invalid", f"origin must be one of {', '.join(ORIGINS)}; ignored"))
+        origin = None
 
     entities, depends_on = list_field("entities"), list_field("depends_on")
     owner, source = text_field("owner"), text_field("source")

@@ -1,0 +1,111 @@
+"""The embedding cache of ``knowl_query``: one vector per record, kept in state.sqlite.
+
+``knowl_embeddings_v1`` is a projection, like the keyword tables: rows keyed by
+``(model, id)``, each holding the sha256 of the file its vector was computed
+from and the vector as little-endian float32 (``knowtk.semantic.pack``).
+``EmbeddingCache.reconcile`` brings one model's rows to a desired
+``{id: sha256}`` set: it embeds only the records that are new or whose hash
+changed, drops the rows of records that left, and drops every other model's
+rows (a cache serves the one model in use). A missing table is recreated and a
+row of the wrong size is re-embedded, so deleting the table costs one
+re-embedding, never a record.
+
+The model name is the embedder's (it includes the package version) plus
+``TEXT_RECIPE``, so a new model or a new way of building the text invalidates
+the cache by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .semantic import Embedder, pack
+from .state import StateDB
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["TABLE", "TEXT_RECIPE", "EmbeddingCache", "embedding_text"]
+
+TABLE = "knowl_embeddings_v1"
+TEXT_RECIPE = "title-aliases-plainbody-v1"
+_BATCH = 256  # texts per embed() call: bounds the memory of a first full embedding
+_MARKUP = re.compile(r"[#*_`>|~]+|\]\([^)]*\)|[\[\]]")
+
+
+def embedding_text(title: str, aliases: str, body: str) -> str:
+    """What a record's vector is computed from: title, aliases and body, without Markdown markup.
+
+    Markup characters and link targets are tokens too, and would pull every record towards
+    every other one (docs/semantic-notes.md).
+    """
+    return "\n".join(part for part in (title, aliases, _MARKUP.sub(" ", body)) if part)
+
+
+class EmbeddingCache:
+    """The vectors of one store's records, mirrored in memory and persisted in ``knowl_embeddings_v1``."""
+
+    def __init__(self, state: StateDB) -> None:
+        self.state = state
+        self.model: str | None = None
+        self._rows: dict[str, tuple[str, NDArray[np.float32]]] = {}  # id -> (sha256, vector)
+        self._version: int | None = None
+        self.embedded = 0  # records embedded by the last reconcile
+
+    def _load(self, model: str, dim: int) -> None:
+        conn = self.state.conn
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {TABLE} (model TEXT NOT NULL, id TEXT NOT NULL, "
+            "sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, id))"
+        )
+        self._rows = {}
+        for rid, sha, blob in conn.execute(f"SELECT id, sha256, vector FROM {TABLE} WHERE model = ?", (model,)):
+            if len(blob) == 4 * dim:  # another size is a broken row: re-embedded below
+                self._rows[rid] = (sha, np.frombuffer(blob, dtype="<f4").astype(np.float32))
+        self.model = model
+        self._version = self.state.data_version()
+
+    def reconcile(
+        self,
+        embedder: Embedder,
+        desired: Mapping[str, str],
+        texts: Callable[[list[str]], Mapping[str, str]],
+    ) -> dict[str, NDArray[np.float32]]:
+        """The vector of every desired record (``{id: sha256}``), embedding only the new and changed ones.
+
+        ``texts(ids)`` gives the text of those ids (see ``embedding_text``); an id it leaves out is
+        skipped this time (its file changed again since the scan) and has no vector.
+        """
+        model = f"{embedder.name}#{TEXT_RECIPE}"
+        if model != self.model or self._version != self.state.data_version():
+            self._load(model, embedder.dim)
+        stale = [rid for rid, (sha, _) in self._rows.items() if desired.get(rid) != sha]
+        fresh = [rid for rid, sha in desired.items() if rid not in self._rows or self._rows[rid][0] != sha]
+        computed: list[tuple[str, str, NDArray[np.float32]]] = []
+        for start in range(0, len(fresh), _BATCH):
+            found = texts(fresh[start : start + _BATCH])
+            ids = [rid for rid in fresh[start : start + _BATCH] if rid in found]
+            vectors = embedder.embed([found[rid] for rid in ids]) if ids else []
+            computed.extend((rid, desired[rid], np.asarray(v, dtype=np.float32)) for rid, v in zip(ids, vectors))
+        self.embedded = len(computed)
+        if stale or computed or self._has_other_models(model):
+            with self.state.transaction() as conn:
+                conn.execute(f"DELETE FROM {TABLE} WHERE model != ?", (model,))
+                conn.executemany(f"DELETE FROM {TABLE} WHERE model = ? AND id = ?", [(model, r) for r in stale])
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO {TABLE} (model, id, sha256, vector) VALUES (?, ?, ?, ?)",
+                    [(model, rid, sha, pack(vec.tolist())) for rid, sha, vec in computed],
+                )
+            for rid in stale:
+                del self._rows[rid]
+            for rid, sha, vec in computed:
+                self._rows[rid] = (sha, vec)
+        return {rid: self._rows[rid][1] for rid in desired if rid in self._rows}
+
+    def _has_other_models(self, model: str) -> bool:
+        row = self.state.conn.execute(f"SELECT 1 FROM {TABLE} WHERE model != ? LIMIT 1", (model,)).fetchone()
+        return row is not None

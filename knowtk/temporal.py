@@ -1,0 +1,175 @@
+"""The temporal projection: structured dates and explicit associations in state.sqlite, kept in step per query.
+
+Three tables per scope (``root`` is the whole store), with a fingerprint row in ``temporal_state_v1``:
+
+- ``temporal_records_v1_root``: one row per projected record: kind, type, the lifecycle and
+  strict availability the snapshot gave it, its ``source`` and ``source_event``;
+- ``temporal_dates_v1_root``: one row per valid structured date (``Record.dates``: field, value
+  as authored, date-only flag, UTC interval ``[start_us, end_us)`` in microseconds), so that
+  range filters and sorting run in SQLite;
+- ``temporal_links_v1_root``: the explicit associations an entity filter may follow: ``entity``,
+  ``owner``, ``from``/``to`` of relationships, and ``source``.
+
+Only ``Record.dates`` is read, so dates written in prose create nothing and an absent or invalid
+date stays absent (no other field stands in for it). Every record some eligibility can show is
+projected: withdrawn records and records unavailable even with expired assertions allowed are
+not. A record's signature is its file hash plus the lifecycle and strict availability stored
+with it, so ``reconcile`` rewrites only the records whose file changed or whose lifecycle or
+expiry changed; a missing table or another fingerprint rebuilds the projection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from .datevalues import format_utc
+from .records import Record
+from .snapshot import Snapshot
+from .state import StateDB, now_utc
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["STATE_TABLE", "TemporalProjection", "from_us", "reconciled", "to_us"]
+
+STATE_TABLE = "temporal_state_v1"
+_SCHEMA = (
+    "CREATE TABLE {records} (id TEXT PRIMARY KEY, sig TEXT NOT NULL, kind TEXT NOT NULL, type TEXT NOT NULL, "
+    "lifecycle TEXT NOT NULL, strict INTEGER NOT NULL, source TEXT, source_event INTEGER NOT NULL)",
+    "CREATE TABLE {dates} (id TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, date_only INTEGER NOT NULL, "
+    "start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, PRIMARY KEY (id, field))",
+    "CREATE INDEX {dates}_range ON {dates} (field, start_us, end_us, id)",
+    "CREATE TABLE {links} (id TEXT NOT NULL, role TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY (id, role, target))",
+    "CREATE INDEX {links}_target ON {links} (target, role)",
+)
+FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1")).encode()).hexdigest()[:16]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_US = timedelta(microseconds=1)
+
+
+def to_us(instant: datetime) -> int:
+    """A UTC instant as integer microseconds since the epoch (what the tables store and compare)."""
+    return (instant - EPOCH) // ONE_US
+
+
+def from_us(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def links_of(r: Record) -> list[tuple[str, str]]:
+    """(role, target) of every explicit association; endpoints only for relationships."""
+    out = [("entity", e) for e in r.entities]
+    if r.owner:
+        out.append(("owner", r.owner))
+    if r.kind == "relationship":
+        out += [(role, x) for role, x in (("from", r.from_id), ("to", r.to_id)) if x]
+    if r.source:
+        out.append(("source", r.source))
+    return list(dict.fromkeys(out))
+
+
+class TemporalProjection:
+    """The temporal tables of one scope, with an in-memory mirror of ``{id: signature}``."""
+
+    def __init__(self, state: StateDB, suffix: str = "root") -> None:
+        self.state = state
+        self.key = f"temporal_{suffix}"
+        self.records = f"temporal_records_v1_{suffix}"
+        self.dates = f"temporal_dates_v1_{suffix}"
+        self.links = f"temporal_links_v1_{suffix}"
+        self.sigs: dict[str, str] = {}
+        self.indexed_at: str | None = None
+        self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
+        self._version: int | None = None
+        self._desired: tuple[int, dict[str, str]] | None = None
+
+    @property
+    def tables(self) -> tuple[str, str, str]:
+        return (self.records, self.dates, self.links)
+
+    def ensure(self) -> None:
+        """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed."""
+        conn = self.state.conn
+        names = (STATE_TABLE, *self.tables)
+        marks = ",".join("?" * len(names))
+        found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", names)
+        intact = found.fetchone()[0] == len(names)
+        version = self.state.data_version()
+        if intact and version == self._version:
+            return
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} "
+            "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
+        )
+        row = conn.execute(f"SELECT fingerprint, indexed_at FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
+        state = row.fetchone()
+        if state is None or state[0] != FINGERPRINT or not intact:
+            with self.state.transaction():
+                for table in self.tables:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA:
+                    conn.execute(statement.format(records=self.records, dates=self.dates, links=self.links))
+                conn.execute(
+                    f"INSERT OR REPLACE INTO {STATE_TABLE} (projection, fingerprint, indexed_at) VALUES (?, ?, NULL)",
+                    (self.key, FINGERPRINT),
+                )
+            state = (FINGERPRINT, None)
+        self.indexed_at = state[1]
+        self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
+        self._version = self.state.data_version()
+
+    def desired(self, snap: Snapshot) -> dict[str, str]:
+        """{id: signature} of every record this snapshot lets some eligibility show."""
+        cached = self._desired
+        if cached is not None and cached[0] == snap.generation:
+            return cached[1]
+        out = {
+            rid: f"{r.sha256}:{snap.lifecycle[rid]}:{int(rid not in snap.unavailable)}"
+            for rid, r in snap.records.items()
+            if rid not in snap.unavailable_inactive
+        }
+        self._desired = (snap.generation, out)
+        return out
+
+    def reconcile(self, snap: Snapshot) -> int:
+        """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten."""
+        self.ensure()
+        desired = self.desired(snap)
+        stale = [rid for rid, sig in self.sigs.items() if desired.get(rid) != sig]
+        fresh = [rid for rid, sig in desired.items() if self.sigs.get(rid) != sig]
+        self.written = tuple(sorted({*stale, *fresh}))
+        if not self.written:
+            return 0
+        records, dates, links = [], [], []
+        for rid in fresh:
+            r = snap.records[rid]
+            life, strict = snap.lifecycle[rid], int(rid not in snap.unavailable)
+            records.append((rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event)))
+            for name, v in r.dates.items():
+                dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
+            links += [(rid, role, target) for role, target in links_of(r)]
+        with self.state.transaction() as conn:
+            for table in self.tables:
+                conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(rid,) for rid in stale])
+            conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
+            conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
+            conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
+            indexed_at = format_utc(now_utc())
+            conn.execute(f"UPDATE {STATE_TABLE} SET indexed_at = ? WHERE projection = ?", (indexed_at, self.key))
+        self.indexed_at = indexed_at
+        for rid in stale:
+            del self.sigs[rid]
+        self.sigs.update((rid, desired[rid]) for rid in fresh)
+        self._version = self.state.data_version()
+        return len(self.written)
+
+
+def reconciled(engine: Engine, snap: Snapshot) -> TemporalProjection:
+    """This engine's temporal projection, brought in step with ``snap`` (kept in ``engine.extensions``)."""
+    proj = engine.extensions.get("temporal")
+    if proj is None:
+        proj = engine.extensions["temporal"] = TemporalProjection(engine.state)
+    proj.reconcile(snap)
+    return proj
