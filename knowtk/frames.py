@@ -130,6 +130,25 @@ RECORD: list[Column] = [
     ("body", STRING, key("body")),
 ]
 
+# timeline and chronicle rows: a date-only row is an interval [start, end) one UTC day long, never an instant
+TIMELINE: list[Column] = [
+    ("id", STRING, key("id")),
+    ("kind", STRING, key("kind")),
+    ("type", STRING, key("type")),
+    ("title", STRING, key("title")),
+    ("summary", STRING, key("summary")),
+    ("lifecycle", STRING, key("lifecycle")),
+    ("path", STRING, key("path")),
+    ("time_field", STRING, key("timeField")),
+    ("value", STRING, key("value")),
+    ("date_only", BOOL, key("dateOnly")),
+    ("start", TIME, key("start")),
+    ("end", TIME, key("end")),
+    ("entities", OBJECT, listed("entities")),
+    ("claims", INT, key("claims")),  # group: "source" rows only
+    ("links", OBJECT, listed("links")),
+]
+
 
 def _grep_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**hit, "_rank": data["offset"] + i + 1} for i, hit in enumerate(data["hits"])]
@@ -144,6 +163,10 @@ FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
     "knowledge_lookup": lambda d: build_frame(_lookup_rows(d), LOOKUP),
     "knowledge_records": lambda d: build_frame(d["rows"], RECORDS),
     "knowledge_record": lambda d: build_frame([d["record"]] if d["record"] else [], RECORD),
+    "knowledge_timeline": lambda d: build_frame(d["rows"], TIMELINE),
+    "knowledge_chronicle_day": lambda d: build_frame(d["rows"], TIMELINE),
+    "knowledge_chronicle_since": lambda d: build_frame(d["rows"], TIMELINE),
+    "knowledge_chronicle_last_seen": lambda d: build_frame(d["rows"], TIMELINE),
 }
 
 

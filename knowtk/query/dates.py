@@ -1,17 +1,66 @@
-"""Dates and Chronicle: knowledge_timeline and the chronicle tools (placeholder, being written)."""
+"""Dates and Chronicle: knowledge_timeline and the chronicle tools, read from the temporal projection.
+
+Each query reconciles the temporal projection (``knowtk.temporal``) with its snapshot, then lets
+SQLite select and sort the dated rows: the time field, the range or calendar window, the exact
+``record.type``, eligibility, the entity's explicit associations, and event claims standing for
+their source. Python then folds claims into their source rows (``group: "source"``), pages, and
+renders rows. The choices the seed leaves open are written down in ``docs/dates.md``.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from ..datevalues import format_utc, parse_date_value
 from ..engine import Engine
+from ..errors import InvalidArgument, StateError
+from ..records import Record
+from ..snapshot import Snapshot
+from ..state import now_utc
+from ..temporal import TemporalProjection, from_us, reconciled, to_us
 from .args import Param, boolean, bound, choice, integer, text, time_zone
 from .citations import EvidenceVerifier
+from .common import TIME_FIELDS, coverage, freshness, lifecycle_of
+
+__all__ = [
+    "BUDGET_BYTES",
+    "CHRONICLE_DAY_PARAMS",
+    "CHRONICLE_SINCE_PARAMS",
+    "LAST_SEEN_PARAMS",
+    "LAST_SEEN_ROWS",
+    "TIMELINE_PARAMS",
+    "chronicle_day",
+    "chronicle_last_seen",
+    "chronicle_since",
+    "timeline",
+]
+
+BUDGET_BYTES = 24 * 1024  # knowledge_timeline: compact UTF-8 JSON of rows + sources
+LAST_SEEN_ROWS = 5
+OCCURRED = "occurred_at"
+UTC_ZONE = ZoneInfo("UTC")
+DAY_US = 86_400_000_000
+_OFFSET = re.compile(r"(?:Z|([+-])(\d{2}):(\d{2}))$")
+_WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
+
+
+def calendar_date(name: str, value: Any) -> date:
+    parsed = parse_date_value(value)
+    if parsed is None or not parsed.date_only:
+        raise InvalidArgument(name, f"{value!r} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
+    return parsed.start.date()
+
 
 TIMELINE_PARAMS = (
     Param("entity", text(128)),
     Param("kind", text(128)),
-    Param("timeField", choice("occurred_at", "recorded_at", "updated_at", "due_at"), "occurred_at"),
+    Param("timeField", choice(*TIME_FIELDS), OCCURRED),
     Param("since", bound(upper=False)),
     Param("until", bound(upper=True)),
     Param("order", choice("asc", "desc"), "asc"),
@@ -22,7 +71,7 @@ TIMELINE_PARAMS = (
     Param("offset", integer(0), 0),
 )
 CHRONICLE_DAY_PARAMS = (
-    Param("date", text(10), required=True),
+    Param("date", calendar_date, required=True),
     Param("week", boolean, False),
     Param("timeZone", time_zone, None),
     Param("kind", text(128)),
@@ -42,17 +91,372 @@ LAST_SEEN_PARAMS = (
 )
 
 
+# -- selecting dated rows in SQLite ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Select:
+    """Which dated rows a query wants (bounds in microseconds, inclusive)."""
+
+    field: str = OCCURRED
+    since: int | None = None
+    until: int | None = None
+    calendar: tuple[int, int, int, int] | None = None  # date-only [d0, d1) and instants [t0, t1)
+    kind: str | None = None  # exact record.type
+    entity: str | None = None
+    inactive: bool = False  # include_inactive: superseded and expired too
+    descending: bool = False
+    group: bool = False  # group: "source" (sources of the entity keep their own page rows)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    value: str
+    date_only: bool
+    start: int
+    end: int
+    kind: str
+    source: str | None
+    is_source: bool  # a source of the selected entity
+
+
+def _ctes(p: TemporalProjection, s: Select) -> str:
+    strict = "" if s.inactive else " WHERE lifecycle = 'active' AND strict = 1"
+    ctes = [f"elig AS (SELECT id, kind, type, source, source_event FROM {p.records}{strict})"]
+    if s.entity is not None:
+        ctes += [
+            # about the entity: it is one of the record's entities, its owner, or a relationship endpoint
+            f"about AS (SELECT DISTINCT l.id FROM {p.links} l JOIN elig e ON e.id = l.id "
+            "WHERE l.target = :entity AND l.role IN ('entity', 'owner', 'from', 'to'))",
+            # its sources: the sources of records about it, and the far ends of its relationships
+            f"sources AS (SELECT l.target AS id FROM {p.links} l JOIN about a ON a.id = l.id WHERE l.role = 'source' "
+            f"UNION SELECT o.target FROM {p.links} l JOIN elig e ON e.id = l.id JOIN {p.links} o ON o.id = l.id "
+            "WHERE l.target = :entity AND l.role IN ('from', 'to') AND o.role IN ('from', 'to') "
+            "AND o.target != :entity)",
+            "direct AS (SELECT id FROM about UNION SELECT id FROM elig WHERE source = :entity "
+            "UNION SELECT id FROM sources)",
+            # an event claim stands for its source, so it goes wherever its source goes
+            "matched AS (SELECT id FROM direct UNION SELECT e.id FROM elig e JOIN direct d ON d.id = e.source "
+            "WHERE e.source_event = 1)",
+        ]
+    return "WITH " + ", ".join(ctes) + " "
+
+
+def _fetch(p: TemporalProjection, snap: Snapshot, s: Select) -> list[Hit]:
+    where = ["d.field = :field"]
+    if s.since is not None:
+        where.append("(d.start_us >= :since OR d.end_us > :since)")  # instants from since; days overlapping it
+    if s.until is not None:
+        where.append("d.start_us <= :until")
+    if s.calendar is not None:
+        where.append(
+            "(CASE d.date_only WHEN 1 THEN d.start_us >= :d0 AND d.start_us < :d1 "
+            "ELSE d.start_us >= :t0 AND d.start_us < :t1 END)"
+        )
+    if s.kind is not None:
+        where.append("e.type = :kind")
+    if s.entity is not None:
+        where.append("d.id IN (SELECT id FROM matched)")
+    if s.field == OCCURRED and s.kind is None:  # a dated event claim replaces its source's row
+        represented = (
+            f"NOT EXISTS (SELECT 1 FROM elig c JOIN {p.dates} cd ON cd.id = c.id AND cd.field = '{OCCURRED}' "
+            "WHERE c.source = d.id AND c.source_event = 1)"
+        )
+        where.append(f"(d.id IN (SELECT id FROM sources) OR {represented})" if s.group else represented)
+    is_source = "d.id IN (SELECT id FROM sources)" if s.entity is not None else "0"
+    desc = " DESC" if s.descending else ""
+    sql = (
+        f"{_ctes(p, s)}SELECT d.id, d.value, d.date_only, d.start_us, d.end_us, e.kind, e.source, {is_source} "
+        f"FROM {p.dates} d JOIN elig e ON e.id = d.id WHERE {' AND '.join(where)} "
+        f"ORDER BY d.start_us{desc}, d.end_us{desc}, d.id{desc}"
+    )
+    d0, d1, t0, t1 = s.calendar or (None, None, None, None)
+    params = {"field": s.field, "since": s.since, "until": s.until, "kind": s.kind, "entity": s.entity}
+    params.update(d0=d0, d1=d1, t0=t0, t1=t1)
+    rows = p.state.conn.execute(sql, params).fetchall()
+    # another process may have re-projected a newer snapshot since our reconcile: keep what this one knows
+    return [Hit(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7])) for r in rows if r[0] in snap.records]
+
+
+def _projection(engine: Engine, snap: Snapshot) -> TemporalProjection:
+    try:
+        return reconciled(engine, snap)
+    except sqlite3.Error as exc:
+        raise StateError(engine.state_path, f"the temporal projection cannot be reconciled ({exc})") from exc
+
+
+def _select(engine: Engine, snap: Snapshot, s: Select) -> tuple[TemporalProjection, list[Hit]]:
+    proj = _projection(engine, snap)
+    try:
+        return proj, _fetch(proj, snap, s)
+    except sqlite3.Error as exc:
+        raise StateError(engine.state_path, f"the temporal projection cannot be read ({exc})") from exc
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+
+def associations(r: Record) -> list[str]:
+    """The row's ``entities``: the record's explicit entities, owner and relationship endpoints."""
+    ends = (r.from_id, r.to_id) if r.kind == "relationship" else ()
+    return list(dict.fromkeys(x for x in (*r.entities, r.owner, *ends) if x))
+
+
+def _row(snap: Snapshot, h: Hit, field: str) -> dict[str, Any]:
+    r = snap.records[h.id]
+    return {
+        "id": r.id,
+        "kind": r.kind,
+        "type": r.type,
+        "title": r.title,
+        "summary": r.summary,
+        "lifecycle": lifecycle_of(r.id, snap),
+        "path": r.path,
+        "timeField": field,
+        "value": h.value,
+        "dateOnly": h.date_only,
+        "start": format_utc(from_us(h.start)),
+        "end": format_utc(from_us(h.end)),
+        "entities": associations(r),
+    }
+
+
+def _source_row(snap: Snapshot, rid: str) -> dict[str, Any]:
+    """A source summary for includeSources: a row at the source's occurrence (nulls when it has none)."""
+    v = snap.records[rid].dates.get(OCCURRED)
+    if v is not None:
+        h = Hit(rid, v.text, v.date_only, to_us(v.start), to_us(v.end), "", None, False)
+        return _row(snap, h, OCCURRED)
+    row = _row(snap, Hit(rid, "", False, 0, 0, "", None, False), OCCURRED)
+    row.update(value=None, dateOnly=None, start=None, end=None)
+    return row
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _response(snap: Snapshot, proj: TemporalProjection, queried_at: datetime, **parts: Any) -> dict[str, Any]:
+    return {
+        **parts,
+        "snapshot": snap.fingerprint(()),
+        "coverage": coverage(snap, ()),
+        "freshness": freshness(snap, queried_at, proj.indexed_at),
+    }
+
+
+def _check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise InvalidArgument("since", "is after until", allowed="since <= until")
+
+
+# -- group: "source" -----------------------------------------------------------------------------
+
+
+def _authored_day(h: Hit) -> tuple[int, int]:
+    """A source's date: its UTC day when date-only, else the calendar day of the offset it was written in."""
+    if h.date_only:
+        return h.start, h.end
+    m = _OFFSET.search(h.value)
+    offset = 0
+    if m and m[1]:
+        offset = (int(m[2]) * 60 + int(m[3])) * 60_000_000 * (1 if m[1] == "+" else -1)
+    local = h.start + offset
+    first = local - local % DAY_US - offset
+    return first, first + DAY_US
+
+
+def _fold(hits: list[Hit]) -> list[Hit]:
+    """Drop the claims that their source's row stands for: those dated within the source's date.
+
+    A claim keeps its own row when its source is not a row of this result (undated, ineligible,
+    out of range, or not connected to the entity) or when it is dated outside its source's date.
+    """
+    days = {h.id: _authored_day(h) for h in hits if h.is_source}
+    out = []
+    for h in hits:
+        day = days.get(h.source or "") if h.kind == "claim" else None
+        if day is not None and h.start < day[1] and (h.start >= day[0] or h.end > day[0]):
+            continue
+        out.append(h)
+    return out
+
+
+def _note(engine: Engine, r: Record) -> str | None:
+    """A record's body as a row summary: without its title heading, None when empty or changed since the scan."""
+    body = engine.body(r)
+    if body is None:
+        return None
+    text = body.strip()
+    if text.startswith("# "):
+        text = text.partition("\n")[2].strip()
+    return text or None
+
+
+def _source_details(
+    engine: Engine, snap: Snapshot, proj: TemporalProjection, s: Select, ids: list[str]
+) -> dict[str, dict[str, Any]]:
+    """summary, claims and links of each source row on the page."""
+    if not ids:
+        return {}
+    conn, ctes = proj.state.conn, _ctes(proj, s)
+    params = {"entity": s.entity, "page": json.dumps(ids)}
+    page = "(SELECT value FROM json_each(:page))"
+    notes: dict[str, list[str]] = {sid: [] for sid in ids}
+    relationships = (
+        f"{ctes}SELECT o.target, l.id FROM {proj.links} l JOIN elig e ON e.id = l.id "
+        f"JOIN {proj.links} o ON o.id = l.id WHERE l.target = :entity AND l.role IN ('from', 'to') "
+        f"AND o.role IN ('from', 'to') AND o.target IN {page} ORDER BY l.id"
+    )
+    events = f"{ctes}SELECT source, id FROM elig WHERE source_event = 1 AND source IN {page} ORDER BY id"
+    for sql in (relationships, events):  # the relationship's body first, else the source's event claim
+        for sid, rid in conn.execute(sql, params):
+            if rid not in notes[sid]:
+                notes[sid].append(rid)
+    counts = dict(
+        conn.execute(
+            f"{ctes}SELECT e.source, count(*) FROM about a JOIN elig e ON e.id = a.id "
+            f"WHERE e.kind = 'claim' AND e.source_event = 0 AND e.source IN {page} GROUP BY e.source",
+            params,
+        )
+    )
+    out = {}
+    for sid in ids:
+        summary = next((t for rid in notes[sid] if (t := _note(engine, snap.records[rid]))), None)
+        summary = summary or snap.records[sid].summary
+        found = dict.fromkeys(m.strip() for m in _WIKI_LINK.findall(summary or ""))
+        links = [x for x in found if snap.available(x, include_inactive=s.inactive)]
+        out[sid] = {"summary": summary, "claims": counts.get(sid, 0), "links": links}
+    return out
+
+
+# -- the tools -----------------------------------------------------------------------------------
+
+
 def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    raise NotImplementedError
+    queried_at = now_utc()
+    _check_range(a["since"], a["until"])
+    group = a["group"] == "source"
+    if group:
+        if a["entity"] is None:
+            raise InvalidArgument("group", "'source' groups one entity's timeline: give entity too")
+        if a["kind"] is not None:
+            raise InvalidArgument("kind", "does not combine with group 'source'", allowed="omit kind")
+        if a["time_field"] != OCCURRED:
+            raise InvalidArgument("timeField", "group 'source' takes occurrence time only", allowed=(OCCURRED,))
+    s = Select(
+        field=a["time_field"],
+        since=None if a["since"] is None else to_us(a["since"]),
+        until=None if a["until"] is None else to_us(a["until"]),
+        kind=a["kind"],
+        entity=a["entity"],
+        inactive=a["eligibility"] == "include_inactive",
+        descending=a["order"] == "desc",
+        group=group,
+    )
+    snap = engine.snapshot()
+    proj, hits = _select(engine, snap, s)
+    if group:
+        hits = _fold(hits)
+    offset, window = a["offset"], hits[a["offset"] : a["offset"] + a["limit"]]
+    details = _source_details(engine, snap, proj, s, [h.id for h in window if h.is_source]) if group else {}
+    rows: list[dict[str, Any]] = []
+    used = 2  # "[]"
+    for h in window:  # the page ends early rather than outgrow the budget (always at least one row)
+        row = _row(snap, h, s.field)
+        row.update(details.get(h.id, {}))
+        size = _size(row) + 1
+        if rows and used + size > BUDGET_BYTES:
+            break
+        rows.append(row)
+        used += size
+    sources: list[dict[str, Any]] | None = None
+    truncated: bool | None = None
+    if a["include_sources"]:
+        sources, truncated, used = [], False, used + 2
+        for sid in dict.fromkeys(sr for row in rows if (sr := snap.records[row["id"]].source) in snap.records):
+            summary = _source_row(snap, sid)
+            size = _size(summary) + 1
+            if used + size > BUDGET_BYTES:
+                truncated = True
+                break
+            sources.append(summary)
+            used += size
+    end = offset + len(rows)
+    return _response(
+        snap,
+        proj,
+        queried_at,
+        rows=rows,
+        total=len(hits),
+        offset=offset,
+        nextOffset=end if rows and end < len(hits) else None,
+        sources=sources,
+        sourcesTruncated=truncated,
+    )
 
 
 def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    raise NotImplementedError
+    """One calendar day (or its Monday-Sunday week) in a zone: instants by local time, dates by calendar date."""
+    queried_at = now_utc()
+    zone: tzinfo = a["time_zone"] or UTC_ZONE
+    first: date = a["date"]
+    if a["week"]:
+        first -= timedelta(days=first.weekday())
+    after = first + timedelta(days=7 if a["week"] else 1)
+
+    def midnight(d: date, tz: tzinfo) -> int:
+        return to_us(datetime.combine(d, time(), tz).astimezone(UTC))
+
+    window = (midnight(first, UTC), midnight(after, UTC), midnight(first, zone), midnight(after, zone))
+    s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
+    snap = engine.snapshot()
+    proj, hits = _select(engine, snap, s)
+    rows = []
+    for h in hits:
+        row = _row(snap, h, OCCURRED)
+        if h.date_only:  # a calendar date in any zone: no instant to convert
+            day = date.fromisoformat(h.value)
+            row.update(localStart=day.isoformat(), localEnd=(day + timedelta(days=1)).isoformat())
+        else:
+            local = from_us(h.start).astimezone(zone).isoformat()
+            row.update(localStart=local, localEnd=local)
+        rows.append(row)
+    name = getattr(zone, "key", None) or str(zone)
+    return _response(snap, proj, queried_at, rows=rows, total=len(rows), offset=0, nextOffset=None, timeZone=name)
 
 
 def chronicle_since(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    raise NotImplementedError
+    """What occurred in a range, oldest first (occurrence time, never recording time)."""
+    queried_at = now_utc()
+    _check_range(a["since"], a["until"])
+    until = None if a["until"] is None else to_us(a["until"])
+    s = Select(since=to_us(a["since"]), until=until, kind=a["kind"], entity=a["entity"])
+    return _paged(engine, s, queried_at, a["offset"], a["limit"])
 
 
 def chronicle_last_seen(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    raise NotImplementedError
+    """The latest dated context for an entity at or before a bound (default now), latest first."""
+    queried_at = now_utc()
+    bound_at = a["occurred_on_or_before"] or queried_at
+    s = Select(until=to_us(bound_at), entity=a["entity"], descending=True)
+    out = _paged(engine, s, queried_at, 0, LAST_SEEN_ROWS)
+    out["nextOffset"] = None  # older context is knowledge_timeline's (entity, until, order: desc)
+    return out
+
+
+def _paged(engine: Engine, s: Select, queried_at: datetime, offset: int, limit: int) -> dict[str, Any]:
+    snap = engine.snapshot()
+    proj, hits = _select(engine, snap, s)
+    rows = [_row(snap, h, s.field) for h in hits[offset : offset + limit]]
+    end = offset + len(rows)
+    return _response(
+        snap,
+        proj,
+        queried_at,
+        rows=rows,
+        total=len(hits),
+        offset=offset,
+        nextOffset=end if rows and end < len(hits) else None,
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import Engine
+from ..errors import StoreUnavailable
 from ..records import Record
 from ..snapshot import Snapshot
 from ..state import now_utc
@@ -39,8 +40,8 @@ def dates_json(r: Record) -> dict[str, Any]:
 
 
 def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
-    queried_at = now_utc()
     snap = engine.snapshot()
+    queried_at = now_utc()
     flt = RecordFilter.from_args(snap, a)
     wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
     ids = sorted(
@@ -70,8 +71,11 @@ def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVerifier) -> dict[str, Any]:
-    """A record whole: frontmatter, body, lifecycle, supersession both ways, every evidence locator."""
+def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVerifier) -> dict[str, Any] | None:
+    """A record whole: frontmatter, body, lifecycle, supersession both ways, every evidence locator.
+
+    None when the file changed since the snapshot (the caller scans again).
+    """
     end = snap.chain_ends.get(r.id)
     out = record_summary(r, snap)
     out.update(
@@ -109,33 +113,43 @@ def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVer
             "lineEnd": None,
         },
     )
-    if out["body"] is None:  # the file changed between the scan and this read: rescan once
-        raise RuntimeError(f"{r.path} changed while it was read; run the query again")
+    if out["body"] is None:
+        return None  # the file changed between the scan and this read
     out["citation"]["lineEnd"] = r.body_line + out["body"].count("\n") - (1 if out["body"].endswith("\n") else 0)
     return out
 
 
+# issue codes that keep a file from being a record, so that knowledge_record can say why an id is absent
+EXCLUDING_CODES = frozenset(
+    {"id_duplicate", "kind_invalid", "status_invalid", "revision_invalid", "field_invalid", "endpoints_missing"}
+)
+
+
 def unavailable_reason(snap: Snapshot, rid: str) -> dict[str, Any] | None:
+    """Why an id has no available record: (code, detail), or None when it is available or unknown."""
     if rid in snap.records:
         reason = snap.unavailable.get(rid)
         return None if reason is None else {"code": reason[0], "detail": reason[1]}
     for issue in snap.issues:
-        if issue.id == rid and issue.code in ("id_duplicate", "kind_invalid", "status_invalid", "revision_invalid"):
-            return {"code": issue.code, "detail": issue.message}
-        if issue.id == rid and issue.code in ("field_invalid", "endpoints_missing"):
+        if issue.id == rid and issue.code in EXCLUDING_CODES:
             return {"code": issue.code, "detail": issue.message}
     return None
 
 
 def one_record(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    queried_at = now_utc()
-    snap = engine.snapshot()
     rid = a["id"]
-    reason = unavailable_reason(snap, rid)
-    if rid in snap.records and reason is None:
+    for _ in range(3):  # a file rewritten between the scan and the read is scanned again
+        snap = engine.snapshot()
+        reason = unavailable_reason(snap, rid)
+        if rid not in snap.records or reason is not None:
+            status, record = ("unavailable" if reason else "missing"), None
+            break
         status, record = "found", full_record(engine, snap, snap.records[rid], verifier)
+        if record is not None:
+            break
     else:
-        status, record = ("unavailable" if reason else "missing"), None
+        raise StoreUnavailable(snap.records[rid].path, "the file keeps changing while it is read; try again")
+    queried_at = now_utc()
     return {
         "status": status,
         "record": record,

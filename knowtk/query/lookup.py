@@ -41,8 +41,8 @@ def lookup_record(r: Any, snap: Snapshot) -> dict[str, Any]:
 
 
 def lookup(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
-    queried_at = now_utc()
     snap = engine.snapshot()
+    queried_at = now_utc()
     scope = snap.normalize_scope(a["scope"])
     wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
 
