@@ -25,6 +25,7 @@ from .errors import (
 )
 from .results import Result
 from .store import Store, open_store
+from .workspace import Workspace
 
 __all__ = [
     "InvalidArgument",
@@ -35,6 +36,7 @@ __all__ = [
     "StateError",
     "Store",
     "StoreUnavailable",
+    "Workspace",
     "__version__",
     "open_store",
 ]

@@ -90,7 +90,9 @@ class EmbeddingCache:
             found = texts(fresh[start : start + _BATCH])
             ids = [rid for rid in fresh[start : start + _BATCH] if rid in found]
             vectors = embedder.embed([found[rid] for rid in ids]) if ids else []
-            computed.extend((rid, desired[rid], np.asarray(v, dtype=np.float32)) for rid, v in zip(ids, vectors))
+            computed.extend(
+                (rid, desired[rid], np.asarray(v, dtype=np.float32)) for rid, v in zip(ids, vectors, strict=True)
+            )
         self.embedded = len(computed)
         if stale or computed or self._has_other_models(model):
             with self.state.transaction() as conn:

@@ -130,6 +130,17 @@ RECORD: list[Column] = [
     ("body", STRING, key("body")),
 ]
 
+
+def instant(name: str) -> Getter:
+    """An ISO instant, or None (NaT) beyond what datetime64[ns] holds (1677-2262); ``value`` keeps the text."""
+
+    def get(row: dict[str, Any]) -> Any:
+        value = row.get(name)
+        return value if value is not None and "1677-09-22" <= value < "2262-04-11" else None
+
+    return get
+
+
 # timeline and chronicle rows: a date-only row is an interval [start, end) one UTC day long, never an instant
 TIMELINE: list[Column] = [
     ("id", STRING, key("id")),
@@ -142,8 +153,8 @@ TIMELINE: list[Column] = [
     ("time_field", STRING, key("timeField")),
     ("value", STRING, key("value")),
     ("date_only", BOOL, key("dateOnly")),
-    ("start", TIME, key("start")),
-    ("end", TIME, key("end")),
+    ("start", TIME, instant("start")),
+    ("end", TIME, instant("end")),
     ("entities", OBJECT, listed("entities")),
     ("claims", INT, key("claims")),  # group: "source" rows only
     ("links", OBJECT, listed("links")),
@@ -158,6 +169,45 @@ def _lookup_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**c, "_status": data["status"], "_matched_by": data["matchedBy"]} for c in data["candidates"]]
 
 
+def _number(row: dict[str, Any]) -> float | None:
+    score = row.get("score")
+    return score if isinstance(score, int | float) and not isinstance(score, bool) else None
+
+
+KNOWL: list[Column] = [
+    ("store", STRING, key("_store")),  # the owning store when results are keyed by store, else NA
+    ("rank", INT, key("_rank")),
+    ("id", STRING, key("id")),
+    ("title", STRING, key("title")),
+    ("summary", STRING, key("summary")),
+    ("score", FLOAT, _number),  # min-max across the store's page: order with it
+    ("score_label", STRING, lambda row: row["score"] if isinstance(row.get("score"), str) else None),
+    ("cosine", FLOAT, key("cosine")),  # absolute similarity: judge with it
+    ("bm25", FLOAT, nested("explain", "bm25")),
+    ("category", STRING, key("category")),
+    ("status", STRING, key("status")),
+    ("superseded_by", STRING, key("supersededBy")),
+    ("tags", OBJECT, listed("tags")),
+    ("affected_paths", OBJECT, lambda row: list(row["affectedPaths"]) if "affectedPaths" in row else None),
+    ("content", STRING, key("content")),
+    ("truncated", BOOL, key("truncated")),
+    ("path", STRING, key("path")),
+    ("revision", INT, key("revision")),
+    ("sha256", STRING, key("sha256")),
+    ("recorded_at", TIME, key("recordedAt")),
+    ("foreign_owner", STRING, nested("foreign", "owner")),
+    ("evidence", OBJECT, lambda row: list(row["evidence"]) if "evidence" in row else None),
+    ("reasoning", OBJECT, key("reasoning")),
+    ("alternatives", OBJECT, key("alternatives")),
+]
+
+
+def _knowl_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    results = data["results"]
+    groups = results.items() if isinstance(results, dict) else [(None, results)]
+    return [{**item, "_store": store, "_rank": i + 1} for store, items in groups for i, item in enumerate(items)]
+
+
 FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
     "knowledge_grep": lambda d: build_frame(_grep_rows(d), GREP),
     "knowledge_lookup": lambda d: build_frame(_lookup_rows(d), LOOKUP),
@@ -167,6 +217,7 @@ FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
     "knowledge_chronicle_day": lambda d: build_frame(d["rows"], TIMELINE),
     "knowledge_chronicle_since": lambda d: build_frame(d["rows"], TIMELINE),
     "knowledge_chronicle_last_seen": lambda d: build_frame(d["rows"], TIMELINE),
+    "knowl_query": lambda d: build_frame(_knowl_rows(d), KNOWL),
 }
 
 

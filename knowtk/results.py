@@ -61,7 +61,8 @@ class Result:
             return f"{self.tool}: {d['status']} ({len(d['candidates'])} candidate(s))"
         if "status" in d and "record" in d:
             return f"{self.tool}: {d['status']}"
-        n = len(d.get("hits", d.get("rows", d.get("results", []))) or [])
+        items = d.get("hits", d.get("rows", d.get("results", []))) or []
+        n = sum(len(v) for v in items.values()) if isinstance(items, dict) else len(items)
         total = d.get("total")
         text = f"{self.tool}: {n} of {total if total is not None else '?'}"
         index = d.get("index")

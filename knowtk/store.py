@@ -133,6 +133,31 @@ class Store:
         """knowledge_lookup: exact id, full title or alias; found, ambiguous or missing."""
         return self._method("knowledge_lookup", locals())
 
+    def explain(
+        self,
+        id: str,
+        *,
+        query: str | None = None,
+        mode: str = "all",
+        kind: str | list[str] | None = None,
+        type: str | list[str] | None = None,
+        tag: str | list[str] | None = None,
+        lifecycle: str = "active",
+        time_field: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        scope: str | list[str] | None = None,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """Why record ``id`` is (not) in ``grep(query, ...)``: hit, replacement, not matched, or the rule excluding it.
+
+        Returns a plain dict; its keys are documented in ``knowtk.explain.explain``.
+        """
+        from .explain import explain  # a front end over grep: imported when used, so layers point one way
+
+        args = {k: v for k, v in locals().items() if k not in ("self", "id", "query", "explain") and v is not None}
+        return explain(self, id, query=query, **args)
+
     def records(
         self,
         *,
@@ -201,3 +226,26 @@ class Store:
     def chronicle_last_seen(self, entity: str, *, occurred_on_or_before: str | None = None) -> Result:
         """knowledge_chronicle_last_seen: the latest dated context for an entity (default: up to now)."""
         return self._method("knowledge_chronicle_last_seen", locals())
+
+    # -- knowl ---------------------------------------------------------------------------------
+    def knowl(
+        self,
+        query: str | None = None,
+        *,
+        id: str | None = None,
+        as_of: str | None = None,
+        tags: str | list[str] | None = None,
+        limit: int = 3,
+        repos: str | list[str] | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        explain: bool = False,
+        category: str | None = None,
+        include_evidence: bool = False,
+    ) -> Result:
+        """knowl_query: items by query (BM25, fused with cosine when semantic search is installed) or by id.
+
+        A Store alone is a workspace of one: ``scope="local"`` and ``repos=[its own name]`` are accepted;
+        use ``knowtk.Workspace`` to search linked stores. See docs/knowl.md.
+        """
+        return self._method("knowl_query", locals())

@@ -32,7 +32,7 @@ from .state import StateDB, now_utc
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["STATE_TABLE", "TemporalProjection", "from_us", "reconciled", "to_us"]
+__all__ = ["STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
 
 STATE_TABLE = "temporal_state_v1"
 _SCHEMA = (
@@ -94,19 +94,20 @@ class TemporalProjection:
         conn = self.state.conn
         names = (STATE_TABLE, *self.tables)
         marks = ",".join("?" * len(names))
-        found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", names)
-        intact = found.fetchone()[0] == len(names)
-        version = self.state.data_version()
-        if intact and version == self._version:
+        found = {n for (n,) in conn.execute(f"SELECT name FROM sqlite_master WHERE name IN ({marks})", names)}
+        state = None
+        if STATE_TABLE in found:
+            row = conn.execute(f"SELECT fingerprint, indexed_at FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
+            state = row.fetchone()
+        current = state is not None and state[0] == FINGERPRINT and len(found) == len(names)
+        if current and self.state.data_version() == self._version:
             return
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} "
-            "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
-        )
-        row = conn.execute(f"SELECT fingerprint, indexed_at FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
-        state = row.fetchone()
-        if state is None or state[0] != FINGERPRINT or not intact:
+        if not current:
             with self.state.transaction():
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} "
+                    "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
+                )
                 for table in self.tables:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in _SCHEMA:
@@ -116,6 +117,7 @@ class TemporalProjection:
                     (self.key, FINGERPRINT),
                 )
             state = (FINGERPRINT, None)
+        assert state is not None
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
         self._version = self.state.data_version()

@@ -26,6 +26,7 @@ from .dates import (
 )
 from .grep import GREP_PARAMS, grep
 from .inventory import RECORD_PARAMS, RECORDS_PARAMS, inventory, one_record
+from .knowl import KNOWL_PARAMS, knowl
 from .lookup import LOOKUP_PARAMS, lookup
 
 __all__ = ["TOOLS", "Tool"]
@@ -51,5 +52,6 @@ TOOLS: dict[str, Tool] = {
         Tool("knowledge_chronicle_day", CHRONICLE_DAY_PARAMS, chronicle_day),
         Tool("knowledge_chronicle_since", CHRONICLE_SINCE_PARAMS, chronicle_since),
         Tool("knowledge_chronicle_last_seen", LAST_SEEN_PARAMS, chronicle_last_seen),
+        Tool("knowl_query", KNOWL_PARAMS, knowl),
     )
 }

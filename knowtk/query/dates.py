@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -138,7 +140,7 @@ def _ctes(p: TemporalProjection, s: Select) -> str:
             "UNION SELECT id FROM sources)",
             # an event claim stands for its source, so it goes wherever its source goes
             "matched AS (SELECT id FROM direct UNION SELECT e.id FROM elig e JOIN direct d ON d.id = e.source "
-            "WHERE e.source_event = 1)",
+            "WHERE 0)",
         ]
     return "WITH " + ", ".join(ctes) + " "
 
@@ -171,27 +173,26 @@ def _fetch(p: TemporalProjection, snap: Snapshot, s: Select) -> list[Hit]:
         f"FROM {p.dates} d JOIN elig e ON e.id = d.id WHERE {' AND '.join(where)} "
         f"ORDER BY d.start_us{desc}, d.end_us{desc}, d.id{desc}"
     )
-    d0, d1, t0, t1 = s.calendar or (None, None, None, None)
-    params = {"field": s.field, "since": s.since, "until": s.until, "kind": s.kind, "entity": s.entity}
-    params.update(d0=d0, d1=d1, t0=t0, t1=t1)
+    params = dict(field=s.field, since=s.since, until=s.until, kind=s.kind, entity=s.entity)
+    params.update(zip(("d0", "d1", "t0", "t1"), s.calendar or (None,) * 4, strict=True))
     rows = p.state.conn.execute(sql, params).fetchall()
     # another process may have re-projected a newer snapshot since our reconcile: keep what this one knows
     return [Hit(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7])) for r in rows if r[0] in snap.records]
 
 
-def _projection(engine: Engine, snap: Snapshot) -> TemporalProjection:
+@contextmanager
+def _projection_errors(engine: Engine) -> Iterator[None]:
+    """A failing projection is refused, never answered with an empty or partial timeline."""
     try:
-        return reconciled(engine, snap)
+        yield
     except sqlite3.Error as exc:
-        raise StateError(engine.state_path, f"the temporal projection cannot be reconciled ({exc})") from exc
+        raise StateError(engine.state_path, f"the temporal projection is unavailable ({exc})") from exc
 
 
 def _select(engine: Engine, snap: Snapshot, s: Select) -> tuple[TemporalProjection, list[Hit]]:
-    proj = _projection(engine, snap)
-    try:
+    with _projection_errors(engine):
+        proj = reconciled(engine, snap)
         return proj, _fetch(proj, snap, s)
-    except sqlite3.Error as exc:
-        raise StateError(engine.state_path, f"the temporal projection cannot be read ({exc})") from exc
 
 
 # -- rows ----------------------------------------------------------------------------------------
@@ -225,11 +226,10 @@ def _row(snap: Snapshot, h: Hit, field: str) -> dict[str, Any]:
 def _source_row(snap: Snapshot, rid: str) -> dict[str, Any]:
     """A source summary for includeSources: a row at the source's occurrence (nulls when it has none)."""
     v = snap.records[rid].dates.get(OCCURRED)
-    if v is not None:
-        h = Hit(rid, v.text, v.date_only, to_us(v.start), to_us(v.end), "", None, False)
-        return _row(snap, h, OCCURRED)
-    row = _row(snap, Hit(rid, "", False, 0, 0, "", None, False), OCCURRED)
-    row.update(value=None, dateOnly=None, start=None, end=None)
+    when = (v.text, v.date_only, to_us(v.start), to_us(v.end)) if v else ("", False, 0, 0)
+    row = _row(snap, Hit(rid, *when, kind="", source=None, is_source=False), OCCURRED)
+    if v is None:
+        row.update(value=None, dateOnly=None, start=None, end=None)
     return row
 
 
@@ -312,7 +312,7 @@ def _source_details(
     events = f"{ctes}SELECT source, id FROM elig WHERE source_event = 1 AND source IN {page} ORDER BY id"
     for sql in (relationships, events):  # the relationship's body first, else the source's event claim
         for sid, rid in conn.execute(sql, params):
-            if rid not in notes[sid]:
+            if rid in snap.records and rid not in notes[sid]:
                 notes[sid].append(rid)
     counts = dict(
         conn.execute(
@@ -331,11 +331,42 @@ def _source_details(
     return out
 
 
+def _within_budget(
+    snap: Snapshot, rendered: Iterable[dict[str, Any]], with_sources: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, bool | None]:
+    """(rows, sources, sourcesTruncated) of a timeline page that fits BUDGET_BYTES.
+
+    Rows come with their sources (when asked) while both fit: the page ends early rather than
+    outgrow the budget, so following nextOffset loses nothing. The first row is always taken; its
+    source alone may not fit (sourcesTruncated).
+    """
+    rows: list[dict[str, Any]] = []
+    sources: dict[str, dict[str, Any]] = {}
+    truncated = False
+    used = 4 if with_sources else 2  # the brackets of rows and of sources
+    for row in rendered:
+        cost = _size(row) + 1
+        sid = snap.records[row["id"]].source
+        source = None
+        if with_sources and sid is not None and sid in snap.records and sid not in sources:
+            source = (sid, _source_row(snap, sid))
+        extra = 0 if source is None else _size(source[1]) + 1
+        if rows and used + cost + extra > BUDGET_BYTES:
+            break
+        rows.append(row)
+        used += cost
+        if source is not None and used + extra > BUDGET_BYTES:
+            truncated = True
+        elif source is not None:
+            sources[source[0]] = source[1]
+            used += extra
+    return rows, (list(sources.values()) if with_sources else None), (truncated if with_sources else None)
+
+
 # -- the tools -----------------------------------------------------------------------------------
 
 
 def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    queried_at = now_utc()
     _check_range(a["since"], a["until"])
     group = a["group"] == "source"
     if group:
@@ -356,33 +387,15 @@ def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> d
         group=group,
     )
     snap = engine.snapshot()
+    queried_at = now_utc()
     proj, hits = _select(engine, snap, s)
     if group:
         hits = _fold(hits)
     offset, window = a["offset"], hits[a["offset"] : a["offset"] + a["limit"]]
-    details = _source_details(engine, snap, proj, s, [h.id for h in window if h.is_source]) if group else {}
-    rows: list[dict[str, Any]] = []
-    used = 2  # "[]"
-    for h in window:  # the page ends early rather than outgrow the budget (always at least one row)
-        row = _row(snap, h, s.field)
-        row.update(details.get(h.id, {}))
-        size = _size(row) + 1
-        if rows and used + size > BUDGET_BYTES:
-            break
-        rows.append(row)
-        used += size
-    sources: list[dict[str, Any]] | None = None
-    truncated: bool | None = None
-    if a["include_sources"]:
-        sources, truncated, used = [], False, used + 2
-        for sid in dict.fromkeys(sr for row in rows if (sr := snap.records[row["id"]].source) in snap.records):
-            summary = _source_row(snap, sid)
-            size = _size(summary) + 1
-            if used + size > BUDGET_BYTES:
-                truncated = True
-                break
-            sources.append(summary)
-            used += size
+    with _projection_errors(engine):
+        details = _source_details(engine, snap, proj, s, [h.id for h in window if group and h.is_source])
+    rendered = ({**_row(snap, h, s.field), **details.get(h.id, {})} for h in window)
+    rows, sources, truncated = _within_budget(snap, rendered, a["include_sources"])
     end = offset + len(rows)
     return _response(
         snap,
@@ -399,7 +412,6 @@ def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> d
 
 def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """One calendar day (or its Monday-Sunday week) in a zone: instants by local time, dates by calendar date."""
-    queried_at = now_utc()
     zone: tzinfo = a["time_zone"] or UTC_ZONE
     first: date = a["date"]
     if a["week"]:
@@ -412,6 +424,7 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
     window = (midnight(first, UTC), midnight(after, UTC), midnight(first, zone), midnight(after, zone))
     s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
     snap = engine.snapshot()
+    queried_at = now_utc()
     proj, hits = _select(engine, snap, s)
     rows = []
     for h in hits:
@@ -429,25 +442,24 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
 
 def chronicle_since(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """What occurred in a range, oldest first (occurrence time, never recording time)."""
-    queried_at = now_utc()
     _check_range(a["since"], a["until"])
     until = None if a["until"] is None else to_us(a["until"])
     s = Select(since=to_us(a["since"]), until=until, kind=a["kind"], entity=a["entity"])
-    return _paged(engine, s, queried_at, a["offset"], a["limit"])
+    snap = engine.snapshot()
+    return _paged(engine, snap, now_utc(), s, a["offset"], a["limit"])
 
 
 def chronicle_last_seen(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """The latest dated context for an entity at or before a bound (default now), latest first."""
+    snap = engine.snapshot()
     queried_at = now_utc()
-    bound_at = a["occurred_on_or_before"] or queried_at
-    s = Select(until=to_us(bound_at), entity=a["entity"], descending=True)
-    out = _paged(engine, s, queried_at, 0, LAST_SEEN_ROWS)
+    s = Select(until=to_us(a["occurred_on_or_before"] or queried_at), entity=a["entity"], descending=True)
+    out = _paged(engine, snap, queried_at, s, 0, LAST_SEEN_ROWS)
     out["nextOffset"] = None  # older context is knowledge_timeline's (entity, until, order: desc)
     return out
 
 
-def _paged(engine: Engine, s: Select, queried_at: datetime, offset: int, limit: int) -> dict[str, Any]:
-    snap = engine.snapshot()
+def _paged(engine: Engine, snap: Snapshot, queried_at: datetime, s: Select, offset: int, limit: int) -> dict[str, Any]:
     proj, hits = _select(engine, snap, s)
     rows = [_row(snap, h, s.field) for h in hits[offset : offset + limit]]
     end = offset + len(rows)

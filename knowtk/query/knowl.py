@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from .. import semantic
+from ..datevalues import DateValue
 from ..embeddings import EmbeddingCache, embedding_text
 from ..engine import Engine, KeywordIndex
-from ..errors import InvalidArgument, RecordNotFound
-from ..keyword import B, COLUMNS, K1, WEIGHTS, FtsProjection, QueryTerms, Source, rank
+from ..errors import InvalidArgument, RecordNotFound, StoreUnavailable
+from ..keyword import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms, Source, rank
 from ..records import Record
 from ..snapshot import Snapshot
 from ..state import now_utc
@@ -101,12 +102,12 @@ def run_knowl(local: Member, linked: Sequence[Member], a: dict[str, Any]) -> dic
     members, keyed = _members(local, linked, sharing, a)
     terms = parse_terms(local.engine.state.conn, a["query"], "any") if a["query"] else None
     embedder, reason = _embedder() if terms is not None else (None, "no query: newest recorded first")
-    vector = None
+    probe = None  # the embedder and the query's vector, when semantic search runs
     if embedder is not None:
-        vector = np.asarray(embedder.embed([a["query"]])[0], dtype=np.float32)
+        probe = (embedder, np.asarray(embedder.embed([a["query"]])[0], dtype=np.float32))
 
     def search(category: str | None) -> list[_Answer]:
-        return [_search(m, snaps[m.name], a, category, terms, embedder, vector, reason) for m in members]
+        return [_search(m, snaps[m.name], a, category, terms, probe, reason) for m in members]
 
     answers = search(a["category"])
     retry, notes = None, []
@@ -124,11 +125,11 @@ def run_knowl(local: Member, linked: Sequence[Member], a: dict[str, Any]) -> dic
         results={ans.member.name: ans.items for ans in answers} if keyed else answers[0].items,
         total=sum(ans.total for ans in answers),
         ranking={
-            "method": "newest-recorded" if terms is None else ("bm25+cosine" if vector is not None else "bm25"),
+            "method": "newest-recorded" if terms is None else ("bm25+cosine" if probe is not None else "bm25"),
             "queryTerms": list(terms.tokens) if terms is not None else None,
             "model": embedder.name if embedder is not None else None,
-            "relevanceFloor": semantic.RELEVANCE_FLOOR if vector is not None else None,
-            "score": _SCALE if vector is not None else f"uncalibrated ({reason})",
+            "relevanceFloor": semantic.RELEVANCE_FLOOR if probe is not None else None,
+            "score": _SCALE if probe is not None else f"uncalibrated ({reason})",
         },
         category_retry=retry,
         notes=notes,
@@ -151,8 +152,9 @@ def _members(
         for name in a["repos"]:
             if name not in reachable:
                 private = any(m.name == name for m in linked)
-                why = "does not share its knowledge (share: false in its knowtk.yaml)" if private else "is not here"
-                raise InvalidArgument("repos", f"store {name!r} {why}", allowed=list(reachable), value=a["repos"])
+                why = f"store {name!r} does not share its knowledge (share: false in its knowtk.yaml)"
+                why = why if private else f"no store named {name!r} in this workspace"
+                raise InvalidArgument("repos", why, allowed=list(reachable), value=a["repos"])
         return [m for m in reachable.values() if m.name in a["repos"]], True
     if a["scope"] == "local":
         return [local], False
@@ -186,8 +188,7 @@ def _search(
     a: dict[str, Any],
     category: str | None,
     terms: QueryTerms | None,
-    embedder: semantic.Embedder | None,
-    vector: np.ndarray | None,
+    probe: tuple[semantic.Embedder, np.ndarray] | None,
     reason: str,
 ) -> _Answer:
     out = _Answer(m, snap)
@@ -197,12 +198,15 @@ def _search(
         out.error = index.error
         return out
     states = _eligible(snap, a["status"], a["as_of"], a["tags"], category)
-    where = {rid: (proj, rowid) for proj in (index.main, index.history) for rid, rowid in proj.ids.items()}
-    where = {rid: at for rid, at in where.items() if rid in states}
+    where = {  # eligible id -> its row in the keyword projection that holds it
+        rid: (proj, rowid) for proj in (index.main, index.history) for rid, rowid in proj.ids.items() if rid in states
+    }
     sources: list[Source] = []
     bm25: dict[str, float] = {}
     cosines: dict[str, float] = {}
     fused: dict[str, float] = {}
+    above: list[str] = []
+    hybrid = probe is not None  # only set when there is a query
     if terms is None:
         order = _newest(snap, where)
     else:
@@ -212,21 +216,49 @@ def _search(
                 sources.append(Source(proj, allowed))
         matches = rank(sources, terms) if sources else []
         bm25 = {match.id: match.score for match in matches}
-        order = [match.id for match in matches]
-        if embedder is not None and vector is not None:
-            cosines = _cosines(m.engine, index, where, embedder, vector)
-            above = sorted((rid for rid, c in cosines.items() if c >= semantic.RELEVANCE_FLOOR), key=lambda r: -cosines[r])
+        order = list(bm25)
+        if probe is not None:
+            cosines = _cosines(m.engine, index, where, *probe)
+            floor = semantic.RELEVANCE_FLOOR
+            above = sorted((rid for rid, c in cosines.items() if c >= floor), key=lambda r: (-cosines[r], r))
             fused = semantic.fuse(order, above, k=RRF_K)
             order = list(fused)
     out.total = len(order)
     page = order[: a["limit"]]
     texts = _texts(where, page)
-    low, high = min((fused[rid] for rid in page), default=0.0), max((fused[rid] for rid in page), default=0.0)
-    explained = _bm25_explain(sources, terms, {rid: where[rid] for rid in page}) if a["explain"] and terms else {}
-    for rid in page:
+    on_page = [fused[rid] for rid in page] if hybrid and page else [0.0]
+    low, high = min(on_page), max(on_page)
+    parts = _bm25_explain(sources, terms, {rid: where[rid] for rid in page}) if a["explain"] and terms else {}
+    bm25_rank = {rid: i + 1 for i, rid in enumerate(bm25)}
+    cosine_rank = {rid: i + 1 for i, rid in enumerate(above)}
+
+    def explain(rid: str, position: int) -> dict[str, Any]:
+        if terms is None:
+            return {
+                "order": "newest recorded first",
+                "recordedAt": _authored(snap.records[rid].dates.get("recorded_at")),
+            }
+        empty: dict[str, Any] = {"fields": None, "terms": {}, "corpus": None}
+        ex = {"bm25": bm25.get(rid), "bm25Rank": bm25_rank.get(rid), **parts.get(rid, empty)}
+        if not hybrid:
+            ex["score"] = (
+                f"uncalibrated ({reason}): BM25 order; bm25 compares only within this query, filters and store"
+            )
+            return ex
+        ex.update(
+            cosine=cosines.get(rid),
+            cosineRank=cosine_rank.get(rid),
+            relevanceFloor=semantic.RELEVANCE_FLOOR,
+            fused=fused[rid],
+            rrfK=RRF_K,
+            score={"scale": _SCALE, "pageMin": low, "pageMax": high, "rank": position},
+        )
+        return ex
+
+    for position, rid in enumerate(page, 1):
         r = snap.records[rid]
         content, truncated = _cut(texts[rid][2])
-        if fused:
+        if hybrid:
             score: float | str = (fused[rid] - low) / (high - low) if high > low else 1.0
             cosine: float | None = max(0.0, cosines.get(rid, 0.0))
         else:
@@ -235,7 +267,7 @@ def _search(
         if a["include_evidence"] and m.local:
             item["evidence"], item["evidenceTruncated"] = m.verifier.for_hit(r)
         if a["explain"]:
-            item["explain"] = _explain(rid, r, bm25, cosines, fused, explained, (low, high), order, reason)
+            item["explain"] = explain(rid, position)
         out.items.append(item)
     return out
 
@@ -251,7 +283,7 @@ def _eligible(
         if rid in snap.unavailable:
             continue
         state = snap.lifecycle[rid] if as_of is None else _status_at(snap, r, as_of)
-        if state not in wanted:
+        if state is None or state not in wanted:
             continue
         if tags and not all(t in r.tags for t in tags):
             continue
@@ -364,9 +396,12 @@ def _item(
         item["affectedPaths"] = list(r.affected_paths)
     else:  # affectedPaths and evidence resolve against the owner's checkout, not this one
         item["foreign"] = {"owner": m.name, "writable": False}
-    recorded = r.dates.get("recorded_at")
-    item.update(path=r.path, revision=r.revision, sha256=r.sha256, recordedAt=recorded.text if recorded else None)
+    item.update(path=r.path, revision=r.revision, sha256=r.sha256, recordedAt=_authored(r.dates.get("recorded_at")))
     return item
+
+
+def _authored(value: DateValue | None) -> str | None:
+    return value.text if value is not None else None
 
 
 # -- explain ------------------------------------------------------------------------------------------
@@ -405,41 +440,6 @@ def _bm25_explain(
     return out
 
 
-def _explain(
-    rid: str,
-    r: Record,
-    bm25: Mapping[str, float],
-    cosines: Mapping[str, float],
-    fused: Mapping[str, float],
-    parts: Mapping[str, dict[str, Any]],
-    bounds: tuple[float, float],
-    order: list[str],
-    reason: str,
-) -> dict[str, Any]:
-    if not parts and not bm25 and not fused:  # no query
-        recorded = r.dates.get("recorded_at")
-        return {"order": "newest recorded first", "recordedAt": recorded.text if recorded else None}
-    bm25_ids = list(bm25)
-    out: dict[str, Any] = {
-        "bm25": bm25.get(rid),
-        "bm25Rank": bm25_ids.index(rid) + 1 if rid in bm25 else None,
-        **parts.get(rid, {"fields": None, "terms": {}, "corpus": None}),
-    }
-    if fused:
-        above = [x for x in sorted(cosines, key=lambda x: -cosines[x]) if cosines[x] >= semantic.RELEVANCE_FLOOR]
-        out.update(
-            cosine=cosines.get(rid),
-            cosineRank=above.index(rid) + 1 if rid in above else None,
-            relevanceFloor=semantic.RELEVANCE_FLOOR,
-            fused=fused[rid],
-            rrfK=RRF_K,
-            score={"scale": _SCALE, "pageMin": bounds[0], "pageMax": bounds[1], "rank": order.index(rid) + 1},
-        )
-    else:
-        out["score"] = f"uncalibrated ({reason}): BM25 order; bm25 compares only within this query, filters and store"
-    return out
-
-
 # -- id fetch -----------------------------------------------------------------------------------------
 
 
@@ -448,24 +448,28 @@ def _fetch(
 ) -> dict[str, Any]:
     """The item whole, from the first store that has it available: this one, then linked stores that share."""
     rid = a["id"]
-    found = [m for m in candidates if snaps[m.name].available(rid)]
-    if not found:
-        why = snaps[candidates[0].name].unavailable.get(rid)
-        here = f" (here it is unavailable: {why[0]})" if why else ""
-        raise RecordNotFound(
-            rid, f"no available record with id {rid!r} in this store{here} or in a linked store that shares"
-        )
-    m, notes = found[0], []
+    for _ in range(3):  # a file rewritten between the scan and the read is scanned again (knowledge_record's rule)
+        found = [m for m in candidates if snaps[m.name].available(rid)]
+        if not found:
+            why = snaps[candidates[0].name].unavailable.get(rid)
+            here = f" (here it is unavailable: {why[0]})" if why else ""
+            raise RecordNotFound(
+                rid, f"no available record with id {rid!r} in this store{here} or in a linked store that shares"
+            )
+        m = found[0]
+        snap = snaps[m.name]
+        r = snap.records[rid]
+        body = m.engine.body(r)
+        if body is not None:
+            break
+        snaps[m.name] = m.engine.snapshot()
+    else:
+        raise StoreUnavailable(r.path, "the file keeps changing while it is read; try again")
+    notes = []
     if len(found) > 1:
         others = ", ".join(o.name for o in found[1:])
         notes.append(f"id {rid!r} is also in {others}; this is {m.name}'s (this store first, then linked order)")
-    snap = snaps[m.name]
-    r = snap.records[rid]
-    body = m.engine.body(r)
-    if body is None:
-        raise RuntimeError(f"{r.path} changed while it was read; run the query again")
     item = _item(m, snap, r, snap.lifecycle[rid], body, False, None, None)
-    dates = {name: (r.dates[name].text if name in r.dates else None) for name in ("occurred_at", "recorded_at")}
     item.update(
         kind=r.kind,
         type=r.type,
@@ -476,11 +480,11 @@ def _fetch(
         provenance={"origin": r.origin, "author": r.author, "source": r.source},
         source=r.source,
         timestamps={
-            "occurredAt": dates["occurred_at"],
-            "recordedAt": dates["recorded_at"],
-            "updatedAt": r.dates["updated_at"].text if "updated_at" in r.dates else None,
-            "dueAt": r.dates["due_at"].text if "due_at" in r.dates else None,
-            "expiresAt": r.expires_at.text if r.expires_at else None,
+            "occurredAt": _authored(r.dates.get("occurred_at")),
+            "recordedAt": _authored(r.dates.get("recorded_at")),
+            "updatedAt": _authored(r.dates.get("updated_at")),
+            "dueAt": _authored(r.dates.get("due_at")),
+            "expiresAt": _authored(r.expires_at),
         },
     )
     if a["include_evidence"] and m.local:
@@ -495,7 +499,7 @@ def _fetch(
         ranking={"method": "id", "queryTerms": None, "model": None, "relevanceFloor": None, "score": None},
         category_retry=None,
         notes=notes,
-        index={"state": "ready", "lag": False},
+        index=None,  # an id fetch reads the file, not the keyword index
         answers=[answer],
         keyed=not m.local,
         queried_at=queried_at,
@@ -512,7 +516,7 @@ def _response(
     ranking: dict[str, Any],
     category_retry: dict[str, Any] | None,
     notes: list[str],
-    index: dict[str, Any],
+    index: dict[str, Any] | None,
     answers: list[_Answer],
     keyed: bool,
     queried_at: datetime,

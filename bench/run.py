@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""knowtk against the floor: how close the query path comes to "stat walk + raw FTS5".
+
+    python bench/run.py [--sizes 10000 100000] [--out bench/out] [--queries 20] [--seed 1] [--runs 5]
+
+For every size it generates a synthetic store with ``../shared/bench/gen_store.py``
+(reused from --out when already there), measures the floor with the functions of
+``../shared/bench/limits.py`` (a stat walk, c1 YAML parse, d FTS5 build, e1-e3 raw
+FTS5 queries, f ripgrep), then measures knowtk, each group in a fresh Python
+process so that its peak RSS is its own:
+
+- cold:    state removed, first query (full scan, parse and index build);
+- warm:    a new process on the built state (its first query is "reopen"), then the
+           same query again with nothing changed, then --queries mixed queries
+           (the floor's words; modes all/any/phrase; some filtered by kind, type,
+           tag, scope or lifecycle all), each the median of --runs calls;
+- changed: one record's body rewritten with a new word, then a query for that word
+           (it must be found), --runs times; the file is restored afterwards.
+
+The table prints knowtk beside the floor and the targets of issue 2. knowtk's state
+goes to --out/state-N-sS, never into the generated store. Results are also written
+to --out/results-N-sS.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "bench"
+GIB = 1024**3
+FORMS = {  # knowtk mode -> limits.py's raw FTS5 form of the same words
+    "all": lambda ws: " ".join(f'"{w}"' for w in ws),
+    "any": lambda ws: " OR ".join(f'"{w}"' for w in ws),
+    "phrase": lambda ws: '"' + " ".join(ws) + '"',
+}
+
+
+def load_limits() -> Any:
+    spec = importlib.util.spec_from_file_location("limits", SHARED / "limits.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def peak_rss() -> int:
+    """Peak resident set size of this process, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def median_time(fn: Any, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)]
+
+
+# -- the store ------------------------------------------------------------------------------------
+def ensure_store(out: Path, n: int, seed: int) -> Path:
+    """The generated store for (n, seed): generated into a .partial folder, renamed when complete."""
+    store = out / f"store-{n}-s{seed}"
+    if store.is_dir():
+        return store
+    partial = out / f"store-{n}-s{seed}.partial"
+    print(f"# generating {store} ...", flush=True)
+    cmd = [sys.executable, str(SHARED / "gen_store.py"), str(partial), "--records", str(n), "--seed", str(seed)]
+    subprocess.run([*cmd, "--force"], check=True)
+    partial.rename(store)
+    return store
+
+
+def query_specs(queries: list[list[str]]) -> list[dict[str, Any]]:
+    """The mixed workload: the floor's words, each with a mode and (for some) a filter."""
+    filters: list[dict[str, Any]] = [
+        {},
+        {"kind": "claim"},
+        {"type": "meeting"},  # the ontology expands it to call and standup too
+        {},
+        {"tag": "search"},
+        {"scope": "team-a"},
+        {"lifecycle": "all"},
+    ]
+    specs = []
+    for i, words in enumerate(queries):
+        mode = ("all", "any", "phrase", "all")[i % 4]
+        specs.append({"query": " ".join(words), "words": words, "mode": mode, **filters[i % len(filters)]})
+    return specs
+
+
+# -- children: one measurement group each -----------------------------------------------------------
+def child_floor(a: argparse.Namespace) -> dict[str, Any]:
+    limits = load_limits()
+    root = os.path.abspath(a.store)
+    files, dirs = limits.walk(root)
+    out: dict[str, Any] = {"files": len(files), "mb": sum(s for _, s, _ in files) / 1e6, "folders": len(dirs)}
+    out["walk"] = limits.bench(lambda: limits.walk(root), a.runs)[0]
+    paths = [p for p, _, _ in files]
+    t = time.perf_counter()
+    blobs = [data for data, _ in limits.read_hash(paths)]
+    out["read_hash"] = time.perf_counter() - t
+    t = time.perf_counter()
+    recs, _ = limits.parse_all(blobs, limits.with_yaml(limits.CLoader))
+    out["parse"] = time.perf_counter() - t
+    del blobs
+    rows = limits.fts_rows(recs)
+    del recs
+    tmp = tempfile.mkdtemp(prefix="kt-bench-")
+    try:
+        dbpath = os.path.join(tmp, "fts.sqlite")
+        t = time.perf_counter()
+        limits.build(rows, dbpath)
+        out["build"] = time.perf_counter() - t
+        del rows
+        db = sqlite3.connect(dbpath)
+        queries = limits.pick_queries(db, random.Random(a.seed), a.queries)
+        out["queries"] = queries
+        out["fts"] = {}  # mode -> per-query median latency
+        for mode, make in FORMS.items():
+            lat = []
+            for ws in queries:
+                qs = make(ws)
+                lat.append(limits.bench(lambda qs=qs: db.execute(limits.BM25, (qs,)).fetchall(), a.runs)[0])
+            out["fts"][mode] = lat
+        db.close()
+    finally:
+        shutil.rmtree(tmp)
+    rg = shutil.which("rg")
+    if rg:
+        words = sorted({w for ws in queries for w in ws})[:10]
+        lat = [
+            limits.bench(lambda w=w: subprocess.run([rg, "-l", "-i", "-w", w, root], capture_output=True), 3)[0]
+            for w in words
+        ]
+        out["rg"] = statistics.median(lat)
+    return out
+
+
+def open_store(a: argparse.Namespace) -> Any:
+    import knowtk
+
+    return knowtk.open_store(a.store, state_dir=a.state)
+
+
+def child_cold(a: argparse.Namespace) -> dict[str, Any]:
+    shutil.rmtree(a.state, ignore_errors=True)
+    spec = json.loads(a.spec)[0]
+    t = time.perf_counter()
+    store = open_store(a)
+    res = store.call("knowledge_grep", {"query": spec["query"]})
+    out = {"cold": time.perf_counter() - t, "total": res["total"]}
+    out["parses"] = store.engine.scanner.parses
+    out["rss"] = peak_rss()
+    return out
+
+
+def child_warm(a: argparse.Namespace) -> dict[str, Any]:
+    specs = json.loads(a.spec)
+    t = time.perf_counter()
+    store = open_store(a)
+    store.call("knowledge_grep", {"query": specs[0]["query"]})
+    out: dict[str, Any] = {"reopen": time.perf_counter() - t, "parses": store.engine.scanner.parses}
+    first = {"query": specs[0]["query"]}
+    out["warm"] = median_time(lambda: store.call("knowledge_grep", first), a.runs)
+    lat, totals = [], []
+    for spec in specs:
+        args = {k: v for k, v in spec.items() if k != "words"}
+        lat.append(median_time(lambda args=args: store.call("knowledge_grep", args), a.runs))
+        totals.append(store.call("knowledge_grep", args)["total"])
+    out["mixed"], out["totals"] = lat, totals
+    out["rss"] = peak_rss()
+    return out
+
+
+def child_changed(a: argparse.Namespace) -> dict[str, Any]:
+    store = open_store(a)
+    snap = store.snapshot()
+    store.call("knowledge_grep", {"query": "the"})
+    # an active page that nothing supersedes or depends on, so the new word lands in the searched projection
+    needed = {ref for r in snap.records.values() for ref in r.references}
+    candidates = sorted(
+        r.path
+        for rid, r in snap.records.items()
+        if r.kind == "page" and snap.available(rid) and snap.lifecycle[rid] == "active" and rid not in needed
+    )
+    path = Path(a.store) / candidates[len(candidates) // 2]
+    rid = next(r.id for r in snap.records.values() if r.path == candidates[len(candidates) // 2])
+    original = path.read_bytes()
+    times, found, parses, written = [], [], [], []
+    engine = store.engine
+    try:
+        for i in range(a.runs):
+            word = f"zqxbench{i}{random.Random(i).randrange(10**6)}"
+            path.write_bytes(original + f"\n\nA new word: {word}.\n".encode())
+            before = engine.scanner.parses
+            t = time.perf_counter()
+            res = store.call("knowledge_grep", {"query": word})
+            times.append(time.perf_counter() - t)
+            found.append([h["id"] for h in res["hits"]] == [rid])
+            parses.append(engine.scanner.parses - before)
+            written.append(engine._keyword.written if engine._keyword else None)
+    finally:
+        path.write_bytes(original)
+        store.call("knowledge_grep", {"query": "the"})
+    return {
+        "changed": statistics.median(times),
+        "found": all(found),
+        "parses": parses,
+        "written": written,
+        "rss": peak_rss(),
+    }
+
+
+CHILDREN = {"floor": child_floor, "cold": child_cold, "warm": child_warm, "changed": child_changed}
+
+
+def run_child(group: str, a: argparse.Namespace, store: Path, state: Path, specs: list[dict[str, Any]]) -> Any:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        result = Path(f.name)
+    cmd = [sys.executable, __file__, "--child", group, "--child-out", str(result), "--store", str(store)]
+    cmd += ["--state", str(state), "--spec", json.dumps(specs), "--runs", str(a.runs)]
+    cmd += ["--queries", str(a.queries), "--seed", str(a.seed)]
+    try:
+        subprocess.run(cmd, check=True)
+        return json.loads(result.read_text())
+    finally:
+        result.unlink(missing_ok=True)
+
+
+# -- the table --------------------------------------------------------------------------------------
+def fmt_s(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def table(n: int, floor: dict[str, Any], kt: dict[str, Any], specs: list[dict[str, Any]]) -> list[str]:
+    fts = floor["fts"]
+    walk = floor["walk"]
+    per_query_floor = [walk + fts[spec["mode"]][i] for i, spec in enumerate(specs)]
+    warm_floor = walk + fts["all"][0]
+    cold_floor = floor["parse"] + floor["build"]
+    rows = [
+        # metric, knowtk, floor, target (max allowed knowtk value), target text
+        ("cold first query (full build)", kt["cold"], cold_floor, 2 * cold_floor, "<= 2x (c1 parse + d build)"),
+        ("first query, new process (reopen)", kt["reopen"], walk + fts["all"][0], None, ""),
+        ("warm query, nothing changed", kt["warm"], warm_floor, 2 * warm_floor, "<= 2x (a walk + e query)"),
+        ("query after one file changed", kt["changed"], warm_floor, 2 * kt["warm"], "<= 2x knowtk warm"),
+        (f"mixed p50 ({len(specs)} queries)", pct(kt["mixed"], 50), pct(per_query_floor, 50),
+         2 * pct(per_query_floor, 50), "<= 2x (a walk + e query)"),
+        (f"mixed p95 ({len(specs)} queries)", pct(kt["mixed"], 95), pct(per_query_floor, 95), None, ""),
+    ]
+    lines = [
+        f"### {n:,} records ({floor['files']:,} files, {floor['mb']:.0f} MB, {floor['folders']} folders)",
+        "",
+        "| measure | knowtk | floor | knowtk/floor | target | result |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for name, value, base, limit, text in rows:
+        verdict = "" if limit is None else ("PASS" if value <= limit else "MISS")
+        lines.append(f"| {name} | {fmt_s(value)} | {fmt_s(base)} | {value / base:.2f}x | {text} | {verdict} |")
+    rss = max(kt["rss_cold"], kt["rss_warm"], kt["rss_changed"])
+    lines.append(
+        f"| peak RSS (cold / warm / changed) | {kt['rss_cold'] / 2**20:.0f} / {kt['rss_warm'] / 2**20:.0f} / "
+        f"{kt['rss_changed'] / 2**20:.0f} MiB | | | < 1 GiB | {'PASS' if rss < GIB else 'MISS'} |"
+    )
+    rg = f", f rg -l -i -w {fmt_s(floor['rg'])}" if "rg" in floor else ""
+    lines += [
+        "",
+        f"Floor rows: a stat walk {fmt_s(walk)}, b read+sha256 {fmt_s(floor['read_hash'])}, "
+        f"c1 CSafeLoader parse {fmt_s(floor['parse'])}, d FTS5 build {fmt_s(floor['build'])}, "
+        f"e1/e2/e3 median {fts['all'] and fmt_s(statistics.median(fts['all']))} / "
+        f"{fmt_s(statistics.median(fts['any']))} / {fmt_s(statistics.median(fts['phrase']))}{rg}.",
+        f"Cold: {kt['cold_parses']:,} files parsed. Changed file: found every time: {kt['found']}, "
+        f"parses per change {kt['changed_parses']}, projection rows written {kt['changed_written']}.",
+    ]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--out", default=str(REPO / "bench" / "out"))
+    ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median)")
+    ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--store", help=argparse.SUPPRESS)
+    ap.add_argument("--state", help=argparse.SUPPRESS)
+    ap.add_argument("--spec", default="[]", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        Path(a.child_out).write_text(json.dumps(CHILDREN[a.child](a)))
+        return
+
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    print(
+        f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  nproc={os.cpu_count()}  python {sys.version.split()[0]}  "
+        f"sqlite {sqlite3.sqlite_version}  seed {a.seed}  runs {a.runs}",
+        flush=True,
+    )
+    report: list[str] = []
+    for n in a.sizes:
+        store = ensure_store(out, n, a.seed)
+        state = out / f"state-{n}-s{a.seed}"
+        print(f"# {n:,}: floor ...", flush=True)
+        floor = run_child("floor", a, store, state, [])
+        specs = query_specs(floor["queries"])
+        print(f"# {n:,}: knowtk cold ...", flush=True)
+        cold = run_child("cold", a, store, state, specs)
+        print(f"# {n:,}: knowtk warm and mixed ...", flush=True)
+        warm = run_child("warm", a, store, state, specs)
+        print(f"# {n:,}: knowtk one file changed ...", flush=True)
+        changed = run_child("changed", a, store, state, specs)
+        kt = {
+            "cold": cold["cold"],
+            "cold_parses": cold["parses"],
+            "reopen": warm["reopen"],
+            "warm": warm["warm"],
+            "mixed": warm["mixed"],
+            "changed": changed["changed"],
+            "found": changed["found"],
+            "changed_parses": changed["parses"],
+            "changed_written": changed["written"],
+            "rss_cold": cold["rss"],
+            "rss_warm": warm["rss"],
+            "rss_changed": changed["rss"],
+        }
+        lines = table(n, floor, kt, specs)
+        queries = "; ".join(
+            f"{s['mode']}:{s['query']}" + "".join(f" {k}={v}" for k, v in s.items() if k not in ("query", "words", "mode"))
+            + f" ({t} hits, {lat * 1e3:.0f} ms)"
+            for s, t, lat in zip(specs, warm["totals"], warm["mixed"], strict=True)
+        )
+        lines.append(f"Mixed queries: {queries}.")
+        print("\n".join(lines) + "\n", flush=True)
+        report += [*lines, ""]
+        (out / f"results-{n}-s{a.seed}.json").write_text(json.dumps({"floor": floor, "knowtk": kt, "specs": specs}))
+    print("\n".join(report))
+
+
+if __name__ == "__main__":
+    main()

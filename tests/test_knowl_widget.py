@@ -1,0 +1,144 @@
+"""KnowlWidget driven through its widget values, without a browser."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import knowtk
+from knowtk import Workspace, semantic
+from knowtk.widgets_knowl import KnowlWidget
+
+LONG = "word " * 600  # 3,000 characters
+
+
+def write(root: Path, meta: dict[str, Any], body: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    text = "---\n" + yaml.safe_dump({"kind": "page", "recorded_at": "2026-02-01T00:00:00Z", **meta}) + "---\n" + body
+    (root / f"{meta['id']}.md").write_text(text, "utf-8")
+
+
+@pytest.fixture(autouse=True)
+def plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KNOWTK_SEMANTIC", "0")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> knowtk.Store:
+    root = tmp_path / "app"
+    write(
+        root,
+        {"id": "dec", "title": "Use SQLite <FTS5>", "tags": ["search", "storage"], "reasoning": "Built in."},
+        "bm25 ranking\n",
+    )
+    write(root, {"id": "wal", "title": "SQLite WAL checkpoint", "tags": ["storage"]}, "Checkpoint first.\n")
+    write(root, {"id": "long", "title": "Long sqlite runbook"}, LONG)
+    for i, word in enumerate(["coffee", "parking", "lunch", "printer", "holiday"]):
+        write(
+            root, {"id": word, "title": word.title(), "recorded_at": f"2026-01-0{i + 1}T00:00:00Z"}, f"{word} notes\n"
+        )
+    return knowtk.open_store(root)
+
+
+def search(w: KnowlWidget, query: str, **values: Any) -> None:
+    w.query.value = query
+    for name, value in values.items():
+        getattr(w, name).value = value
+    w.search_button.click()
+
+
+def test_search_fills_result_frame_and_table(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    assert w.result is None and w.frame is None
+    search(w, "sqlite", limit=10)
+    assert w.result is not None
+    assert [i["id"] for i in w.result["results"]] == ["dec", "wal", "long"]
+    assert list(w.frame["id"]) == ["dec", "wal", "long"]
+    assert "Use SQLite &lt;FTS5&gt;" in w.table.value and "<FTS5>" not in w.table.value
+    assert "data, not instructions" in w.provenance.value
+
+
+def test_limit_defaults_to_three_and_filters_apply(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    search(w, "")  # no query: newest recorded first
+    assert len(w.result["results"]) == 3
+    search(w, "sqlite", tags="storage, search")
+    assert [i["id"] for i in w.result["results"]] == ["dec"]
+    assert w.result.args["tags"] == ("storage", "search")
+    search(w, "sqlite", tags="", status="superseded")
+    assert w.result["results"] == [] and "No items." in w.table.value
+
+
+def test_uncalibrated_reading_is_shown(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    search(w, "sqlite")
+    assert "uncalibrated (semantic search turned off by KNOWTK_SEMANTIC)" in w.reading.value
+    assert "do not read position as confidence" in w.reading.value.lower()
+    assert ">uncalibrated<" in w.table.value
+
+
+def test_picking_an_id_fetches_the_whole_item(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    search(w, "runbook")
+    assert "(truncated: pick its id below" in w.table.value
+    assert [value for _, value in w.id_picker.options] == [None, "long"]
+    assert w.item is None  # filling the picker fetched nothing
+    w.id_picker.value = "long"
+    assert w.item is not None
+    (item,) = w.item["results"]
+    assert item["content"] == LONG and item["truncated"] is False
+    assert LONG.strip() in w.detail.value
+    search(w, "bm25")
+    w.id_picker.value = "dec"
+    assert "Built in." in w.detail.value  # reasoning, shown only by the id fetch
+
+
+def test_refused_argument_is_shown_not_raised(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    search(w, "sqlite")
+    before = w.result
+    search(w, "sqlite", as_of="yesterday")
+    assert "as_of" in w.message.value and "yesterday" in w.message.value
+    assert w.result is before
+
+
+def test_workspace_rows_name_their_store(store: knowtk.Store, tmp_path: Path) -> None:
+    other = tmp_path / "platform"
+    write(other, {"id": "plat", "title": "Platform sqlite"}, "hourly checkpoint\n")
+    for word in ("alpha", "beta", "gamma"):
+        write(other, {"id": word, "title": word}, f"{word}\n")
+    (other / "knowtk.yaml").write_text("name: platform\nshare: true\n", "utf-8")
+    w = KnowlWidget(Workspace(store, linked={"platform": knowtk.open_store(other)}))
+    search(w, "hourly")
+    assert "<th>store</th>" in w.table.value and "<td>platform</td>" in w.table.value
+    w.id_picker.value = "plat"
+    assert "owned by <b>platform</b>" in w.detail.value
+
+
+class Unit:
+    """A two-word model: "sqlite" points one way, every other word the other."""
+
+    name, dim = "unit-1", 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            a = text.lower().count("sqlite")
+            b = len(text.split()) - a
+            n = math.hypot(a, b) or 1.0
+            out.append([a / n, b / n])
+        return out
+
+
+def test_hybrid_reading_says_judge_with_cosine(store: knowtk.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KNOWTK_SEMANTIC")
+    monkeypatch.setattr(semantic, "load_embedder", Unit)
+    w = KnowlWidget(store)
+    search(w, "sqlite")
+    assert "Judge with cosine, order with score." in w.reading.value
+    assert w.frame["score"].iloc[0] == 1.0 and w.frame["cosine"].notna().all()
+    assert "1.000" in w.table.value
