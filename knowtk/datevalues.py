@@ -94,8 +94,8 @@ def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None
 def format_utc(instant: datetime) -> str:
     """ISO 8601 in UTC with a Z; fractions of a second only when present."""
     instant = instant.astimezone(UTC)
+    text = f"{instant.year:04d}-{instant:%m-%dT%H:%M:%S}"  # %Y does not pad years below 1000
     micro = instant.microsecond
     if not micro:
-        return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
-    fraction = f"{micro // 1000:03d}" if micro % 1000 == 0 else f"{micro:06d}"
-    return instant.strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z"
+        return text + "Z"
+    return text + "." + (f"{micro // 1000:03d}" if micro % 1000 == 0 else f"{micro:06d}") + "Z"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,7 @@ class Engine:
         self.config: StoreConfig = load_config(self.root)
         self._snapshot: Snapshot | None = None
         self._generation = 0
+        self._touched: set[str] = set()
         self._pending_bodies: dict[str, str] = {}
         self._keyword: KeywordIndex | None = None
         self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
@@ -83,16 +85,22 @@ class Engine:
         """Scan and validate: the store as the current query sees it."""
         touched, bodies = self.scanner.scan()
         self._pending_bodies.update(bodies)
+        self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
         config_changed = self._reload_config()
         snap = self._snapshot
         expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
-        if snap is None or touched or config_changed or expired:
-            self._generation += 1
+        if snap is None or self._touched or config_changed or expired:
             snap = build_snapshot(
-                self.scanner.files, self.config, self.safeguards, generation=self._generation, now=now
+                self.scanner.files,
+                self.config,
+                self.safeguards,
+                generation=self._generation + 1,
+                now=now,
+                previous=snap,
+                touched=self._touched,
             )
-            self._snapshot = snap
+            self._generation, self._snapshot, self._touched = snap.generation, snap, set()
         return snap
 
     def _reload_config(self) -> bool:
@@ -130,14 +138,24 @@ class Engine:
         return index
 
     def _desired(self, snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
+        """{id: sha256} each keyword projection must hold: available active records, available superseded ones."""
         cached = self._keyword_desired
         if cached is not None and cached[0] == snap.generation:
             return cached[1], cached[2]
-        main: dict[str, str] = {}
-        history: dict[str, str] = {}
-        unavailable, lifecycle = snap.unavailable, snap.lifecycle
-        for rid, r in snap.records.items():
-            if rid in unavailable:
+        if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
+            # the previous maps, with only the ids the snapshot says may have changed looked at again
+            main, history = dict(cached[1]), dict(cached[2])
+            ids: Iterable[str] = snap.changed_ids
+            for rid in ids:
+                main.pop(rid, None)
+                history.pop(rid, None)
+        else:
+            main, history = {}, {}
+            ids = snap.records
+        records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
+        for rid in ids:
+            r = records.get(rid)
+            if r is None or rid in unavailable:
                 continue
             life = lifecycle[rid]
             if life == "active":

@@ -3,7 +3,7 @@
 Every builder declares its columns once (name, dtype, how to read it from a
 row of the dict), so an empty result has the same columns and dtypes as a
 full one: strings are ``string``, counts ``Int64``, scores ``Float64``, flags
-``boolean``, instants ``datetime64[ns, UTC]``, and lists stay lists.
+``boolean``, instants ``datetime64[us, UTC]`` (microseconds hold every valid year, 0001-9999), and lists stay lists.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["FRAME_BUILDERS", "Column", "build_frame", "frame_for"]
 Getter = Callable[[dict[str, Any]], Any]
 Column = tuple[str, str, Getter]
 
-STRING, INT, FLOAT, BOOL, TIME, OBJECT = "string", "Int64", "Float64", "boolean", "datetime64[ns, UTC]", "object"
+STRING, INT, FLOAT, BOOL, TIME, OBJECT = "string", "Int64", "Float64", "boolean", "datetime64[us, UTC]", "object"
 
 
 def key(name: str) -> Getter:
@@ -46,7 +46,7 @@ def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFra
     for name, dtype, get in columns:
         values = [get(row) for row in rows]
         if dtype == TIME:
-            data[name] = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601"), dtype=TIME)
+            data[name] = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601")).astype(TIME)
         elif dtype == OBJECT:
             series = pd.Series([None] * len(values), dtype=OBJECT)
             for i, v in enumerate(values):
@@ -131,16 +131,6 @@ RECORD: list[Column] = [
 ]
 
 
-def instant(name: str) -> Getter:
-    """An ISO instant, or None (NaT) beyond what datetime64[ns] holds (1677-2262); ``value`` keeps the text."""
-
-    def get(row: dict[str, Any]) -> Any:
-        value = row.get(name)
-        return value if value is not None and "1677-09-22" <= value < "2262-04-11" else None
-
-    return get
-
-
 # timeline and chronicle rows: a date-only row is an interval [start, end) one UTC day long, never an instant
 TIMELINE: list[Column] = [
     ("id", STRING, key("id")),
@@ -153,8 +143,8 @@ TIMELINE: list[Column] = [
     ("time_field", STRING, key("timeField")),
     ("value", STRING, key("value")),
     ("date_only", BOOL, key("dateOnly")),
-    ("start", TIME, instant("start")),
-    ("end", TIME, instant("end")),
+    ("start", TIME, key("start")),
+    ("end", TIME, key("end")),
     ("entities", OBJECT, listed("entities")),
     ("claims", INT, key("claims")),  # group: "source" rows only
     ("links", OBJECT, listed("links")),

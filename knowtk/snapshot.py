@@ -6,10 +6,16 @@ availability (withdrawn, expired, missing or unavailable dependencies, passed
 along to everything that depends on them), supersession chains (to an active
 record, or to nothing and why), the name index for exact lookup, and the
 coverage issues. A snapshot is immutable; a query reads one.
+
+A new snapshot is built from the previous one and the files that changed since,
+so one edited file costs work in proportion to what it touches (its id, the
+records that name it, the store's few expiring, unavailable and superseded
+records), plus a few dictionary copies, not a pass over every record.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import unicodedata
 from collections import defaultdict
@@ -117,6 +123,27 @@ class ChainEnd:
 
 
 @dataclass
+class _Index:
+    """What the next build needs to update a snapshot rather than redo it; part of no answer.
+
+    The grouped maps hold sorted lists, so that everything derived from them comes out in
+    the same order however the snapshot was reached (one full build or many updates).
+    """
+
+    id_at: dict[str, str]  # path -> the id its frontmatter claims (files with a valid id)
+    claims: dict[str, list[str]]  # id -> the paths claiming it
+    referrers: dict[str, list[str]]  # id -> the records whose references name it
+    base: dict[str, tuple[str, str | None]]  # records unavailable on their own: withdrawn, or a dependency missing
+    expiring: dict[str, DateValue]  # records with an expires_at
+    superseded: set[str]  # records whose effective lifecycle is superseded
+    folders: dict[str, tuple[int, int]]  # folder ("" = the store) -> (files under it, sum of their digests)
+    file_issues: dict[str, tuple[Issue, ...]]  # a file's own issues
+    dup_issues: dict[str, tuple[Issue, ...]]  # id -> one issue per file of a duplicated id
+    guard_issues: dict[str, Issue]  # id -> the safeguard that overruled its file
+    dep_issues: dict[str, tuple[Issue, ...]]  # id -> its missing dependencies
+
+
+@dataclass
 class Snapshot:
     generation: int
     scanned_at: datetime
@@ -135,31 +162,40 @@ class Snapshot:
     excluded: dict[str, str]  # path -> reason code, for files that are not records
     paths: dict[str, str]  # path -> sha256 of every scanned file
     valid_until: datetime | None  # the next expiry: the snapshot must be re-evaluated then
-    _fingerprints: dict[tuple[str, ...], str] = field(default_factory=dict)
+    # ids whose record, lifecycle, expiry or availability may differ from generation `previous_generation`
+    # (None: this is a full build); lets projections update only those
+    changed_ids: frozenset[str] | None = None
+    previous_generation: int | None = None
+    _index: _Index | None = field(default=None, repr=False)
+    _fingerprints: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
         table = self.unavailable_inactive if include_inactive else self.unavailable
         return rid in self.records and rid not in table
 
     def fingerprint(self, scope: tuple[str, ...]) -> str:
-        """The ``snapshot`` string: changes with any edit to a file in scope (superseded records too)."""
+        """The ``snapshot`` string: changes with any edit to a file in scope (superseded records too).
+
+        Every file adds a digest of (path, sha256) to the sums of its folders, kept up to date
+        file by file, so this costs a few additions rather than a pass over the store.
+        """
         cached = self._fingerprints.get(scope)
         if cached is None:
-            h = hashlib.sha256()
-            for path in sorted(p for p in self.paths if in_scope(p, scope)):
-                h.update(f"{path}\0{self.paths[path]}\n".encode())
+            assert self._index is not None
+            roots = [f for f in scope if not any(f.startswith(g + "/") for g in scope)] if scope else [""]
+            count = total = 0
+            for folder in roots:
+                n, s = self._index.folders.get(folder, (0, 0))
+                count, total = count + n, total + s
+            h = hashlib.sha256(f"{count}:{total % _DIGEST_MOD:032x}\n".encode())
             h.update(",".join(sorted(self.expired)).encode())
             cached = self._fingerprints[scope] = h.hexdigest()[:20]
         return cached
 
     @cached_property
     def folders(self) -> set[str]:
-        out = set()
-        for path in self.paths:
-            parts = path.split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                out.add("/".join(parts[:i]))
-        return out
+        assert self._index is not None
+        return {folder for folder in self._index.folders if folder}
 
     def normalize_scope(self, scope: object) -> tuple[str, ...]:
         """A query's scope as sorted folder prefixes; () is the whole store."""
@@ -194,6 +230,54 @@ def in_scope(path: str, scope: tuple[str, ...]) -> bool:
     return any(path.startswith(prefix + "/") for prefix in scope)
 
 
+_DIGEST_MOD = 1 << 128
+
+
+def _digest(path: str, sha256: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
+
+
+def _folders_of(path: str) -> list[str]:
+    """The store ("") and every folder above a file: "a/b/c.md" -> ["", "a", "a/b"]."""
+    parts = path.split("/")[:-1]
+    return ["", *("/".join(parts[: i + 1]) for i in range(len(parts)))]
+
+
+def _name_keys(r: Record) -> set[str]:
+    return {key for key in (normalize_name(t) for t in (r.title, *r.aliases) if t) if key}
+
+
+class _Grouped:
+    """key -> sorted list, copied from the previous snapshot; a list is copied before its first change."""
+
+    def __init__(self, source: Mapping[str, list[str]]) -> None:
+        self.data = dict(source)
+        self._own: set[str] = set()
+
+    def _mine(self, key: str) -> list[str]:
+        if key not in self._own:
+            self.data[key] = list(self.data.get(key, ()))
+            self._own.add(key)
+        return self.data[key]
+
+    def add(self, key: str, value: str) -> None:
+        items = self._mine(key)
+        i = bisect.bisect_left(items, value)
+        if i == len(items) or items[i] != value:
+            items.insert(i, value)
+
+    def discard(self, key: str, value: str) -> None:
+        if key not in self.data:
+            return
+        items = self._mine(key)
+        i = bisect.bisect_left(items, value)
+        if i < len(items) and items[i] == value:
+            del items[i]
+        if not items:
+            del self.data[key]
+            self._own.discard(key)
+
+
 def build_snapshot(
     files: Mapping[str, FileEntry],
     config: StoreConfig,
@@ -201,106 +285,280 @@ def build_snapshot(
     *,
     generation: int,
     now: datetime,
+    previous: Snapshot | None = None,
+    touched: Iterable[str] | None = None,
 ) -> Snapshot:
-    issues: list[Issue] = []
-    if config.problem:
-        issues.append(Issue("knowtk.yaml", None, "config_invalid", config.problem + "; defaults used"))
-    excluded: dict[str, str] = {}
-    by_id: dict[str, list[Record]] = defaultdict(list)
-    for path, entry in files.items():
-        issues.extend(entry.issues)
-        if entry.record is None:
-            excluded[path] = entry.issues[0].code if entry.issues else "invalid"
+    """The store as ``files`` hold it now.
+
+    With the previous snapshot and the paths ``touched`` since (changed or removed), only what
+    those files can affect is recomputed: their records, the ids they claim or claimed, the
+    records that depend on those ids, and the few store-wide sets that stay small (expiring,
+    unavailable, superseded). Without them everything is built from scratch, by the same code
+    with every file touched, so the two ways cannot drift apart.
+    """
+    if previous is None or previous._index is None or touched is None:
+        previous, touched = None, list(files)
+    return _Build(previous, files, safeguards, now).run(touched, config, generation)
+
+
+class _Build:
+    """One update of the previous snapshot's tables, on copies: a snapshot never changes once built."""
+
+    def __init__(
+        self, prev: Snapshot | None, files: Mapping[str, FileEntry], safeguards: Safeguards, now: datetime
+    ) -> None:
+        ix = prev._index if prev is not None else None
+        self.prev, self.files, self.safeguards, self.now = prev, files, safeguards, now
+        self.records: dict[str, Record] = dict(prev.records) if prev else {}
+        self.lifecycle: dict[str, str] = dict(prev.lifecycle) if prev else {}
+        self.superseded_by: dict[str, str | None] = dict(prev.superseded_by) if prev else {}
+        self.names = _Grouped(prev.names if prev else {})
+        self.paths: dict[str, str] = dict(prev.paths) if prev else {}
+        self.excluded: dict[str, str] = dict(prev.excluded) if prev else {}
+        self.ix = _Index(
+            id_at=dict(ix.id_at) if ix else {},
+            claims={},  # _Grouped below
+            referrers={},
+            base=dict(ix.base) if ix else {},
+            expiring=dict(ix.expiring) if ix else {},
+            superseded=set(ix.superseded) if ix else set(),
+            folders=dict(ix.folders) if ix else {},
+            file_issues=dict(ix.file_issues) if ix else {},
+            dup_issues=dict(ix.dup_issues) if ix else {},
+            guard_issues=dict(ix.guard_issues) if ix else {},
+            dep_issues=dict(ix.dep_issues) if ix else {},
+        )
+        self.claims = _Grouped(ix.claims if ix else {})
+        self.referrers = _Grouped(ix.referrers if ix else {})
+
+    def run(self, touched: Iterable[str], config: StoreConfig, generation: int) -> Snapshot:
+        ids = self._files(touched)
+        before, membership = self._identity(ids)
+        self._records(before)
+        self._dependencies(before, membership)
+        return self._derive(before, config, generation)
+
+    def _files(self, touched: Iterable[str]) -> set[str]:
+        """Per touched path: its hash, its own issues, the id it claims. Returns the ids claimed before or now."""
+        ix, files, paths, excluded = self.ix, self.files, self.paths, self.excluded
+        ids: set[str] = set()
+        for path in touched:
+            old_id = ix.id_at.pop(path, None)
+            if old_id is not None:
+                ids.add(old_id)
+                self.claims.discard(old_id, path)
+            old_sha = paths.pop(path, None)
+            if old_sha is not None:
+                self._count(path, old_sha, -1)
+            ix.file_issues.pop(path, None)
+            excluded.pop(path, None)
+            entry = files.get(path)
+            if entry is None:  # removed
+                continue
+            paths[path] = entry.sha256 or ""
+            self._count(path, paths[path], 1)
+            if entry.issues:
+                ix.file_issues[path] = tuple(entry.issues)
+            if entry.record is None:
+                excluded[path] = entry.issues[0].code if entry.issues else "invalid"
+            else:
+                rid = ix.id_at[path] = entry.record.id
+                self.claims.add(rid, path)
+                ids.add(rid)
+        return ids
+
+    def _count(self, path: str, sha256: str, sign: int) -> None:
+        """Add (sign 1) or take away (-1) a file in the per-folder sums behind fingerprint()."""
+        digest = sign * _digest(path, sha256)
+        folders = self.ix.folders
+        for folder in _folders_of(path):
+            n, total = folders.get(folder, (0, 0))
+            if n + sign:
+                folders[folder] = (n + sign, (total + digest) % _DIGEST_MOD)
+            else:
+                del folders[folder]
+
+    def _identity(self, ids: set[str]) -> tuple[dict[str, Record | None], set[str]]:
+        """An id claimed by one file is a record; by several, none of them is.
+
+        Returns the records that changed (id -> the record before, or None) and the ids that
+        became or stopped being a record or a duplicate (their dependents must be re-checked).
+        """
+        ix, files, records, excluded = self.ix, self.files, self.records, self.excluded
+        before: dict[str, Record | None] = {}
+        membership: set[str] = set()
+        for rid in sorted(ids):
+            claimants = self.claims.data.get(rid, [])
+            was_dup = rid in ix.dup_issues
+            if len(claimants) > 1:
+                others = ", ".join(claimants)
+                message = f"id {rid!r} is used by {len(claimants)} files: {others}"
+                ix.dup_issues[rid] = tuple(Issue(p, rid, "id_duplicate", message) for p in claimants)
+                for p in claimants:
+                    excluded[p] = "id_duplicate"
+            else:
+                ix.dup_issues.pop(rid, None)
+                for p in claimants:
+                    excluded.pop(p, None)
+            old = records.get(rid)
+            new = files[claimants[0]].record if len(claimants) == 1 else None
+            if new is not old:
+                before[rid] = old
+                if new is None:
+                    del records[rid]
+                else:
+                    records[rid] = new
+            if (old is None) != (new is None) or was_dup != (len(claimants) > 1):
+                membership.add(rid)
+        return before, membership
+
+    def _records(self, before: dict[str, Record | None]) -> None:
+        """Lifecycle after the safeguards, names, references and expiry of the records that changed."""
+        ix, records, names, referrers = self.ix, self.records, self.names, self.referrers
+        self.safeguards.observe([records[rid] for rid in before if rid in records], self.now)
+        for rid, old in before.items():
+            if old is not None:
+                for key in _name_keys(old):
+                    names.discard(key, rid)
+                for ref in old.references:
+                    referrers.discard(ref, rid)
+            r = records.get(rid)
+            if r is None:
+                self.lifecycle.pop(rid, None)
+                self.superseded_by.pop(rid, None)
+                ix.guard_issues.pop(rid, None)
+                ix.expiring.pop(rid, None)
+                ix.superseded.discard(rid)
+                continue
+            life, by, issue = self.safeguards.apply(r)
+            self.lifecycle[rid], self.superseded_by[rid] = life, by
+            if issue:
+                ix.guard_issues[rid] = issue
+            else:
+                ix.guard_issues.pop(rid, None)
+            if life == "superseded":
+                ix.superseded.add(rid)
+            else:
+                ix.superseded.discard(rid)
+            if r.expires_at is not None:
+                ix.expiring[rid] = r.expires_at
+            else:
+                ix.expiring.pop(rid, None)
+            for key in _name_keys(r):
+                names.add(key, rid)
+            for ref in r.references:
+                referrers.add(ref, rid)
+
+    def _dependencies(self, before: dict[str, Record | None], membership: set[str]) -> None:
+        """Withdrawn, or a dependency missing: for the changed records and those that name a changed id."""
+        ix, records = self.ix, self.records
+        recheck = {rid for rid in before if rid in records}
+        for rid in membership:
+            recheck.update(self.referrers.data.get(rid, ()))
+        for rid in before:
+            if rid not in records:
+                ix.base.pop(rid, None)
+                ix.dep_issues.pop(rid, None)
+        for rid in recheck:
+            r = records[rid]
+            entry: tuple[str, str | None] | None = (WITHDRAWN, None) if self.lifecycle[rid] == "withdrawn" else None
+            problems = []
+            for ref in r.references:
+                if ref in records or (entry is not None and entry[0] == DEPENDENCY_MISSING):
+                    continue
+                why = "is used by several files" if ref in ix.dup_issues else "is not a valid record in the store"
+                entry = entry or (DEPENDENCY_MISSING, ref)
+                problems.append(Issue(r.path, rid, DEPENDENCY_MISSING, f"{rid} needs {ref!r}, which {why}"))
+            if entry is None:
+                ix.base.pop(rid, None)
+            else:
+                ix.base[rid] = entry
+            if problems:
+                ix.dep_issues[rid] = tuple(problems)
+            else:
+                ix.dep_issues.pop(rid, None)
+
+    def _derive(self, before: dict[str, Record | None], config: StoreConfig, generation: int) -> Snapshot:
+        """What follows from the small sets (expiring, unavailable, superseded), recomputed whole."""
+        ix, records, lifecycle, superseded_by, now = self.ix, self.records, self.lifecycle, self.superseded_by, self.now
+        ix.claims, ix.referrers = self.claims.data, self.referrers.data
+        expired = {rid for rid, when in ix.expiring.items() if is_expired(when, now)}
+        unavailable_inactive = _propagate(ix.base, ix.referrers)
+        if expired:
+            strict = dict(ix.base)
+            for rid in sorted(expired):
+                strict.setdefault(rid, (EXPIRED, None))
+            unavailable = _propagate(strict, ix.referrers)
         else:
-            by_id[entry.record.id].append(entry.record)
-    records: dict[str, Record] = {}
-    duplicated: set[str] = set()
-    for rid, found in by_id.items():
-        if len(found) == 1:
-            records[rid] = found[0]
-            continue
-        duplicated.add(rid)
-        others = ", ".join(sorted(r.path for r in found))
-        for r in found:
-            excluded[r.path] = "id_duplicate"
-            issues.append(Issue(r.path, rid, "id_duplicate", f"id {rid!r} is used by {len(found)} files: {others}"))
+            unavailable = unavailable_inactive
 
-    safeguards.observe(records.values(), now)
-    lifecycle: dict[str, str] = {}
-    superseded_by: dict[str, str | None] = {}
-    for rid, r in records.items():
-        life, by, issue = safeguards.apply(r)
-        lifecycle[rid], superseded_by[rid] = life, by
-        if issue:
-            issues.append(issue)
+        supersedes: dict[str, list[str]] = defaultdict(list)
+        for rid in sorted(ix.superseded):
+            by = superseded_by[rid]
+            if by:
+                supersedes[by].append(rid)
+        chain_issues: list[Issue] = []
+        chain_ends = _chains(sorted(ix.superseded), records, lifecycle, superseded_by, unavailable, chain_issues)
 
-    expired = {rid for rid, r in records.items() if r.expires_at is not None and is_expired(r.expires_at, now)}
-    base: dict[str, tuple[str, str | None]] = {}
-    dependents: dict[str, list[str]] = defaultdict(list)
-    for rid, r in records.items():
-        if lifecycle[rid] == "withdrawn":
-            base[rid] = (WITHDRAWN, None)
-        for ref in r.references:
-            if ref in records:
-                dependents[ref].append(rid)
-            elif rid not in base or base[rid][0] != DEPENDENCY_MISSING:
-                why = "is used by several files" if ref in duplicated else "is not a valid record in the store"
-                base.setdefault(rid, (DEPENDENCY_MISSING, ref))
-                issues.append(Issue(r.path, rid, DEPENDENCY_MISSING, f"{rid} needs {ref!r}, which {why}"))
-    unavailable_inactive = _propagate(base, dependents)
-    strict_base = dict(base)
-    for rid in expired:
-        strict_base.setdefault(rid, (EXPIRED, None))
-    unavailable = _propagate(strict_base, dependents) if expired else unavailable_inactive
+        issues = []
+        if config.problem:
+            issues.append(Issue("knowtk.yaml", None, "config_invalid", config.problem + "; defaults used"))
+        for group in (ix.file_issues, ix.dup_issues, ix.dep_issues):
+            for found in group.values():
+                issues.extend(found)
+        issues.extend(ix.guard_issues.values())
+        issues.extend(chain_issues)
+        issues.sort(key=lambda i: i.path or "")  # stable: a file's issues keep their order
 
-    supersedes: dict[str, list[str]] = defaultdict(list)
-    for rid, by in superseded_by.items():
-        if by and lifecycle[rid] == "superseded":
-            supersedes[by].append(rid)
-    chain_ends = _chains(records, lifecycle, superseded_by, unavailable, issues)
-
-    names: dict[str, list[str]] = defaultdict(list)
-    for rid, r in records.items():
-        keys = {normalize_name(t) for t in (r.title, *r.aliases) if t}
-        for key in keys:
-            if key:
-                names[key].append(rid)
-
-    upcoming = [
-        (r.expires_at.end if r.expires_at.date_only else r.expires_at.start)
-        for rid, r in records.items()
-        if r.expires_at is not None and rid not in expired
-    ]
-    return Snapshot(
-        generation=generation,
-        scanned_at=now,
-        evaluated_at=now,
-        config=config,
-        records=records,
-        lifecycle=lifecycle,
-        superseded_by=superseded_by,
-        supersedes=dict(supersedes),
-        unavailable=unavailable,
-        unavailable_inactive=unavailable_inactive,
-        expired=expired,
-        chain_ends=chain_ends,
-        names=dict(names),
-        issues=issues,
-        excluded=excluded,
-        paths={path: entry.sha256 or "" for path, entry in files.items()},
-        valid_until=min(upcoming) if upcoming else None,
-    )
+        upcoming = [
+            (when.end if when.date_only else when.start) for rid, when in ix.expiring.items() if rid not in expired
+        ]
+        changed_ids = None
+        prev = self.prev
+        if prev is not None:
+            changed_ids = frozenset(
+                before.keys()
+                | (prev.unavailable.keys() ^ unavailable.keys())
+                | (prev.unavailable_inactive.keys() ^ unavailable_inactive.keys())
+                | (prev.expired ^ expired)
+            )
+        return Snapshot(
+            generation=generation,
+            scanned_at=now,
+            evaluated_at=now,
+            config=config,
+            records=records,
+            lifecycle=lifecycle,
+            superseded_by=superseded_by,
+            supersedes=dict(supersedes),
+            unavailable=unavailable,
+            unavailable_inactive=unavailable_inactive,
+            expired=expired,
+            chain_ends=chain_ends,
+            names=self.names.data,
+            issues=issues,
+            excluded=self.excluded,
+            paths=self.paths,
+            valid_until=min(upcoming) if upcoming else None,
+            changed_ids=changed_ids,
+            previous_generation=prev.generation if prev is not None else None,
+            _index=ix,
+        )
 
 
 def _propagate(
     base: dict[str, tuple[str, str | None]], dependents: Mapping[str, list[str]]
 ) -> dict[str, tuple[str, str | None]]:
-    """Everything that (transitively) depends on an unavailable record is unavailable too."""
+    """Everything that (transitively) depends on an unavailable record is unavailable too.
+
+    Visited in id order, so that the dependency a record is reported under does not depend
+    on how the snapshot was reached.
+    """
     out = dict(base)
-    stack = list(base)
+    stack = sorted(base, reverse=True)
     while stack:
         rid = stack.pop()
-        for dependent in dependents.get(rid, ()):
+        for dependent in reversed(dependents.get(rid, ())):
             if dependent not in out:
                 out[dependent] = (DEPENDENCY_UNAVAILABLE, rid)
                 stack.append(dependent)
@@ -308,16 +566,17 @@ def _propagate(
 
 
 def _chains(
+    starts: Iterable[str],
     records: Mapping[str, Record],
     lifecycle: Mapping[str, str],
     superseded_by: Mapping[str, str | None],
     unavailable: Mapping[str, tuple[str, str | None]],
     issues: list[Issue],
 ) -> dict[str, ChainEnd]:
-    """Follow superseded_by from every superseded record to an active one, or to nothing."""
+    """Follow superseded_by from every superseded record (``starts``) to an active one, or to nothing."""
     ends: dict[str, ChainEnd] = {}
-    for start, life in lifecycle.items():
-        if life != "superseded" or start in ends:
+    for start in starts:
+        if start in ends:
             continue
         path, position = [start], {start: 0}
         while True:  # ends with `tail`: how the chain goes on after path[-1]

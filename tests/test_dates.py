@@ -307,6 +307,23 @@ def test_group_source_keeps_claims_whose_source_row_is_out_of_range(builder: Sto
     assert ids(res) == ["dec-1"]  # its source meeting (14:00Z) is outside the range
 
 
+def test_group_source_folds_claims_dated_on_the_sources_own_calendar_day(builder: StoreBuilder) -> None:
+    builder.page("person-kim", "Kim", type="person")
+    builder.page("mtg", "Handover", type="meeting", fields={"occurred_at": "2026-03-23T00:15:00+01:00"})
+    days = {
+        "same-day": "2026-03-23",
+        "day-before": "2026-03-22",
+        "late-that-day": "2026-03-23T22:30:00Z",
+        "next-local-day": "2026-03-23T23:00:00Z",
+    }
+    for rid, when in days.items():
+        claim(builder, rid, occurred_at=when, entities=["person-kim"], source="mtg")
+    res = builder.open().timeline(entity="person-kim", group="source")
+    # 00:15+01:00 is on the 23rd where it was written (23:15Z on the 22nd in UTC)
+    assert ids(res) == ["day-before", "mtg", "next-local-day"]
+    assert res["rows"][1]["claims"] == 4
+
+
 @pytest.mark.parametrize(
     ("args", "argument"),
     [
@@ -555,19 +572,20 @@ def test_every_response_has_the_contract_keys_and_freshness(builder: StoreBuilde
 def test_frames_have_tz_aware_intervals(builder: StoreBuilder) -> None:
     store = team(builder)
     frame = store.timeline(entity="person-ada", group="source").to_frame()
-    assert str(frame["start"].dtype) == str(frame["end"].dtype) == "datetime64[ns, UTC]"
+    assert str(frame["start"].dtype) == str(frame["end"].dtype) == "datetime64[us, UTC]"
     assert (str(frame["date_only"].dtype), str(frame["claims"].dtype)) == ("boolean", "Int64")
     by_id = frame.set_index("id")
     assert by_id.loc["proj-search", "end"] - by_id.loc["proj-search", "start"] == pd.Timedelta(days=1)
     assert by_id.loc["mtg-1", "end"] == by_id.loc["mtg-1", "start"] == pd.Timestamp("2026-03-04T14:00:00Z")
     assert by_id.loc["mtg-1", "claims"] == 3 and pd.isna(by_id.loc["dec-late", "claims"])
-    assert pd.isna(by_id.loc["fut", "start"]) and by_id.loc["fut", "value"] == "2999-01-01"  # beyond datetime64[ns]
+    # microsecond resolution holds dates far beyond datetime64[ns]'s 2262
+    assert by_id.loc["fut", "start"] == pd.Timestamp("2999-01-01", tz="UTC") and by_id.loc["fut", "value"] == "2999-01-01"
     assert by_id.loc["mtg-1", "links"] == ["mtg-1", "person-bob"]
     assert by_id.loc["rel-2", "entities"] == ["person-bob", "person-ada"]
     empty = store.timeline(entity="person-nobody").to_frame()
     assert list(empty.columns) == list(frame.columns) and (empty.dtypes == frame.dtypes).all()
     for res in (store.chronicle_day("2026-03-04"), store.chronicle_since("2026-03-01"), store.chronicle_last_seen("x")):
-        assert str(res.to_frame()["start"].dtype) == "datetime64[ns, UTC]"
+        assert str(res.to_frame()["start"].dtype) == "datetime64[us, UTC]"
 
 
 def test_result_plot_draws_a_timeline_on_a_date_axis(ranges: knowtk.Store) -> None:

@@ -111,6 +111,12 @@ def test_duplicated_id_record_reports_why(builder: StoreBuilder) -> None:
     assert res["status"] == "unavailable" and res["reason"]["code"] == "id_duplicate"
 
 
+def test_frames_hold_far_future_dates(builder: StoreBuilder) -> None:
+    builder.page("f", "Far", kind="claim", occurred_at="2999-01-01", recorded_at="0001-01-01T00:00:00Z")
+    frame = builder.open().records().to_frame()
+    assert frame.loc[0, "occurred_at"].year == 2999 and frame.loc[0, "recorded_at"].year == 1
+
+
 def test_frames_have_stable_columns_and_dtypes(store) -> None:
     full = store.grep("fts5 decision", mode="any").to_frame()
     empty = store.grep("nothingmatches").to_frame()
@@ -119,7 +125,7 @@ def test_frames_have_stable_columns_and_dtypes(store) -> None:
     assert str(full["revision"].dtype) == "Int64" and str(full["score"].dtype) == "Float64"
     assert isinstance(full["tags"].iloc[0], list) and isinstance(full["matches"].iloc[0], list)
     records = store.records(lifecycle="all").to_frame()
-    assert len(records) == 4 and str(records["occurred_at"].dtype) == "datetime64[ns, UTC]"
+    assert len(records) == 4 and str(records["occurred_at"].dtype) == "datetime64[us, UTC]"
     lookup = store.lookup("fts decision").to_frame()
     assert list(lookup["id"]) == ["dec-1", "dec-2"] and set(lookup["status"]) == {"ambiguous"}
     one = store.record("dec-1").to_frame()

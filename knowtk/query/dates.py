@@ -140,7 +140,7 @@ def _ctes(p: TemporalProjection, s: Select) -> str:
             "UNION SELECT id FROM sources)",
             # an event claim stands for its source, so it goes wherever its source goes
             "matched AS (SELECT id FROM direct UNION SELECT e.id FROM elig e JOIN direct d ON d.id = e.source "
-            "WHERE 0)",
+            "WHERE e.source_event = 1)",
         ]
     return "WITH " + ", ".join(ctes) + " "
 
@@ -254,30 +254,31 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
 # -- group: "source" -----------------------------------------------------------------------------
 
 
-def _authored_day(h: Hit) -> tuple[int, int]:
-    """A source's date: its UTC day when date-only, else the calendar day of the offset it was written in."""
+def _authored_day(h: Hit) -> tuple[str, int, int]:
+    """A source's date as (YYYY-MM-DD, [start, end) in UTC): its own day when date-only, else the
+    calendar day in the offset its timestamp was written with (00:15+01:00 on the 23rd is the 23rd)."""
     if h.date_only:
-        return h.start, h.end
+        return h.value, h.start, h.end
     m = _OFFSET.search(h.value)
     offset = 0
     if m and m[1]:
         offset = (int(m[2]) * 60 + int(m[3])) * 60_000_000 * (1 if m[1] == "+" else -1)
-    local = h.start + offset
-    first = local - local % DAY_US - offset
-    return first, first + DAY_US
+    days = (h.start + offset) // DAY_US
+    first = days * DAY_US - offset
+    return (date(1970, 1, 1) + timedelta(days=days)).isoformat(), first, first + DAY_US
 
 
 def _fold(hits: list[Hit]) -> list[Hit]:
-    """Drop the claims that their source's row stands for: those dated within the source's date.
+    """Drop the claims that their source's row stands for: those dated on the source's date.
 
     A claim keeps its own row when its source is not a row of this result (undated, ineligible,
-    out of range, or not connected to the entity) or when it is dated outside its source's date.
+    out of range, or not connected to the entity) or when it is dated on another day.
     """
     days = {h.id: _authored_day(h) for h in hits if h.is_source}
     out = []
     for h in hits:
         day = days.get(h.source or "") if h.kind == "claim" else None
-        if day is not None and h.start < day[1] and (h.start >= day[0] or h.end > day[0]):
+        if day is not None and (h.value == day[0] if h.date_only else day[1] <= h.start < day[2]):
             continue
         out.append(h)
     return out

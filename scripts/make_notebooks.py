@@ -1,0 +1,714 @@
+"""Write notebooks 01, 02, 04 and 05 from the cells below and execute them, so they are stored with outputs.
+
+    python scripts/make_notebooks.py               # write and execute (as GitHub shows them)
+    python scripts/make_notebooks.py --no-execute  # write the cells only
+
+Edit the cells here, not the .ipynb files: tests/test_notebooks.py checks that the committed
+notebooks' sources match this script, and executes every notebook in notebooks/ afresh.
+notebooks/03_dates_and_chronicle.ipynb is written by hand and left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+TIMEOUT = 300  # seconds per cell
+
+Cell = tuple[str, str]  # ("md" | "code", source)
+
+FIND_REPO = """\
+# the repository: the first folder upwards from the notebook's working directory that holds the demo store
+REPO = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "data" / "fixtures" / "demo").is_dir())
+DEMO = REPO / "data" / "fixtures" / "demo\""""
+
+SETUP = f"""\
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+import knowtk
+
+pd.set_option("display.max_colwidth", 90)
+{FIND_REPO}
+# state_dir: the index goes to a temporary folder, so running this notebook never writes into the checkout
+# (knowtk.open_store(DEMO) alone keeps it in data/fixtures/demo/.knowtk/, which git ignores)
+store = knowtk.open_store(DEMO, state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")"""
+
+PROTOTYPING_SETUP = f"""\
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import frontmatter
+import pandas as pd
+
+import knowtk
+from knowtk.widgets import GrepWidget, diff_frame
+
+{FIND_REPO}
+
+
+def digest(root):
+    \"\"\"One hash over every Markdown file's path and bytes (to show the bundled store stays untouched).\"\"\"
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.md")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+before = digest(DEMO)
+work = Path(tempfile.mkdtemp(prefix="knowtk-proto-")) / "demo"
+shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
+store = knowtk.open_store(work)  # a scratch copy: its state may live inside it
+print("working copy:", work.name, "·", store.records(limit=1)["total"], "active records")"""
+
+PEPS_SETUP = f"""\
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import knowtk
+from knowtk.chains import chain_edges, chain_summary, plot_chains
+
+pd.set_option("display.max_colwidth", 90)
+{FIND_REPO}
+PEPS = REPO.parent / "shared" / "corpora" / "peps"
+if PEPS.is_dir():
+    store = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
+    print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")
+else:
+    store = None
+    print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this notebook skips its cells.")"""
+
+
+def md(text: str) -> Cell:
+    return ("md", dedent(text).strip())
+
+
+def code(text: str) -> Cell:
+    return ("code", dedent(text).strip())
+
+
+QUICKSTART: list[Cell] = [
+    md("""
+    # 01 · Quickstart
+
+    knowtk explores a *knowledge store*: a folder of Markdown records with YAML frontmatter. This
+    notebook opens the bundled demo store (`data/fixtures/demo/`, a fictional research team),
+    searches it, looks records up, asks why a record is (not) in an answer, and shows the two
+    notebook widgets. Every view below is built on the same `Result` objects the Python API returns.
+    """),
+    ("code", SETUP),
+    md("""
+    ## Keyword search
+
+    `store.grep(query)` is BM25 over title (weight 8), aliases (6) and body (1); every word must
+    match unless `mode="any"`. It returns a `Result`: `.to_dict()` is the contract's dict (what
+    `store.call("knowledge_grep", ...)` returns), `.to_frame()` a DataFrame with stable columns.
+    """),
+    code("""
+    res = store.grep("vector index")
+    print(res.summary())
+    res.to_frame()[["rank", "id", "title", "score", "matches", "snippet_field", "line_start", "line_end"]]
+    """),
+    md("""
+    ## Superseded wording
+
+    An active search also matches the superseded records it hides, and returns their current
+    replacement. The demo's decision on similar-passage search went through four versions; the
+    first spoke of *columnar* Parquet shards. Searching that word finds the current decision,
+    with the earlier record it was reached through (`via_*`) and no score:
+    """),
+    code("""
+    store.grep("columnar").to_frame()[["rank", "id", "title", "score", "matches", "via_id", "via_title"]]
+    """),
+    md("""
+    ## Why is it (not) here?
+
+    `store.explain(id, query=...)` runs the same query and says whether the record matched (rank,
+    fields, score), came back as a replacement, or which rule kept it out.
+    """),
+    code("""
+    asked = [
+        ("dec-2026-021", "vector index"),  # a direct hit
+        ("dec-2026-021", "columnar"),  # returned for an earlier version of it
+        ("dec-2025-012", "columnar"),  # that earlier version: superseded, so hidden
+        ("dec-2025-009", "GPU budget"),  # superseded, and its chain ends at a missing record
+        ("fnd-2026-006", "speaker"),  # depends on a withdrawn finding
+        ("note-retention-policy-faq", "vector index"),  # eligible, but the words are not there
+    ]
+    answers = [store.explain(rid, query=q) for rid, q in asked]
+    pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "rank", "message")} for ex in answers])
+    """),
+    md("""
+    ## The grep widget
+
+    `GrepWidget(store)` puts the same call behind controls: query, mode, kind/type/tag/lifecycle/
+    scope and date filters, pages that follow `nextOffset`, a results table with the query's words
+    highlighted, the selected record whole with its citation, and why it is there. The answer's
+    coverage issues are listed, not hidden. Where widgets do not run (GitHub), the output is a
+    static copy of the widget's state.
+    """),
+    code("""
+    from knowtk.widgets import GrepWidget, LookupWidget
+
+    grep = GrepWidget(store, "search", limit=5)
+    grep
+    """),
+    md("""
+    A widget is a plain Python object too: set its controls, click its buttons, read its answer
+    (`.result` is the `Result`, `.frame` its DataFrame).
+    """),
+    code("""
+    grep.type.value = "decision"  # a filter: the search runs again from the first page
+    grep.next_button.click()  # the next page, by nextOffset
+    print(grep.result.summary(), "· offset", grep.result["offset"], "· selected", grep.select.value)
+    grep.frame[["rank", "id", "title", "score", "via_id"]]
+    """),
+    md("""
+    ## Exact lookup
+
+    `store.lookup(text)` matches an id exactly, or a full title or alias after normalisation, never
+    fuzzily: `found`, `ambiguous` (with every candidate) or `missing`, each shown its own way.
+    """),
+    code("""
+    LookupWidget(store, "Sam")
+    """),
+    code("""
+    rows = []
+    for q in ("dec-2026-021", "IVF index decision", "Sam", "Sam Reyes"):
+        found = store.lookup(q)
+        rows.append({"query": q, "status": found["status"], "matched by": found["matchedBy"],
+                     "candidates": ", ".join(c["id"] for c in found["candidates"])})
+    pd.DataFrame(rows)
+    """),
+    md("""
+    ## One record, whole
+
+    `store.record(id)` returns everything: lifecycle, supersession links both ways, every evidence
+    locator (verified against the cited file), the body, and the citation to quote: path,
+    revision, SHA-256 of the bytes read, and lines.
+    """),
+    code("""
+    rec = store.record("dec-2026-021")["record"]
+    print(rec["title"], "·", rec["lifecycle"], "· revision", rec["revision"], "· supersedes", rec["supersedes"])
+    print("cite:", rec["citation"])
+    pd.DataFrame(rec["evidence"])
+    """),
+    md("""
+    ## Coverage
+
+    The demo store carries deliberate defects (see its `_README.md`). Every answer lists them in
+    `coverage.issues` and says `coverage.complete: false`; excluded records never appear silently.
+    """),
+    code("""
+    print("complete:", res["coverage"]["complete"])
+    pd.DataFrame(res["coverage"]["issues"])[["code", "path", "id"]]
+    """),
+    md("""
+    ## Long bodies
+
+    For bodies over 64 KiB the snippet is the body's opening, not the match location
+    (`match_located` is false); the citation still names the record and its hash.
+    """),
+    code("""
+    store.grep("zebrafish").to_frame()[["id", "title", "snippet_field", "match_located", "line_start", "line_end"]]
+    """),
+]
+
+SUPERSESSION: list[Cell] = [
+    md("""
+    # 02 · Supersession review
+
+    Records replace each other with `status: superseded` and `superseded_by`. A reviewer wants
+    every chain at a glance: earlier → current, and the chains that end in nothing (a withdrawn or
+    missing record, a cycle), because an active search returns nothing for words that only those
+    records hold. Everything here reads the snapshot the queries read.
+    """),
+    ("code", SETUP),
+    md("""
+    ## Every chain of the store
+
+    `chain_edges(store)` has one row per superseded → superseded_by edge; `chain_summary` folds it
+    into one row per chain, dead ends first.
+    """),
+    code("""
+    from knowtk.chains import chain_edges, chain_summary, plot_chains
+
+    edges = chain_edges(store)
+    chain_summary(edges)
+    """),
+    code("""
+    plot_chains(store);
+    """),
+    md("""
+    The edges frame is exactly what `knowtk.plots.plot_chains` draws: both ends' lifecycle,
+    revision and date, whether the edge lies on a cycle, and how its chain ends.
+    """),
+    code("""
+    edges[["chain", "from_id", "from_revision", "from_date", "to_id", "to_revision", "to_lifecycle",
+           "cycle", "chain_end"]]
+    """),
+    md("""
+    ## One record's chain
+
+    Name any record of a chain (earlier, current or in between) to get the whole chain, both ways:
+    """),
+    code("""
+    one = chain_edges(store, "dec-2025-027")
+    one[["chain", "from_id", "from_title", "to_id", "to_title", "to_lifecycle", "chain_end"]]
+    """),
+    code("""
+    plot_chains(store, "dec-2025-027");
+    """),
+    md("""
+    ## What a dead end costs a search
+
+    `store.explain` says it for one record and one query: a superseded record whose chain reaches
+    a current record is replaced by it; one whose chain ends in nothing is simply gone.
+    """),
+    code("""
+    asked = [
+        ("dec-2025-012", "columnar"),
+        ("dec-2026-021", "columnar"),
+        ("dec-2025-009", "GPU budget"),
+        ("dec-2025-018", "archive"),
+        ("lab-dec-005", "standup"),
+    ]
+    answers = [store.explain(rid, query=q) for rid, q in asked]
+    pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "message")} for ex in answers])
+    """),
+    md("""
+    ## Searching the earlier versions directly
+
+    `lifecycle="superseded"` searches only superseded records and follows no replacements;
+    `"all"` searches active and superseded records together.
+    """),
+    code("""
+    pd.concat(
+        {lc: store.grep("columnar", lifecycle=lc).to_frame()[["rank", "id", "lifecycle", "score", "via_id"]]
+         for lc in ("active", "superseded", "all")},
+        names=["lifecycle searched", "row"],
+    )
+    """),
+    md("""
+    ## What the snapshot reported about chains
+    """),
+    code("""
+    issues = pd.DataFrame(store.records(limit=1)["coverage"]["issues"])
+    issues[issues["code"].str.startswith(("supersession", "stale"))][["code", "id", "message"]]
+    """),
+    md("""
+    ## The chain widget
+
+    `ChainWidget(store)` draws the chains of the store or of the record picked in its menu, with
+    the summary and the edges beneath.
+    """),
+    code("""
+    from knowtk.widgets import ChainWidget
+
+    ChainWidget(store, "dec-2026-015")
+    """),
+]
+
+PROTOTYPING: list[Cell] = [
+    md("""
+    # 04 · Prototyping query behaviour
+
+    Change a record, run the same query again, see what moved. This notebook works on a *copy* of
+    the demo store in a temporary folder, so `data/fixtures/demo/` is never edited. The edits use
+    python-frontmatter, as a script or an editor would; the grep widget keeps the last two answers
+    of the same query and shows new, removed and moved hits.
+    """),
+    ("code", PROTOTYPING_SETUP),
+    md("""
+    ## The query
+
+    Five records mention the retention policy:
+    """),
+    code("""
+    w = GrepWidget(store, "retention policy")
+    w.frame[["rank", "id", "title", "score", "matches"]]
+    """),
+    md("""
+    ## Edit 1: give a record an alias
+
+    The privacy checklist gains the alias *Retention policy checklist*. Aliases weigh 6 against the
+    body's 1, so it should enter near the top and push the others down.
+    """),
+    code("""
+    path = work / "notes" / "privacy-checklist.md"
+    post = frontmatter.load(path)
+    post["aliases"] = ["Retention policy checklist"]
+    frontmatter.dump(post, path)
+
+    w.refresh()  # the same query on the same page: .diff compares it with the previous answer
+    print({k: w.diff[k] for k in ("new", "removed", "moved")})
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Edit 2: supersede the FAQ
+
+    A new note replaces the FAQ. It never says *retention policy*, yet the query still finds it,
+    through the FAQ it supersedes (superseded wording):
+    """),
+    code("""
+    note = frontmatter.Post(
+        "# Raw data handling\\n\\nRaw audio and video are deleted once the transcript is checked.\\n",
+        id="note-raw-data-handling", kind="page", type="memo", title="Raw data handling",
+        tags=["privacy"], author="Uma Krishnan",
+    )
+    frontmatter.dump(note, work / "notes" / "raw-data-handling.md")
+    faq_path = work / "notes" / "retention-policy-faq.md"
+    faq = frontmatter.load(faq_path)
+    faq["status"], faq["superseded_by"] = "superseded", "note-raw-data-handling"
+    frontmatter.dump(faq, faq_path)
+
+    w.refresh()
+    for rid in ("note-raw-data-handling", "note-retention-policy-faq"):
+        print(rid, "→", store.explain(rid, query="retention policy")["message"])
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Edit 3: withdraw the replacement
+
+    Now the FAQ's chain ends at a withdrawn record, and an active search returns nothing for it.
+    """),
+    code("""
+    note_path = work / "notes" / "raw-data-handling.md"
+    note = frontmatter.load(note_path)
+    note["status"] = "withdrawn"
+    frontmatter.dump(note, note_path)
+
+    w.refresh()
+    print(store.explain("note-retention-policy-faq", query="retention policy")["message"])
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Undoing a withdrawal does not bring it back
+
+    The store's state remembers withdrawals, so that a stale copy of a file cannot resurrect a
+    withdrawn record. Setting the file back to active is reported, and ignored:
+    """),
+    code("""
+    note["status"] = "active"
+    frontmatter.dump(note, note_path)
+    ex = store.explain("note-raw-data-handling", query="raw data")
+    print(ex["status"], ex["rule"], "—", ex["message"])
+    """),
+    md("""
+    ## The widget after the edits
+
+    The table, the selected record, why it is there, and (in the *changes* tab) what the last
+    re-run changed.
+    """),
+    code("""
+    w
+    """),
+    md("""
+    ## The bundled store is untouched
+    """),
+    code("""
+    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    """),
+]
+
+PEPS: list[Cell] = [
+    md("""
+    # 05 · A real corpus: the PEPs
+
+    The Python Enhancement Proposals as a knowtk store: 736 PEP pages and 364 person pages, 21
+    PEPs superseded by others. It lives in `shared/corpora/peps`, beside the repository. It is
+    read-only data, so its state goes to a temporary folder (`state_dir`). When the folder is
+    absent, this notebook says so and skips its cells.
+    """),
+    ("code", PEPS_SETUP),
+    md("""
+    ## Searching the earlier versions directly
+
+    `lifecycle="superseded"` searches only superseded records and follows no replacements;
+    `"all"` searches active and superseded records together.
+    """),
+    code("""
+    pd.concat(
+        {lc: store.grep("columnar", lifecycle=lc).to_frame()[["rank", "id", "lifecycle", "score", "via_id"]]
+         for lc in ("active", "superseded", "all")},
+        names=["lifecycle searched", "row"],
+    )
+    """),
+    md("""
+    ## What the snapshot reported about chains
+    """),
+    code("""
+    issues = pd.DataFrame(store.records(limit=1)["coverage"]["issues"])
+    issues[issues["code"].str.startswith(("supersession", "stale"))][["code", "id", "message"]]
+    """),
+    md("""
+    ## The chain widget
+
+    `ChainWidget(store)` draws the chains of the store or of the record picked in its menu, with
+    the summary and the edges beneath.
+    """),
+    code("""
+    from knowtk.widgets import ChainWidget
+
+    ChainWidget(store, "dec-2026-015")
+    """),
+]
+
+PROTOTYPING: list[Cell] = [
+    md("""
+    # 04 · Prototyping query behaviour
+
+    Change a record, run the same query again, see what moved. This notebook works on a *copy* of
+    the demo store in a temporary folder, so `data/fixtures/demo/` is never edited. The edits use
+    python-frontmatter, as a script or an editor would; the grep widget keeps the last two answers
+    of the same query and shows new, removed and moved hits.
+    """),
+    ("code", PROTOTYPING_SETUP),
+    md("""
+    ## The query
+
+    Five records mention the retention policy:
+    """),
+    code("""
+    w = GrepWidget(store, "retention policy")
+    w.frame[["rank", "id", "title", "score", "matches"]]
+    """),
+    md("""
+    ## Edit 1: give a record an alias
+
+    The privacy checklist gains the alias *Retention policy checklist*. Aliases weigh 6 against the
+    body's 1, so it should enter near the top and push the others down.
+    """),
+    code("""
+    path = work / "notes" / "privacy-checklist.md"
+    post = frontmatter.load(path)
+    post["aliases"] = ["Retention policy checklist"]
+    frontmatter.dump(post, path)
+
+    w.refresh()  # the same query on the same page: .diff compares it with the previous answer
+    print({k: w.diff[k] for k in ("new", "removed", "moved")})
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Edit 2: supersede the FAQ
+
+    A new note replaces the FAQ. It never says *retention policy*, yet the query still finds it,
+    through the FAQ it supersedes (superseded wording):
+    """),
+    code("""
+    note = frontmatter.Post(
+        "# Raw data handling\\n\\nRaw audio and video are deleted once the transcript is checked.\\n",
+        id="note-raw-data-handling", kind="page", type="memo", title="Raw data handling",
+        tags=["privacy"], author="Uma Krishnan",
+    )
+    frontmatter.dump(note, work / "notes" / "raw-data-handling.md")
+    faq_path = work / "notes" / "retention-policy-faq.md"
+    faq = frontmatter.load(faq_path)
+    faq["status"], faq["superseded_by"] = "superseded", "note-raw-data-handling"
+    frontmatter.dump(faq, faq_path)
+
+    w.refresh()
+    for rid in ("note-raw-data-handling", "note-retention-policy-faq"):
+        print(rid, "→", store.explain(rid, query="retention policy")["message"])
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Edit 3: withdraw the replacement
+
+    Now the FAQ's chain ends at a withdrawn record, and an active search returns nothing for it.
+    """),
+    code("""
+    note_path = work / "notes" / "raw-data-handling.md"
+    note = frontmatter.load(note_path)
+    note["status"] = "withdrawn"
+    frontmatter.dump(note, note_path)
+
+    w.refresh()
+    print(store.explain("note-retention-policy-faq", query="retention policy")["message"])
+    diff_frame(w.diff)
+    """),
+    md("""
+    ## Undoing a withdrawal does not bring it back
+
+    The store's state remembers withdrawals, so that a stale copy of a file cannot resurrect a
+    withdrawn record. Setting the file back to active is reported, and ignored:
+    """),
+    code("""
+    note["status"] = "active"
+    frontmatter.dump(note, note_path)
+    ex = store.explain("note-raw-data-handling", query="raw data")
+    print(ex["status"], ex["rule"], "—", ex["message"])
+    """),
+    md("""
+    ## The widget after the edits
+
+    The table, the selected record, why it is there, and (in the *changes* tab) what the last
+    re-run changed.
+    """),
+    code("""
+    w
+    """),
+    md("""
+    ## The bundled store is untouched
+    """),
+    code("""
+    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    """),
+]
+
+PEPS: list[Cell] = [
+    md("""
+    # 05 · A real corpus: the PEPs
+
+    The Python Enhancement Proposals as a knowtk store: 736 PEP pages and 364 person pages, 21
+    PEPs superseded by others. It lives in `shared/corpora/peps`, beside the repository. It is
+    read-only data, so its state goes to a temporary folder (`state_dir`). When the folder is
+    absent, this notebook says so and skips its cells.
+    """),
+    code(f"""
+    import tempfile
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    import knowtk
+    from knowtk.chains import chain_edges, chain_summary, plot_chains
+
+    pd.set_option("display.max_colwidth", 90)
+    {FIND_REPO.replace(chr(10), chr(10) + "    ")}
+    PEPS = REPO.parent / "shared" / "corpora" / "peps"
+    if PEPS.is_dir():
+        store = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
+        print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")
+    else:
+        store = None
+        print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this notebook skips its cells.")
+    """),
+    md("""
+    ## Search
+
+    Bodies are the PEPs' reStructuredText, verbatim. Titles weigh most, so PEPs *about* type hints
+    come first:
+    """),
+    code("""
+    if store is not None:
+        hits = store.grep("type hints", limit=10)
+        print(hits.summary())
+        display(hits.to_frame()[["rank", "id", "title", "type", "score", "matches"]])
+    """),
+    md("""
+    ## Lookup
+
+    Every PEP has the aliases `PEP N` and `PEP NNNN`; lookup is exact, never fuzzy.
+    """),
+    code("""
+    if store is not None:
+        rows = []
+        for q in ("PEP 484", "pep-0484", "type hints", "PEP 9999"):
+            found = store.lookup(q)
+            rows.append({"query": q, "status": found["status"], "matched by": found["matchedBy"],
+                         "candidates": ", ".join(f"{c['id']} ({c['title']})" for c in found["candidates"])})
+        display(pd.DataFrame(rows))
+        pep = store.record("pep-0484")["record"]
+        print(pep["title"], "·", pep["attribution"], "· created", pep["dates"]["occurred_at"]["value"])
+        print("cite:", pep["citation"])
+    """),
+    md("""
+    ## Supersession chains
+
+    The PEPs' own *Superseded-By* headers, as chains: every one reaches a current PEP.
+    """),
+    code("""
+    if store is not None:
+        display(chain_summary(chain_edges(store)))
+        plot_chains(store)
+        plt.show()
+    """),
+    code("""
+    if store is not None:
+        for rid in ("pep-0563", "pep-0649"):
+            print(rid, "→", store.explain(rid, query="postponed evaluation annotations")["message"])
+    """),
+    md("""
+    ## A timeline by year
+
+    PEPs created per year (their `Created` header, as `occurred_at`), by type; withdrawn PEPs are
+    unavailable and not counted.
+    """),
+    code("""
+    if store is not None:
+        kinds = ["standards-track", "informational", "process"]
+        peps = store.records(type=kinds, lifecycle="all", limit=1000).to_frame()
+        per_year = peps.groupby([peps["occurred_at"].dt.year.rename("year"), "type"]).size().unstack(fill_value=0)
+        ax = per_year.plot.bar(stacked=True, figsize=(12, 4), width=0.85, title="PEPs created per year, by type")
+        ax.set_xlabel("")
+        ax.set_ylabel("PEPs")
+        plt.show()
+    """),
+    md("""
+    And the PEPs of one recent year on knowtk's own timeline (`store.timeline(...).plot()`), one
+    lane per type:
+    """),
+    code("""
+    if store is not None:
+        year = store.timeline(since="2025-01-01", until="2025-12-31", limit=200)
+        print(year.summary())
+        year.plot(lanes="type")
+        plt.show()
+    """),
+]
+
+BOOKS: dict[str, list[Cell]] = {
+    "01_quickstart.ipynb": QUICKSTART,
+    "02_supersession_review.ipynb": SUPERSESSION,
+    "04_prototyping_query_behaviour.ipynb": PROTOTYPING,
+    "05_real_corpus_peps.ipynb": PEPS,
+}
+
+
+def build(cells: list[Cell]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(src) if kind == "md" else nbformat.v4.new_code_cell(src) for kind, src in cells
+    ]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:02d}"  # stable ids: regenerating does not churn the diff
+    return nb
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-execute", action="store_true", help="write the cells without running them")
+    parser.add_argument("names", nargs="*", help="notebooks to write (default: all four)")
+    args = parser.parse_args(argv)
+    for name in args.names or list(BOOKS):
+        nb = build(BOOKS[name])
+        if not args.no_execute:
+            NotebookClient(
+                nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+            ).execute()
+        nbformat.write(nb, NOTEBOOKS / name)
+        print("wrote", (NOTEBOOKS / name).relative_to(REPO))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

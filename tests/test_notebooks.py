@@ -1,0 +1,75 @@
+"""Every notebook in notebooks/ runs afresh on this checkout, shows what a reader wants, and leaves the demo alone."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.conftest import DEMO, REPO, markdown_digest
+
+NOTEBOOKS = REPO / "notebooks"
+PEPS = REPO.parent / "shared" / "corpora" / "peps"
+PEPS_ABSENT = "The PEPs corpus is not at <repo>/../shared/corpora/peps: this notebook skips its cells."
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def generator() -> Any:
+    spec = importlib.util.spec_from_file_location("make_notebooks", REPO / "scripts" / "make_notebooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def outputs(nb: nbformat.NotebookNode) -> list[dict[str, Any]]:
+    return [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+
+
+def shown(nb: nbformat.NotebookNode, mime: str) -> int:
+    return sum(mime in o.get("data", {}) for o in outputs(nb))
+
+
+def text(nb: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for o in outputs(nb) if o["output_type"] == "stream")
+
+
+def test_the_notebooks_are_there() -> None:
+    names = {p.name for p in ALL}
+    assert set(generator().BOOKS) <= names
+    assert any(name.startswith("03_") for name in names)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_notebook_executes_afresh(path: Path) -> None:
+    demo_before = markdown_digest(DEMO)
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    # raises CellExecutionError, with the cell and its traceback, when any cell fails
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    assert not [o for o in outputs(nb) if o["output_type"] == "error"]
+    assert markdown_digest(DEMO) == demo_before  # no notebook edits the bundled store
+    if path.name.startswith("05_") and not PEPS.is_dir():
+        assert PEPS_ABSENT in text(nb)
+        return
+    assert shown(nb, "image/png") + shown(nb, "text/html") >= 3  # tables and plots, not just code
+    if path.name.startswith("05_"):
+        assert "store 'python-peps'" in text(nb) and shown(nb, "image/png") >= 3
+    if path.name.startswith("04_"):
+        assert "data/fixtures/demo unchanged: True" in text(nb)
+
+
+@pytest.mark.parametrize("name", sorted(generator().BOOKS))
+def test_committed_notebooks_match_the_generator_and_carry_outputs(name: str) -> None:
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4)
+    built = generator().build(generator().BOOKS[name])
+    assert [(c.cell_type, c.source) for c in committed.cells] == [(c.cell_type, c.source) for c in built.cells], (
+        "edit scripts/make_notebooks.py and run it"
+    )
+    assert shown(committed, "image/png") + shown(committed, "text/html") >= 3  # executed, as GitHub renders them

@@ -1,0 +1,268 @@
+"""knowtk.widgets without a browser: set control values, click buttons, read .result, .frame and the HTML."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import knowtk
+from knowtk.chains import chain_edges
+from knowtk.widgets import (
+    ChainWidget,
+    GrepWidget,
+    LookupWidget,
+    diff_answers,
+    diff_frame,
+    grep_table_html,
+    highlight,
+    issues_html,
+    lookup_html,
+    query_words,
+)
+from tests.conftest import DEMO, StoreBuilder
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[knowtk.Store]:
+    with knowtk.open_store(DEMO, state_dir=tmp_path_factory.mktemp("state")) as store:
+        yield store
+
+
+def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two answers equal but for when they were asked."""
+    return {k: v for k, v in a.items() if k != "freshness"} == {k: v for k, v in b.items() if k != "freshness"}
+
+
+# ---------------------------------------------------------------------------
+# pure views
+
+
+def test_highlight_folds_case_and_diacritics_and_escapes() -> None:
+    assert highlight("Café CAFE cafés", "cafe") == "<mark>Café</mark> <mark>CAFE</mark> cafés"
+    assert highlight("<b>x</b> & x", "x") == "&lt;b&gt;<mark>x</mark>&lt;/b&gt; &amp; <mark>x</mark>"
+    assert highlight("Inès Moreau", "ines") == "<mark>Inès</mark> Moreau"
+    assert highlight("e\u0301te\u0301 ete", "ÉTÉ") == "<mark>e\u0301te\u0301</mark> <mark>ete</mark>"  # decomposed
+    assert query_words("vector-index, FTS5!") == {"vector", "index", "fts5"}  # punctuation separates words
+    assert highlight("snake_case", "snake") == "<mark>snake</mark>_case"
+    assert highlight("plain", None) == "plain"
+
+
+def test_results_table_marks_replacements_and_the_selected_row(demo: knowtk.Store) -> None:
+    data = demo.grep("columnar").to_dict()
+    table = grep_table_html(data, query="columnar", selected="dec-2026-021")
+    assert table.count("<tr class=") == 1
+    assert "↳ replaces dec-2025-012 r1" in table and "[opening excerpt]" in table
+    assert "class='replacement selected'" in table and "<td>—<br>" in table  # no score for a replacement
+    assert "decisions/dec-2026-021.md" in table and "L28–39" in table
+    hits = grep_table_html(demo.grep("vector index").to_dict(), query="Vector INDEX")
+    assert hits.count("<tr class=") == 5 and "<mark>vector</mark>" in hits and "<mark>index</mark>" in hits
+    assert "12.011" in hits and "title, aliases, body" in hits
+    down = dict(data, hits=[], total=None, index={"state": "unavailable", "lag": False, "error": "disk I/O error"})
+    assert "INDEX UNAVAILABLE" in grep_table_html(down) and "disk I/O error" in grep_table_html(down)
+    assert "no hits" in grep_table_html(demo.grep("qwertyuiop").to_dict())
+
+
+def test_issues_are_listed_every_one(demo: knowtk.Store) -> None:
+    coverage = demo.grep("search")["coverage"]
+    shown = issues_html(coverage)
+    assert "COVERAGE INCOMPLETE" in shown and f"{len(coverage['issues'])} issues" in shown
+    assert all(issue["path"] in shown for issue in coverage["issues"])
+    assert "coverage complete" in issues_html({"complete": True, "issues": []})
+
+
+def test_lookup_statuses_are_shown_distinctly(demo: knowtk.Store) -> None:
+    ambiguous = lookup_html(demo.lookup("Sam").to_dict(), query="Sam")
+    assert "AMBIGUOUS" in ambiguous and "person-samantha-reyes" in ambiguous and "person-samir-haddad" in ambiguous
+    found = lookup_html(demo.lookup("IVF index decision").to_dict())
+    assert "FOUND" in found and "by alias" in found and "decisions/dec-2026-021.md" in found
+    missing = lookup_html(demo.lookup("Sam Reyes").to_dict(), query="Sam Reyes")
+    assert "MISSING" in missing and "<table>" not in missing and "never fuzzy" in missing
+
+
+def test_diff_answers_new_removed_moved_edited() -> None:
+    def answer(*ids: str, sha: str = "a", snapshot: str = "s1") -> dict[str, Any]:
+        hits = [
+            {"id": i, "title": i.upper(), "score": 1.0, "sha256": sha if i == "b" else "x", "via": None} for i in ids
+        ]
+        return {"hits": hits, "offset": 0, "total": len(ids), "snapshot": snapshot}
+
+    diff = diff_answers(answer("a", "b", "c"), answer("b", "a", "d", sha="z", snapshot="s2"))
+    assert diff["new"] == ["d"] and diff["removed"] == ["c"] and diff["edited"] == ["b"]
+    assert diff["moved"] == [{"id": "b", "before": 2, "after": 1}, {"id": "a", "before": 1, "after": 2}]
+    assert diff["total"] == {"before": 3, "after": 3} and diff["snapshotChanged"] is True
+    frame = diff_frame(diff)
+    assert frame["change"].tolist() == ["moved", "moved", "new", "removed"]
+    assert str(frame["before_rank"].dtype) == "Int64" and pd.isna(frame.loc[2, "before_rank"])
+    assert diff_frame(None).empty and list(diff_frame(None).columns) == list(frame.columns)
+
+
+# ---------------------------------------------------------------------------
+# GrepWidget
+
+
+def test_setting_the_query_runs_grep_and_fills_result_frame_and_table(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, limit=5)
+    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo.grep("x").to_frame().columns)
+    w.query.value = "vector index"
+    assert isinstance(w.result, knowtk.Result)
+    assert same_answer(w.result.to_dict(), demo.grep("vector index", limit=5).to_dict())
+    pd.testing.assert_frame_equal(w.frame, w.result.to_frame())
+    assert w.table.value.count("<tr class=") == 5 and "<mark>vector</mark>" in w.table.value
+    assert "COVERAGE INCOMPLETE" in w.issues.value  # the demo's defects are shown, not hidden
+    assert "hits 1–5 of 5" in w.page_label.value and w.next_button.disabled and w.prev_button.disabled
+
+
+def test_pages_follow_next_offset(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "search", limit=10)
+    first = w.result
+    assert first is not None and first["nextOffset"] == 10 and not w.next_button.disabled
+    w.next_button.click()
+    assert w.result is not None and w.result["offset"] == 10 and w.offset == 10
+    assert same_answer(w.result.to_dict(), demo.grep("search", limit=10, offset=10).to_dict())
+    assert w.frame["rank"].tolist() == list(range(11, 21)) and not w.prev_button.disabled
+    while w.result["nextOffset"] is not None:
+        w.next_button.click()
+    assert w.next_button.disabled and w.result["offset"] + len(w.result["hits"]) == w.result["total"]
+    w.prev_button.click()
+    assert w.result["offset"] == w.offset == first["total"] // 10 * 10 - 10
+    w.query.value = "search index"  # a new query starts at the first page
+    assert w.offset == 0 and w.result["offset"] == 0
+
+
+def test_filters_and_mode_reach_grep(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "search", limit=50)
+    w.type.value = "decision, meeting"
+    assert set(w.frame["type"]) <= {"decision", "adr", "meeting", "call", "standup"} and len(w.frame) > 0
+    assert same_answer(w.result.to_dict(), demo.grep("search", type=["decision", "meeting"], limit=50).to_dict())
+    w.type.value = ""
+    w.kind.value = "page"
+    w.scope.value = "meetings"
+    assert set(w.frame["kind"]) == {"page"} and all(w.frame["path"].str.startswith("meetings/"))
+    w.scope.value = ""
+    w.kind.value = ""
+    w.tag.value = "search, storage"
+    assert all({"search", "storage"} <= set(tags) for tags in w.frame["tags"])
+    w.tag.value = ""
+    w.time_field.value = "occurred_at"
+    w.since.value = "2026-04-01"
+    assert w.result["total"] == demo.grep("search", since="2026-04-01", limit=50)["total"] > 0
+    w.since.value = ""
+    w.time_field.value = ""
+    w.lifecycle.value = "superseded"
+    assert set(w.frame["lifecycle"]) == {"superseded"}
+    w.lifecycle.value = "active"
+    w.mode.value = "any"
+    w.query.value = "zebrafish columnar"
+    assert {"lab-log-2026-q1", "dec-2026-021"} <= set(w.frame["id"])
+
+
+def test_bad_arguments_are_shown_not_raised(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "search")
+    before = w.result
+    w.since.value = "2026-02-30"
+    assert w.error is not None and "since" in w.error and "REFUSED" in w.status.value
+    assert w.result is before  # the last good answer stays
+    w.since.value = ""
+    assert w.error is None and "REFUSED" not in w.status.value
+
+
+def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "vector index")
+    assert w.select.value == w.result["hits"][0]["id"]  # the first hit is selected at once
+    w.select.value = "dec-2026-021"
+    record = demo.record("dec-2026-021")["record"]
+    hit = next(h for h in w.result["hits"] if h["id"] == "dec-2026-021")
+    assert record["title"] in w.detail.value and "decisions/dec-2026-021.md L29–39" in w.detail.value
+    assert hit["sha256"][:12] in w.detail.value and "Lumen keeps its" in w.detail.value  # the body, whole
+    assert "class='replacement selected'" not in w.table.value and "class='selected'" in w.table.value
+    assert w.explained is not None and w.explained["status"] == "hit" and w.explained["rank"] == 2
+    assert "HIT" in w.explanation.value and "rank 2 of 5" in w.explanation.value
+
+
+def test_replacement_rows_name_the_record_they_were_reached_through(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "columnar")
+    assert w.select.options == (("1. dec-2026-021  ↳ via dec-2025-012", "dec-2026-021"),)
+    assert w.frame["via_id"].tolist() == ["dec-2025-012"]
+    assert w.explained["status"] == "replacement" and "REPLACEMENT" in w.explanation.value
+
+
+def test_why_explains_any_id_for_the_current_query(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "GPU budget")
+    w.why.value = "dec-2025-009"
+    assert w.explained["rule"] == "chain_dead_end" and "dec-2026-099" in w.explanation.value
+    w.why.value = "no-such-id"
+    assert w.explained is None and "UNKNOWN" in w.explanation.value
+
+
+def test_rerun_after_an_edit_shows_what_changed(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra facts", "zebra zebra")
+    builder.page("b", "Notes", "a zebra once")
+    builder.page("c", "Other", "nothing here")
+    w = GrepWidget(builder.open(), "zebra")
+    assert w.diff is None and "re-run" in w.changes.value
+    assert w.frame["id"].tolist() == ["a", "b"]
+    builder.page("c", "Zebra zebra zebra", "zebra")  # c now outranks everything
+    builder.page("b", "Notes", "no stripes")  # b no longer matches
+    w.rerun_button.click()
+    assert w.frame["id"].tolist() == ["c", "a"]
+    assert w.diff["new"] == ["c"] and w.diff["removed"] == ["b"]
+    assert w.diff["moved"] == [{"id": "a", "before": 1, "after": 2}] and w.diff["snapshotChanged"]
+    assert "+1 new, −1 removed, 1 moved" in w.changes.value
+    w.refresh()  # unchanged store: nothing moved
+    assert w.diff["new"] == w.diff["removed"] == w.diff["moved"] == [] and not w.diff["snapshotChanged"]
+    assert "no change" in w.changes.value
+    w.mode.value = "any"  # other arguments: a different query, nothing to compare with
+    assert w.diff is None
+
+
+def test_static_html_rides_along_in_the_mime_bundle(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "columnar")
+    bundle = w._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "GrepWidget" in bundle["text/html"] and "↳ replaces dec-2025-012" in bundle["text/html"]
+    assert repr(w).startswith("<GrepWidget 'columnar': knowledge_grep: 1 of 1")
+
+
+# ---------------------------------------------------------------------------
+# LookupWidget and ChainWidget
+
+
+def test_lookup_widget(demo: knowtk.Store) -> None:
+    w = LookupWidget(demo, "Sam")
+    assert w.status == "ambiguous" and "AMBIGUOUS" in w.output.value
+    pd.testing.assert_frame_equal(w.frame, demo.lookup("Sam").to_frame())
+    assert w.frame["id"].tolist() == ["person-samantha-reyes", "person-samir-haddad"]
+    w.query.value = "dec-2026-021"
+    assert w.status == "found" and "FOUND" in w.output.value and "by id" in w.output.value
+    w.query.value = "dec-2025-012"
+    assert w.status == "missing"  # superseded: not in an active lookup
+    w.lifecycle.value = "superseded"
+    assert w.status == "found"
+    w.query.value = ""
+    assert w.result is None and w.frame.empty
+    assert "text/html" in w._repr_mimebundle_()
+
+
+def test_chain_widget(demo: knowtk.Store) -> None:
+    w = ChainWidget(demo)
+    pd.testing.assert_frame_equal(w.edges, chain_edges(demo))
+    assert w.png.startswith(b"\x89PNG") and w.image.value == w.png
+    assert "dec-2026-099" in w.table.value and w.summary["chain_end"].iloc[0] == "withdrawn"
+    w.record.value = "dec-2026-008"
+    assert w.edges["from_id"].tolist() == ["dec-2025-012", "dec-2025-027", "dec-2026-008"]
+    assert len(w.summary) == 1 and "data:image/png;base64," in w._repr_mimebundle_()["text/html"]
+
+
+def test_import_knowtk_stays_light() -> None:
+    code = "import sys, knowtk; print('ipywidgets' in sys.modules, 'matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
