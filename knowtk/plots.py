@@ -10,7 +10,10 @@ Three functions, each drawing on one :class:`~matplotlib.axes.Axes` and returnin
 ``plot_chronicle(frame, tz=...)``
     A calendar day/week view: one column per calendar day in ``tz``, time of day (0-24 h,
     local) downwards, instants as points at their local time of day and date-only records
-    as bands in an "all day" strip at the top of their authored day.
+    as bands in an "all day" strip at the top of their authored day. The x axis is a date
+    axis of local calendar days: the column of day ``D`` spans ``[date2num(D), date2num(D + 1))``
+    with ``D`` the naive local date (wall-clock, like the y axis), so ``num2date(x).date()`` is
+    the local date; the locator and formatter therefore work in UTC, not in ``tz``.
 
 ``plot_chains(edges)``
     Supersession chains as left-to-right rows of boxes, arrows earlier -> later, dead ends
@@ -39,7 +42,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -52,6 +55,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch, Rectangle
+from matplotlib.ticker import FuncFormatter
 
 from knowtk.errors import InvalidArgument
 
@@ -592,6 +596,38 @@ def _day_offsets(day: date, zone: tzinfo) -> tuple[timedelta | None, timedelta |
     return start.utcoffset(), end.utcoffset()
 
 
+class _DayColumnLocator(mdates.DateLocator):
+    """Ticks at the centre of day columns: every ``stride``-th day counted from the column ``day0``,
+    the stride chosen so that at most ``max_ticks`` fall in the view (it follows zooming).
+
+    Chronicle x values are naive local calendar days (see the module docstring), so the ticks sit
+    at UTC noon of those date numbers and only the ones inside the view are returned.
+    """
+
+    def __init__(self, day0: float, max_ticks: int = 14) -> None:
+        super().__init__(tz=UTC)
+        self.day0 = day0
+        self.max_ticks = max_ticks
+
+    def __call__(self) -> list[float]:
+        if self.axis is None:
+            return []
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin: float, vmax: float) -> list[float]:
+        lo, hi = sorted((float(vmin), float(vmax)))
+        stride = max(1, math.ceil(round(hi - lo, 6) / self.max_ticks))
+        first = math.ceil((lo - self.day0 - 0.5) / stride - 1e-9)
+        last = math.floor((hi - self.day0 - 0.5) / stride + 1e-9)
+        return [self.day0 + 0.5 + k * stride for k in range(first, last + 1)]
+
+
+def _day_of(x: float, first: date, day0: float) -> date:
+    """The local calendar day whose chronicle column holds x."""
+    return first + timedelta(days=math.floor(x - day0))
+
+
 def plot_chronicle(
     frame: pd.DataFrame,
     *,
@@ -628,6 +664,12 @@ def plot_chronicle(
     first = min(d for _, d, _ in placed)
     last = max(d for _, d, _ in placed)
     n_days = (last - first).days + 1
+    # x is a date axis of local calendar days: column ``col`` spans [day0 + col, day0 + col + 1)
+    day0 = float(mdates.date2num(datetime.combine(first, time(0))))
+
+    def centre(col: int) -> float:
+        return day0 + col + 0.5
+
     labelled = len(rows) <= max_labels
 
     per_day_bands: dict[int, list[_Row]] = defaultdict(list)
@@ -646,6 +688,7 @@ def plot_chronicle(
     width = min(max(2.2 + 1.9 * n_days, 6.5), 18.0)
     height = 8.0 + 0.25 * slots
     ax, created = _new_axes(ax, width, height)
+    ax.xaxis_date(UTC)  # before drawing, so the axis keeps our locator and formatter
     # a new figure is laid out by constrained layout later: estimate the axes from its margins
     axes_w, axes_h = (width - 1.0, height - 1.5) if created else _axes_inches(ax)
     col_in = axes_w / n_days
@@ -656,9 +699,9 @@ def plot_chronicle(
     if col_in >= 0.25:
         for col in range(n_days):
             if (first + timedelta(days=col)).weekday() >= 5:
-                ax.axvspan(col - 0.5, col + 0.5, color="#f3f3f3", zorder=0, linewidth=0)
+                ax.axvspan(day0 + col, day0 + col + 1, color="#f3f3f3", zorder=0, linewidth=0)
         for col in range(n_days + 1):
-            ax.axvline(col - 0.5, color="#dddddd", linewidth=0.8, zorder=0.5)
+            ax.axvline(day0 + col, color="#dddddd", linewidth=0.8, zorder=0.5)
     if slots:
         ax.axhspan(strip_top, -strip_gap / 2.0, color="#eef3fa", zorder=0.2, linewidth=0)
         ax.axhline(-strip_gap / 4.0, color="#999999", linewidth=0.8, zorder=0.6)
@@ -681,7 +724,7 @@ def plot_chronicle(
             y = strip_top + slot * slot_h + 0.12
             color = palette[row.style]
             rect = Rectangle(
-                (col - 0.47, y),
+                (centre(col) - 0.47, y),
                 0.94,
                 slot_h - 0.24,
                 facecolor=_with_alpha(color, 0.75 if row.style == "active" else 0.2),
@@ -695,7 +738,7 @@ def plot_chronicle(
             if labelled and band_chars >= 3:
                 active = row.style == "active"
                 band_text = ax.text(
-                    col - 0.44,
+                    centre(col) - 0.44,
                     y + (slot_h - 0.24) / 2.0,
                     _shorten(row.label, band_chars),
                     ha="left",
@@ -712,7 +755,7 @@ def plot_chronicle(
         if len(shown) < len(band_rows) and wide:
             y = strip_top + (slots - 1) * slot_h + slot_h / 2.0
             ax.text(
-                col,
+                centre(col),
                 y,
                 f"+{len(band_rows) - len(shown)} more",
                 ha="center",
@@ -734,7 +777,7 @@ def plot_chronicle(
     for members in buckets.values():
         step = min(0.1, 0.5 / len(members))
         for k, i in enumerate(sorted(members, key=lambda j: (instants[j][2], instants[j][0].rid))):
-            x_of[i] = instants[i][1] - 0.38 + k * step
+            x_of[i] = centre(instants[i][1]) - 0.38 + k * step
     for style in _STYLES:
         idx = [i for i, (r, _, _) in enumerate(instants) if r.style == style]
         if not idx:
@@ -773,7 +816,7 @@ def plot_chronicle(
                 ax.annotate(
                     text,
                     xy=(x_of[j], hours),
-                    xytext=(col - 0.3, y),
+                    xytext=(centre(col) - 0.3, y),
                     textcoords="data",
                     ha="left",
                     va="center",
@@ -787,23 +830,24 @@ def plot_chronicle(
                 )
 
     # axes: days across, local time of day downwards
-    ax.set_xlim(-0.5, n_days - 0.5)
+    ax.set_xlim(day0, day0 + n_days)
     ax.set_ylim(24.0, y_lo)
-    stride = max(1, math.ceil(n_days / 14))
-    ticks: list[int] = list(range(0, n_days, stride))
-    tick_labels = []
-    for col in ticks:
-        day = first + timedelta(days=col)
+
+    def day_label(x: float, _pos: int | None = None) -> str:
+        day = _day_of(x, first, day0)
         text = f"{day:%a}\n{day.day} {day:%b}"
-        if col == 0 or (day.month == 1 and day.day == 1):
+        if day == first or (day.month == 1 and day.day == 1):
             text += f" {day.year}"
         before, after = _day_offsets(day, zone)
         if before != after:
             text += f"\nUTC{_offset_text(before)}→{_offset_text(after)}"
-        tick_labels.append(text)
-    ax.set_xticks(ticks, tick_labels, fontsize=8)
+        return text
+
+    ax.xaxis.set_major_locator(_DayColumnLocator(day0))
+    ax.xaxis.set_major_formatter(FuncFormatter(day_label))
+    ax.fmt_xdata = lambda x: f"{_day_of(x, first, day0):%a %d %b %Y}"
     ax.xaxis.tick_top()
-    ax.tick_params(axis="x", length=0)
+    ax.tick_params(axis="x", length=0, labelsize=8)
     y_ticks: list[float] = [float(h) for h in range(0, 25, 3)]
     y_labels = [f"{h:02d}:00" for h in range(0, 25, 3)]
     if slots:

@@ -8,11 +8,12 @@ matplotlib.use("Agg")
 
 import random
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
+import matplotlib.units as munits
 import pandas as pd
 import pytest
 from matplotlib.axes import Axes
@@ -532,16 +533,26 @@ def _chronicle_points(ax: Axes) -> list[tuple[float, float]]:
     return sorted((float(x), float(y)) for c in scatters(ax) for x, y in c.get_offsets())
 
 
+def day_num(iso: str) -> float:
+    """matplotlib date number of a calendar day (naive midnight): where its chronicle column starts."""
+    return float(mdates.date2num(datetime.fromisoformat(iso)))
+
+
+def column_day(x: float) -> date:
+    """The calendar day of the chronicle column holding x."""
+    return mdates.num2date(x).date()
+
+
 def test_chronicle_puts_15h_local_on_both_sides_of_dst_at_the_same_height() -> None:
     frame = week_frame()
     ax = plot_chronicle(frame, tz=BERLIN)
     points = _chronicle_points(ax)
     assert len(points) == 7
-    day_col = {round(x): y for x, y in points if y == pytest.approx(15.0)}
-    assert sorted(day_col) == [3, 6]  # Thu 26 (CET, 14:00Z) and Sun 29 (CEST, 13:00Z), Mon 23 = column 0
+    at_15 = sorted(column_day(x) for x, y in points if y == pytest.approx(15.0))
+    assert at_15 == [date(2026, 3, 26), date(2026, 3, 29)]  # Thu 26 (CET, 14:00Z) and Sun 29 (CEST, 13:00Z)
     # the same frame in UTC puts them an hour apart: the test above is about local time
-    utc = [(round(x), y) for x, y in _chronicle_points(plot_chronicle(frame, tz="UTC"))]
-    assert (3, pytest.approx(14.0)) in utc and (6, pytest.approx(13.0)) in utc
+    utc = [(column_day(x), y) for x, y in _chronicle_points(plot_chronicle(frame, tz="UTC"))]
+    assert (date(2026, 3, 26), pytest.approx(14.0)) in utc and (date(2026, 3, 29), pytest.approx(13.0)) in utc
     assert not any(y == pytest.approx(15.0) for _, y in utc)
 
 
@@ -551,23 +562,53 @@ def test_chronicle_columns_are_local_calendar_days_with_weekday_labels() -> None
     assert [t.split("\n")[0] for t in ticks] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     assert ticks[0].split("\n")[1] == "23 Mar 2026" and ticks[6].split("\n")[1] == "29 Mar"
     assert [("UTC+1→+2" in t) for t in ticks] == [False] * 6 + [True]
-    assert ax.get_xlim() == pytest.approx((-0.5, 6.5))
+    assert ax.get_xlim() == pytest.approx((day_num("2026-03-23"), day_num("2026-03-30")))
+    # one tick per column, at its centre, naming the column's day
+    for tick, text in zip(ax.get_xticks(), ticks, strict=True):
+        assert tick - day_num(column_day(tick).isoformat()) == pytest.approx(0.5)
+        assert text.split("\n")[1].startswith(f"{column_day(tick).day} Mar")
     # an instant late on Sunday evening UTC falls on Monday in Tokyo
     late = _frame([_row("late", "2026-03-29T20:00:00Z")])
     tokyo = plot_chronicle(late, tz="Asia/Tokyo")
     assert tokyo.get_xticklabels()[0].get_text().startswith("Mon\n30 Mar")
-    assert _chronicle_points(tokyo)[0][1] == pytest.approx(5.0)
+    ((x, y),) = _chronicle_points(tokyo)
+    assert column_day(x) == date(2026, 3, 30) and y == pytest.approx(5.0)
+
+
+def test_chronicle_x_axis_is_a_date_axis_of_local_days() -> None:
+    frame = week_frame()
+    for tz in (BERLIN, "America/Los_Angeles", "Pacific/Auckland"):
+        ax = plot_chronicle(frame, tz=tz)
+        assert isinstance(ax.xaxis.get_major_locator(), mdates.DateLocator)
+        assert ax.xaxis.get_converter() is munits.registry.get_converter(datetime(2026, 1, 1))
+        # every point lies in the column of its event's local calendar day
+        starts = {r.id: r.start for r in frame.itertuples() if not r.date_only}
+        by_local_day = sorted(t.tz_convert(tz).date() for t in starts.values())
+        assert sorted(column_day(x) for x, _ in _chronicle_points(ax)) == by_local_day
+    # the Sunday 15:00 CEST sync lies within Sunday 29 March's column
+    ax = plot_chronicle(frame, tz=BERLIN)
+    sunday = [x for x, y in _chronicle_points(ax) if y == pytest.approx(15.0) and x > day_num("2026-03-28")]
+    assert len(sunday) == 1 and day_num("2026-03-29") <= sunday[0] < day_num("2026-03-30")
+    assert mdates.num2date(sunday[0]).date() == date(2026, 3, 29)
+    assert ax.format_xdata(sunday[0]) == "Sun 29 Mar 2026"
+    # zooming a long chronicle re-ticks the days in view, still at column centres
+    big = plot_chronicle(big_frame(), tz=BERLIN)
+    big.set_xlim(day_num("2025-09-01"), day_num("2025-09-04"))
+    texts = [t.get_text().split("\n")[1] for t in big.get_xticklabels()]
+    assert texts == ["1 Sep", "2 Sep", "3 Sep"]
+    assert list(big.get_xticks()) == pytest.approx([day_num(f"2025-09-0{d}") + 0.5 for d in (1, 2, 3)])
 
 
 def test_chronicle_date_only_rows_are_full_day_bands_in_the_all_day_strip() -> None:
     ax = plot_chronicle(week_frame(), tz=BERLIN)
     bands = {b.get_gid(): b for b in bars(ax)}
     assert set(bands) == DATE_ONLY_IDS
-    for rid, col in (("dec-014", 1), ("clm-budget", 4), ("due-0327", 4)):
+    for rid, day in (("dec-014", "2026-03-24"), ("clm-budget", "2026-03-27"), ("due-0327", "2026-03-27")):
         band = bands[rid]
         assert band.get_y() + band.get_height() < 0  # above 00:00: the all-day strip
         assert band.get_width() >= 0.9
-        assert band.get_x() + band.get_width() / 2 == pytest.approx(col)
+        assert day_num(day) <= band.get_x() < band.get_x() + band.get_width() <= day_num(day) + 1
+        assert band.get_x() + band.get_width() / 2 == pytest.approx(day_num(day) + 0.5)
     assert bands["clm-budget"].get_hatch() and not bands["due-0327"].get_hatch()
     assert bands["clm-budget"].get_y() != bands["due-0327"].get_y()  # stacked, not overlapping
     assert "all day" in ytick_texts(ax)
