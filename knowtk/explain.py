@@ -19,6 +19,7 @@ from .keyword import FtsProjection, Match, QueryTerms
 from .query.args import validate
 from .query.common import RecordFilter
 from .query.grep import GREP_PARAMS, MAX_OFFSET, _ranked, parse_terms
+from .records import Issue
 from .snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ def _has_id(snap: Snapshot, path: str, rid: str | None) -> bool:
     return any(i.path == path and i.id == rid for i in snap.issues)
 
 
-def _file_issue(snap: Snapshot, path: str) -> Any:
+def _file_issue(snap: Snapshot, path: str) -> Issue:
     """The issue that excluded a file.
 
     ``Snapshot.excluded`` records the file's *first* issue, which for a record refused late (a
@@ -274,7 +275,7 @@ def _file_issue(snap: Snapshot, path: str) -> Any:
     dup = [i for i in mine if i.code == "id_duplicate"]
     if dup:
         return dup[0]
-    return mine[-1]
+    return mine[-1] if mine else Issue(path, None, snap.excluded[path], "the file is not a record")
 
 
 # -- eligibility, in the order the query applies it ------------------------------------------------

@@ -31,6 +31,7 @@ from .errors import KnowtkError
 from .frames import frame_for
 from .query.common import KINDS, LIFECYCLES, TIME_FIELDS
 from .results import Result
+from .widgets_knowl import KnowlWidget  # written alongside; re-exported so every widget imports from here
 
 if TYPE_CHECKING:
     from .store import Store
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChainWidget",
     "GrepWidget",
+    "KnowlWidget",
     "LookupWidget",
     "citation_text",
     "diff_answers",
@@ -379,6 +381,10 @@ def lookup_html(data: dict[str, Any], *, query: str | None = None) -> str:
 # -- widgets ---------------------------------------------------------------------------------------
 
 
+def _joined(value: str | list[str] | tuple[str, ...] | None) -> str:
+    return ", ".join([value] if isinstance(value, str) else value or [])
+
+
 def _listed(text: str) -> list[str] | None:
     items = [t.strip() for t in text.split(",") if t.strip()]
     return items or None
@@ -424,7 +430,6 @@ class GrepWidget(_Front):
         self.offset = 0
         self._answers: list[tuple[str, Result]] = []
         self._quiet = False
-        tag = grep_args.get("tag")
         self.query = _text("query", "words to search", query, "420px")
         self.search_button = W.Button(description="Search", button_style="primary", layout=W.Layout(width="90px"))
         self.rerun_button = W.Button(
@@ -442,8 +447,8 @@ class GrepWidget(_Front):
             description="kind",
             layout=W.Layout(width="200px"),
         )
-        self.type = _text("type", "decision, meeting", grep_args.get("type") or "", "220px")
-        self.tag = _text("tag", "all must match", ", ".join([tag] if isinstance(tag, str) else tag or []))
+        self.type = _text("type", "decision, meeting", _joined(grep_args.get("type")), "220px")
+        self.tag = _text("tag", "all must match", _joined(grep_args.get("tag")))
         folders = sorted(store.snapshot().folders)
         self.scope = W.Combobox(
             options=folders,
@@ -499,7 +504,7 @@ class GrepWidget(_Front):
         self.prev_button.on_click(lambda _b: self.prev_page())
         self.next_button.on_click(lambda _b: self.next_page())
         self.select.observe(self._selected, "value")
-        self.why.observe(lambda change: change["new"] and self.explain(change["new"].strip()), "value")
+        self.why.observe(self._why, "value")
         if query:
             self.search()
 
@@ -620,6 +625,11 @@ class GrepWidget(_Front):
             self._quiet = False
         self._show(self.select.value)
 
+    def _why(self, change: dict[str, Any]) -> None:
+        if change["new"].strip():
+            self.explain(change["new"].strip())
+            self.panes.selected_index = 1
+
     def _selected(self, change: dict[str, Any]) -> None:
         if not self._quiet:
             self._show(change["new"])
@@ -721,21 +731,37 @@ class ChainWidget(_Front):
 
     def __init__(self, store: Store, id: str | None = None) -> None:
         self.store = store
-        self.edges = chain_edges(store)
+        self.edges = chain_edges(store, id)  # raises RecordNotFound for an id the store does not know
         self.summary = chain_summary(self.edges)
         self.png = b""
-        ids = sorted(set(self.edges["from_id"]) | set(self.edges["to_id"]))
-        self.record = W.Dropdown(options=[ALL_CHAINS, *ids], value=id or ALL_CHAINS, description="chain of")
+        self._quiet = False
+        self.record = W.Dropdown(options=self._choices(id), value=id or ALL_CHAINS, description="chain of")
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
         self.image = W.Image(format="png")
         self.table = W.HTML()
         super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.table])
-        self.record.observe(lambda _change: self.draw(), "value")
-        self.refresh_button.on_click(lambda _b: self.draw())
+        self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
+        self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
 
+    def _choices(self, keep: str | None) -> list[str]:
+        """The menu: every record on a chain (and ``keep``, even when it is on none)."""
+        edges = chain_edges(self.store)
+        ids = set(edges["from_id"]) | set(edges["to_id"]) | ({keep} if keep and keep != ALL_CHAINS else set())
+        return [ALL_CHAINS, *sorted(ids)]
+
+    def refresh(self) -> pd.DataFrame:
+        """Read the store again: the menu's records and the drawn chains."""
+        keep, self._quiet = self.record.value, True
+        try:
+            self.record.options = self._choices(keep)
+            self.record.value = keep if keep in self.record.options else ALL_CHAINS
+        finally:
+            self._quiet = False
+        return self.draw()
+
     def draw(self) -> pd.DataFrame:
-        """Read the chains again (the store may have changed) and redraw; returns the edges."""
+        """Read the selected chains from the current snapshot and draw them; returns the edges."""
         import matplotlib.pyplot as plt
 
         from . import plots

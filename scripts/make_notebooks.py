@@ -151,7 +151,8 @@ QUICKSTART: list[Cell] = [
         ("note-retention-policy-faq", "vector index"),  # eligible, but the words are not there
     ]
     answers = [store.explain(rid, query=q) for rid, q in asked]
-    pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "rank", "message")} for ex in answers])
+    columns = ("id", "query", "status", "rule", "rank", "message")
+    pd.DataFrame([{k: ex[k] for k in columns} for ex in answers]).convert_dtypes()
     """),
     md("""
     ## The grep widget
@@ -193,7 +194,7 @@ QUICKSTART: list[Cell] = [
         found = store.lookup(q)
         rows.append({"query": q, "status": found["status"], "matched by": found["matchedBy"],
                      "candidates": ", ".join(c["id"] for c in found["candidates"])})
-    pd.DataFrame(rows)
+    pd.DataFrame(rows).convert_dtypes()
     """),
     md("""
     ## One record, whole
@@ -289,7 +290,7 @@ SUPERSESSION: list[Cell] = [
         ("lab-dec-005", "standup"),
     ]
     answers = [store.explain(rid, query=q) for rid, q in asked]
-    pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "message")} for ex in answers])
+    pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "message")} for ex in answers]).convert_dtypes()
     """),
     md("""
     ## Searching the earlier versions directly
@@ -624,7 +625,7 @@ PEPS: list[Cell] = [
             found = store.lookup(q)
             rows.append({"query": q, "status": found["status"], "matched by": found["matchedBy"],
                          "candidates": ", ".join(f"{c['id']} ({c['title']})" for c in found["candidates"])})
-        display(pd.DataFrame(rows))
+        display(pd.DataFrame(rows).convert_dtypes())
         pep = store.record("pep-0484")["record"]
         print(pep["title"], "·", pep["attribution"], "· created", pep["dates"]["occurred_at"]["value"])
         print("cite:", pep["citation"])

@@ -310,4 +310,5 @@ def test_beyond_the_paging_window(tmp_path: Path) -> None:
     assert late["detail"] == {"rank": 531, "maxOffset": 500, "limit": 20, "lastRank": 520}
     reachable = store.explain("z530", query="zebra", limit=50)  # offset 500 + 50 reaches it
     assert reachable["status"] == "hit" and reachable["offset"] == 500 and reachable["rank"] == 531
-    assert store.explain("z519", query="zebra")["status"] == "hit"
+    assert store.explain("z519", query="zebra")["status"] == "hit"  # rank 520: the last one reachable
+    assert store.explain("z520", query="zebra")["rule"] == "window"

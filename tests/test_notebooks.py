@@ -73,3 +73,15 @@ def test_committed_notebooks_match_the_generator_and_carry_outputs(name: str) ->
         "edit scripts/make_notebooks.py and run it"
     )
     assert shown(committed, "image/png") + shown(committed, "text/html") >= 3  # executed, as GitHub renders them
+
+
+def test_peps_notebook_says_so_when_the_corpus_is_absent(tmp_path: Path) -> None:
+    repo = tmp_path / "checkout"  # a checkout with no shared/ beside it
+    (repo / "data" / "fixtures" / "demo").mkdir(parents=True)
+    (repo / "notebooks").mkdir()
+    nb = nbformat.read(NOTEBOOKS / "05_real_corpus_peps.ipynb", as_version=4)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(repo / "notebooks")}}
+    ).execute()
+    assert PEPS_ABSENT in text(nb)
+    assert shown(nb, "image/png") == shown(nb, "text/html") == 0  # every other cell skipped

@@ -266,3 +266,25 @@ def test_import_knowtk_stays_light() -> None:
     code = "import sys, knowtk; print('ipywidgets' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_initial_arguments_set_the_controls(demo: knowtk.Store) -> None:
+    args = {"mode": "any", "type": ["decision", "meeting"], "tag": "search", "scope": "decisions"}
+    w = GrepWidget(demo, "search index", limit=20, **args)
+    assert w.args() == {**args, "type": ["decision", "meeting"], "tag": ["search"], "lifecycle": "active",
+                        "kind": None, "time_field": None, "since": None, "until": None, "limit": 20}  # fmt: skip
+    assert same_answer(w.result.to_dict(), demo.grep("search index", limit=20, **args).to_dict())
+    w.why.value = "dec-2025-009"
+    assert w.panes.selected_index == 1  # the "why" tab comes forward
+
+
+def test_chain_widget_refresh_reads_the_store_again(builder: StoreBuilder) -> None:
+    builder.page("a", "A")
+    w = ChainWidget(builder.open(), "a")  # a record on no chain: an empty picture, not an error
+    assert w.edges.empty and w.record.options == ("(all chains)", "a")
+    builder.page("old", "Old", status="superseded", superseded_by="a")
+    w.refresh()
+    assert w.record.value == "a" and w.record.options == ("(all chains)", "a", "old")
+    assert w.edges[["from_id", "to_id", "chain_end"]].values.tolist() == [["old", "a", "current"]]
+    with pytest.raises(knowtk.RecordNotFound):
+        ChainWidget(builder.open(), "typo")
