@@ -683,6 +683,11 @@ BOOKS: dict[str, list[Cell]] = {
 }
 
 
+# The PEPs corpus may be read, never copied into this repository: notebook 05 is stored without its
+# outputs (titles, authors, snippets of the PEPs). The tests execute it afresh against ../shared.
+WITHOUT_OUTPUTS = {"05_real_corpus_peps.ipynb"}
+
+
 def build(cells: list[Cell]) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -702,7 +707,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in args.names or list(BOOKS):
         nb = build(BOOKS[name])
-        if not args.no_execute:
+        if not args.no_execute and name not in WITHOUT_OUTPUTS:
             NotebookClient(
                 nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
             ).execute()
