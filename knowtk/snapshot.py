@@ -55,6 +55,11 @@ class Safeguards:
 
     def __init__(self, state: StateDB) -> None:
         self.state = state
+        self._load()
+
+    def _load(self) -> None:
+        state = self.state
+        self._version = state.data_version()
         self.withdrawn: dict[str, int] = dict(state.conn.execute("SELECT id, revision FROM keyword_withdrawals_v1"))
         self.superseded: dict[str, tuple[int, str | None]] = {
             rid: (rev, by)
@@ -63,6 +68,8 @@ class Safeguards:
 
     def observe(self, records: Iterable[Record], now: datetime) -> None:
         """Remember every withdrawal and every supersession (at its highest revision) seen in the files."""
+        if self.state.data_version() != self._version:
+            self._load()  # another process recorded sightings: they bind this one too
         seen = format_utc(now)
         withdrawals, guards = [], []
         for r in records:
@@ -360,7 +367,7 @@ class _Build:
             if entry.issues:
                 ix.file_issues[path] = tuple(entry.issues)
             if entry.record is None:
-                excluded[path] = entry.issues[0].code if entry.issues else "invalid"
+                excluded[path] = entry.issues[-1].code if entry.issues else "invalid"  # the refusal comes last
             else:
                 rid = ix.id_at[path] = entry.record.id
                 self.claims.add(rid, path)

@@ -274,3 +274,12 @@ def test_large_files_are_reported_not_read(builder: StoreBuilder) -> None:
     builder.page("b", "Zebra small")
     res = builder.open(max_file_bytes=1000).call("knowledge_grep", {"query": "zebra"})
     assert ids(res) == ["b"] and codes(res) == ["file_too_large"]
+
+
+def test_a_withdrawal_seen_by_another_process_binds_this_one(builder: StoreBuilder) -> None:
+    builder.page("c", "Zebra claim", kind="claim", status="withdrawn")
+    late = builder.open()  # loaded its safeguards before anyone saw the withdrawal
+    builder.open().grep("zebra")  # another process sees it and records it
+    builder.page("c", "Zebra claim", kind="claim")  # then a stale copy comes back
+    res = late.call("knowledge_grep", {"query": "zebra"})
+    assert res["hits"] == [] and codes(res) == ["stale_withdrawn"]
