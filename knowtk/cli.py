@@ -1,8 +1,8 @@
 """``knowtk`` on the command line: parse arguments, call the Store, print. Nothing else lives here.
 
-    knowtk grep "vector index" --store data/fixtures/demo
-    knowtk lookup "Sam" --store data/fixtures/demo
-    knowtk call knowledge_timeline '{"entity": "person-ada-okafor"}' --store data/fixtures/demo
+knowtk grep "vector index" --store data/fixtures/demo
+knowtk lookup "Sam" --store data/fixtures/demo
+knowtk call knowledge_timeline '{"entity": "person-ada-okafor"}' --store data/fixtures/demo
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ modules (``knowtk.query``) read an engine; they never write Markdown.
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,27 @@ from .snapshot import Safeguards, Snapshot, build_snapshot
 from .state import STATE_DIR, STATE_FILE, StateDB, now_utc
 
 __all__ = ["Engine", "KeywordIndex"]
+
+# Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
+# read again when indexed. A first scan of 100k records would otherwise hold every body at once.
+PENDING_BODY_CHARS = 64 * 2**20
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while the store is (re)loaded.
+
+    A first scan creates millions of small objects (records, their frontmatter, index rows),
+    none of them in reference cycles; meanwhile the collector would walk the growing heap over
+    and over, which took about half the time of loading the scan cache.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -73,6 +96,8 @@ class Engine:
         self._pending_bodies: dict[str, str] = {}
         self._keyword: KeywordIndex | None = None
         self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
+        # the maps the desired ones were patched from, and the ids that may differ (lets reconcile look at those only)
+        self._keyword_base: tuple[dict[str, str], dict[str, str], frozenset[str]] | None = None
         # per-engine state of other projections (temporal tables, embeddings), keyed by their module
         self.extensions: dict[str, Any] = {}
 
@@ -83,7 +108,12 @@ class Engine:
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """Scan and validate: the store as the current query sees it."""
-        touched, bodies = self.scanner.scan()
+        with _collector_paused():
+            return self._snapshot_now()
+
+    def _snapshot_now(self) -> Snapshot:
+        room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
+        touched, bodies = self.scanner.scan(keep_bodies=room)
         self._pending_bodies.update(bodies)
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
@@ -125,9 +155,16 @@ class Engine:
                 FtsProjection(self.state, "keyword"), FtsProjection(self.state, "keyword_history"), -1
             )
         try:
-            main_ids, history_ids = self._desired(snap)
-            index.written = index.main.reconcile(main_ids, lambda rid: self._text(snap.records[rid]))
-            index.written += index.history.reconcile(history_ids, lambda rid: self._text(snap.records[rid]))
+            with _collector_paused():
+                main_ids, history_ids = self._desired(snap)
+                base = self._keyword_base
+                since_main, since_history = ((base[0], base[2]), (base[1], base[2])) if base else (None, None)
+
+                def text(rid: str) -> tuple[str, str, str] | None:
+                    return self._text(snap.records[rid])
+
+                index.written = index.main.reconcile(main_ids, text, since=since_main)
+                index.written += index.history.reconcile(history_ids, text, since=since_history)
         except sqlite3.Error as exc:
             index.error = f"{type(exc).__name__}: {exc}"
             index.main._version = index.history._version = None  # reload the mirrors next time
@@ -142,6 +179,7 @@ class Engine:
         cached = self._keyword_desired
         if cached is not None and cached[0] == snap.generation:
             return cached[1], cached[2]
+        self._keyword_base = None
         if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
             # the previous maps, with only the ids the snapshot says may have changed looked at again
             main, history = dict(cached[1]), dict(cached[2])
@@ -149,6 +187,7 @@ class Engine:
             for rid in ids:
                 main.pop(rid, None)
                 history.pop(rid, None)
+            self._keyword_base = (cached[1], cached[2], snap.changed_ids)
         else:
             main, history = {}, {}
             ids = snap.records

@@ -46,7 +46,9 @@ def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFra
     for name, dtype, get in columns:
         values = [get(row) for row in rows]
         if dtype == TIME:
-            data[name] = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601")).astype(pd.DatetimeTZDtype("us", "UTC"))
+            data[name] = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601")).astype(
+                pd.DatetimeTZDtype("us", "UTC")
+            )
         elif dtype == OBJECT:
             series = pd.Series([None] * len(values), dtype=OBJECT)
             for i, v in enumerate(values):

@@ -18,26 +18,27 @@ Scoring is SQLite's own ``bm25()`` with weights title 8, aliases 6, body 1,
 "as if the table held only the records that pass the filters". When nothing
 is filtered out, that *is* ``bm25()`` on the table. Otherwise the same formula
 (fts5_aux.c: k1 = 1.2, b = 0.75, IDF floored at 1e-6) is evaluated here from
-the index itself: per-term instance counts from an ``fts5vocab`` instance
-table, row lengths from the FTS5 ``_docsize`` table, and row count, total
-tokens and document frequencies taken over the filtered rows only. The tests
-check both paths against ``bm25()`` on a table that really holds only the
-filtered records.
+the index itself: each row's weighted count of each phrase (read back from
+``bm25()`` of that phrase alone, see ``phrase_frequencies``), row lengths from
+the FTS5 ``_docsize`` table, and row count, total tokens and document
+frequencies taken over the filtered rows only. The tests check both paths
+against ``bm25()`` on a table that really holds only the filtered records.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 import sqlite3
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .datevalues import format_utc
 from .state import StateDB, now_utc
 
-__all__ = ["WEIGHTS", "FtsProjection", "Match", "QueryTerms", "Source", "rank", "tokenize_query"]
+__all__ = ["WEIGHTS", "FtsProjection", "Match", "QueryTerms", "Source", "rank", "tokenize_query", "top_matches"]
 
 TOKENIZER = "unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "body")
@@ -45,6 +46,7 @@ WEIGHTS = {"title": 8.0, "aliases": 6.0, "body": 1.0}
 K1, B = 1.2, 0.75
 FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
+MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,10 @@ class FtsProjection:
         self.total_tokens = 0
         self.indexed_at: str | None = None
         self._version: int | None = None
+        self._synced: Mapping[str, str] | None = None  # the desired map last reconciled in full
+        self.mirror = 0  # bumped whenever the in-memory rows above change
+        self._memo_key: tuple[int, int] | None = None
+        self._memo: dict[Hashable, Any] = {}
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -142,32 +148,64 @@ class FtsProjection:
             self.ids[rid], self.shas[rid], self.id_of[rowid], self.tokens[rowid] = rowid, sha, rid, tokens
         self.total_tokens = sum(self.tokens.values())
         self._version = self.state.data_version()
+        self._synced = None
+        self.mirror += 1
 
-    def reconcile(self, desired: Mapping[str, str], text_of: Callable[[str], tuple[str, str, str] | None]) -> int:
-        """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written."""
+    def reconcile(
+        self,
+        desired: Mapping[str, str],
+        text_of: Callable[[str], tuple[str, str, str] | None],
+        *,
+        since: tuple[Mapping[str, str], Iterable[str]] | None = None,
+    ) -> int:
+        """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written.
+
+        The engine hands over the same map object for as long as its snapshot stands, so an
+        unchanged store costs an identity check here. ``since`` is (an earlier map, the ids at
+        which ``desired`` may differ from it): when the projection holds exactly that earlier
+        map, only those ids are compared.
+        """
         self.ensure()
-        stale = [rid for rid, sha in self.shas.items() if desired.get(rid) != sha]
-        fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
+        if desired is self._synced:
+            return 0
+        if since is not None and since[0] is self._synced:
+            shas = self.shas
+            ids = since[1]
+            stale = [rid for rid in ids if rid in shas and desired.get(rid) != shas[rid]]
+            fresh = [rid for rid in ids if rid in desired and shas.get(rid) != desired[rid]]
+        else:
+            stale = [rid for rid, sha in self.shas.items() if desired.get(rid) != sha]
+            fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
         if not stale and not fresh:
+            self._synced = desired
             return 0
         conn = self.conn
-        written = 0
+        inserted: list[tuple[int, str]] = []
+        complete = True
         with self.state.transaction():
+            gone = [(self.ids[rid],) for rid in stale]
+            conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
+            conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
             for rid in stale:
                 rowid = self.ids.pop(rid)
                 del self.shas[rid], self.id_of[rowid]
                 self.total_tokens -= self.tokens.pop(rowid)
-                conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (rowid,))
-                conn.execute(f"DELETE FROM {self.rows} WHERE rowid = ?", (rowid,))
-            inserted: list[tuple[int, str]] = []
-            for rid in fresh:
-                text = text_of(rid)
-                if text is None:  # the file changed again since the scan: the next query indexes it
-                    continue
-                cur = conn.execute(f"INSERT INTO {self.fts} ({', '.join(COLUMNS)}) VALUES (?, ?, ?)", text)
-                rowid = int(cur.lastrowid or 0)
-                inserted.append((rowid, rid))
-            sizes = self._docsizes([rowid for rowid, _ in inserted])
+            # rowids are given rather than read back one by one, so that every row goes in one executemany
+            first = (conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0) + 1
+
+            def rows() -> Iterator[tuple[Any, ...]]:
+                nonlocal complete
+                for rid in fresh:
+                    text = text_of(rid)
+                    if text is None:  # the file changed again since the scan: the next query indexes it
+                        complete = False
+                        continue
+                    rowid = first + len(inserted)
+                    inserted.append((rowid, rid))
+                    yield (rowid, *text)
+
+            conn.executemany(f"INSERT INTO {self.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?)", rows())
+            sizes = self._docsizes(first)
             conn.executemany(
                 f"INSERT INTO {self.rows} (rowid, id, sha256, tokens) VALUES (?, ?, ?, ?)",
                 [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted],
@@ -176,21 +214,27 @@ class FtsProjection:
                 self.ids[rid], self.shas[rid], self.id_of[rowid] = rowid, desired[rid], rid
                 self.tokens[rowid] = sizes[rowid]
                 self.total_tokens += sizes[rowid]
-            written = len(stale) + len(inserted)
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
         self._version = self.state.data_version()
-        return written
+        self.mirror += 1
+        self._synced = desired if complete else None
+        return len(stale) + len(inserted)
 
-    def _docsizes(self, rowids: list[int]) -> dict[int, int]:
-        """Tokens per row as FTS5 counts them: the varints of its _docsize table, summed over columns."""
-        out: dict[int, int] = {}
-        for i in range(0, len(rowids), 500):
-            chunk = rowids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for rowid, blob in self.conn.execute(f"SELECT id, sz FROM {self.fts}_docsize WHERE id IN ({marks})", chunk):
-                out[rowid] = sum(_varints(blob))
-        return out
+    def memo(self, generation: int) -> dict[Hashable, Any]:
+        """A cache for what queries derive from these rows and one snapshot (the rows a filter allows).
+
+        Emptied when the rows or the snapshot change, and when it grows past MEMO_ENTRIES.
+        """
+        key = (generation, self.mirror)
+        if self._memo_key != key or len(self._memo) >= MEMO_ENTRIES:
+            self._memo_key, self._memo = key, {}
+        return self._memo
+
+    def _docsizes(self, first: int) -> dict[int, int]:
+        """Tokens per row from ``first`` on, as FTS5 counts them: the varints of its _docsize table, summed."""
+        sql = f"SELECT id, sz FROM {self.fts}_docsize WHERE id >= ?"
+        return {rowid: sum(_varints(blob)) for rowid, blob in self.conn.execute(sql, (first,))}
 
     # -- reading ------------------------------------------------------------------------------
     def texts(self, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
@@ -213,12 +257,15 @@ class FtsProjection:
         return {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, params)}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
+        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters)."""
         rowids = list(rowids)
-        if not rowids:
-            return set()
-        marks = ",".join("?" * len(rowids))
-        sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
-        return {r for (r,) in self.conn.execute(sql, [terms.expression, *rowids])}
+        out: set[int] = set()
+        for i in range(0, len(rowids), 10_000):
+            chunk = rowids[i : i + 10_000]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
+            out.update(r for (r,) in self.conn.execute(sql, [terms.expression, *chunk]))
+        return out
 
     # -- scoring ------------------------------------------------------------------------------
     def native_scores(self, terms: QueryTerms) -> list[tuple[float, int]]:
@@ -232,34 +279,47 @@ class FtsProjection:
 
     def term_frequencies(self, term: str, allowed: set[int] | None) -> dict[int, float]:
         """rowid -> weighted count of the term's instances (title 8, aliases 6, body 1)."""
-        freq: dict[int, float] = defaultdict(float)
-        sql = f"SELECT doc, col, count(*) FROM temp.{self.vocab} WHERE term = ? GROUP BY doc, col"
-        for doc, col, n in self.conn.execute(sql, (term,)):
-            if allowed is None or doc in allowed:
-                freq[doc] += WEIGHTS[col] * n
-        return freq
+        return self.phrase_frequencies((term,), allowed)
 
     def phrase_frequencies(self, phrase: tuple[str, ...], allowed: set[int] | None) -> dict[int, float]:
-        """rowid -> weighted count of the phrase's instances (tokens adjacent, in order, in one column)."""
-        if len(phrase) == 1:
-            return self.term_frequencies(phrase[0], allowed)
-        positions: dict[str, dict[tuple[int, str], set[int]]] = {}
-        for term in dict.fromkeys(phrase):
-            found: dict[tuple[int, str], set[int]] = defaultdict(set)
-            sql = f"SELECT doc, col, offset FROM temp.{self.vocab} WHERE term = ?"
-            for doc, col, offset in self.conn.execute(sql, (term,)):
-                if allowed is None or doc in allowed:
-                    found[(doc, col)].add(offset)
-            positions[term] = found
-        freq: dict[int, float] = defaultdict(float)
-        first = positions[phrase[0]]
-        for key, starts in first.items():
-            if not all(key in positions[t] for t in phrase[1:]):
+        """rowid -> weighted count w of the phrase's instances (title 8, aliases 6, body 1), for the allowed rows.
+
+        Read back from SQLite's own ``bm25()`` of the phrase alone over the whole table, which for
+        a matching row is ``idf * w * (k1 + 1) / (w + K)`` with ``K = k1 * (1 - b + b * D / avgdl)``:
+        w is an integer and the score strictly increases with it, so solving for w and rounding
+        gives it exactly. Phrase matching stays SQLite's, and a common word costs one pass over
+        the rows that hold it instead of reading each of its (perhaps a million) instances.
+        """
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ?"
+        )
+        rows = self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall()
+        if not rows:
+            return {}
+        n_rows, tokens = len(self.tokens), self.tokens
+        if not n_rows or not self.total_tokens:
+            raise self._out_of_step()
+        avgdl = float(self.total_tokens) / float(n_rows)
+        idf = math.log((n_rows - len(rows) + 0.5) / (len(rows) + 0.5))
+        idf = idf if idf > 0.0 else 1e-6
+        freq: dict[int, float] = {}
+        for rowid, score in rows:
+            if allowed is not None and rowid not in allowed:
                 continue
-            n = sum(1 for o in starts if all(o + k in positions[t][key] for k, t in enumerate(phrase) if k))
-            if n:
-                freq[key[0]] += WEIGHTS[key[1]] * n
+            d = tokens.get(rowid)
+            s = -score / idf
+            f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s) if d is not None else 0.0
+            count = round(f)
+            if count < 1 or abs(f - count) > 1e-3:  # the table changed under the mirror (another process)
+                raise self._out_of_step()
+            freq[rowid] = float(count)
         return freq
+
+    def _out_of_step(self) -> sqlite3.DatabaseError:
+        self._version = None  # reload the mirror next time
+        return sqlite3.DatabaseError("the keyword projection changed during the query; retry")
 
 
 @dataclass(slots=True)
@@ -280,16 +340,33 @@ class Match:
 
 def rank(sources: list[Source], terms: QueryTerms) -> list[Match]:
     """Every match over the union of the sources, best first (score descending, then id)."""
-    if len(sources) == 1 and sources[0].allowed is None:
+    return top_matches(sources, terms, None)[1]
+
+
+def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tuple[int, list[Match]]:
+    """(how many rows match, the best k of them in rank order; all when k is None).
+
+    A common word matches most of the store; a page needs only its first k, so the rest
+    are counted but never ordered.
+    """
+    keyed = _scored(sources, terms)
+    best = sorted(keyed) if k is None else heapq.nsmallest(k, keyed)
+    return len(keyed), [Match(-negated, rid, rowid, sources[i].projection) for negated, rid, rowid, i in best]
+
+
+# (-score, id, rowid, source index): sorts in rank order as plain tuples (ids are unique across sources)
+Keyed = tuple[float, str, int, int]
+
+
+def _scored(sources: list[Source], terms: QueryTerms) -> list[Keyed]:
+    if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
         proj = sources[0].projection
-        matches = [Match(score, proj.id_of[rowid], rowid, proj) for score, rowid in proj.native_scores(terms)]
-    else:
-        matches = _filtered_bm25(sources, terms)
-    matches.sort(key=lambda m: (-m.score, m.id))
-    return matches
+        id_of = proj.id_of
+        return [(-score, id_of[rowid], rowid, 0) for score, rowid in proj.native_scores(terms)]
+    return _filtered_bm25(sources, terms)
 
 
-def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Match]:
+def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Keyed]:
     """bm25() as SQLite computes it, over a corpus made only of the allowed rows of the sources."""
     n_rows = 0
     n_tokens = 0
@@ -320,9 +397,11 @@ def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Match]:
     keys = [set(f) for f in freqs]
     if terms.mode == "any":
         candidates = set().union(*keys)
+    elif keys:
+        candidates = keys[0].intersection(*keys[1:])
     else:
-        candidates = keys[0].intersection(*keys[1:]) if keys else set()
-    out = []
+        candidates = set()
+    out: list[Keyed] = []
     for key in candidates:
         i, rowid = key
         proj = sources[i].projection
@@ -331,7 +410,7 @@ def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Match]:
         for p in range(len(phrases)):
             f = freqs[p].get(key, 0.0)
             score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-        out.append(Match(score, proj.id_of[rowid], rowid, proj))
+        out.append((-score, proj.id_of[rowid], rowid, i))
     return out
 
 

@@ -8,26 +8,34 @@ change notification could replace the walk.
 
 Parsed frontmatter is cached in ``scan_files_v1`` (a projection: deleting it
 costs one full parse, never a record), so a new process does not parse YAML
-again for files it has seen.
+again for files it has seen. When many files need reading at once (a first
+scan), they are read and parsed in a pool of processes, one per core.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
-from collections.abc import Mapping
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
 from .errors import ScanLimitExceeded, StoreUnavailable
 from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter
 from .state import StateDB
 
-__all__ = ["DEFAULT_MAX_FILES", "ChangeSource", "FileEntry", "ScanDelta", "Scanner", "StatWalk"]
+__all__ = ["DEFAULT_MAX_FILES", "ChangeSource", "FileEntry", "Loaded", "ScanDelta", "Scanner", "StatWalk", "load_file"]
 
 DEFAULT_MAX_FILES = 1_000_000
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+# below this many files to read, a process pool costs more to start than it saves
+PARALLEL_MIN_FILES = 2000
 
 Stat = tuple[int, int]  # (size, mtime_ns)
 
@@ -87,8 +95,10 @@ class StatWalk:
 
     def changes(self, known: Mapping[str, Stat]) -> ScanDelta:
         listing = self.listing()
+        if listing == known:  # the usual case, settled by one comparison in C
+            return ScanDelta({}, [])
         changed = {path: st for path, st in listing.items() if known.get(path) != st}
-        removed = [path for path in known if path not in listing] if len(listing) != len(known) or changed else []
+        removed = [path for path in known if path not in listing]
         return ScanDelta(changed, removed)
 
 
@@ -129,7 +139,9 @@ class Scanner:
         self.max_file_bytes = max_file_bytes
         self.files: dict[str, FileEntry] = {}
         self._stats: dict[str, Stat] = {}
+        self._touched: set[str] = set()  # paths changed in `files` and not yet returned by scan()
         self._loaded = False
+        self.parallel_min_files = PARALLEL_MIN_FILES
         self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
         self.parses = 0  # frontmatter parses since the engine started
 
@@ -150,69 +162,71 @@ class Scanner:
             self._stats[path] = entry.stat
         self._loaded = True
 
-    def scan(self) -> tuple[set[str], dict[str, str]]:
-        """Bring ``files`` up to date: (paths whose content changed or vanished, bodies read this time)."""
+    def scan(self, *, keep_bodies: int = sys.maxsize) -> tuple[set[str], dict[str, str]]:
+        """Bring ``files`` up to date: (paths whose content changed or vanished, bodies read this time).
+
+        At most ``keep_bodies`` characters of bodies are returned; ``read_body`` gives the others.
+        """
         if not self._loaded:
             self._load_cache()
         delta = self.source.changes(self._stats)
-        touched: set[str] = set()
+        if not delta.changed and not delta.removed and not self._touched:
+            return set(), {}
+        touched = self._touched  # kept on self until returned, so that a failed scan loses none
         bodies: dict[str, str] = {}
-        writes: list[tuple[Any, ...]] = []
-        for path, st in delta.changed.items():
+        written: list[str] = []
+        for path, st, loaded in self._load(delta.changed):
             entry = self.files.get(path)
-            fresh = self._read(path, st, entry, bodies)
-            if fresh is None:  # vanished between the walk and the read
+            if loaded is None:  # vanished between the walk and the read
                 if path in self.files:
                     delta.removed.append(path)
                 continue
+            fresh = loaded.entry
+            if fresh.sha256 is not None:
+                self.reads += 1
+            if loaded.parsed:
+                self.parses += 1
+            if loaded.body is not None and len(loaded.body) <= keep_bodies:
+                bodies[path] = loaded.body
+                keep_bodies -= len(loaded.body)
             if entry is None or fresh.sha256 != entry.sha256 or fresh.problem != entry.problem:
                 touched.add(path)
                 fresh.rebuild(path)
                 self.files[path] = fresh
             else:
                 entry.stat = st
-                fresh = entry
             self._stats[path] = st
-            writes.append(_cache_row(path, fresh))
+            written.append(path)
         for path in delta.removed:
             if self.files.pop(path, None) is not None:
                 touched.add(path)
             self._stats.pop(path, None)
-        if writes or delta.removed:
-            with self.state.transaction() as conn:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO scan_files_v1 "
-                    "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    writes,
-                )
-                conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in delta.removed])
+        with self.state.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO scan_files_v1 "
+                "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (_cache_row(path, self.files[path]) for path in written),
+            )
+            conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in delta.removed])
+        self._touched = set()
         return touched, bodies
 
-    def _read(self, path: str, st: Stat, old: FileEntry | None, bodies: dict[str, str]) -> FileEntry | None:
-        if st[0] > self.max_file_bytes:
-            problem = FileProblem(
-                "file_too_large", f"{st[0]:,} bytes is over the {self.max_file_bytes:,}-byte limit for a record"
-            )
-            return FileEntry(st, None, None, 0, problem)
-        try:
-            with open(os.path.join(self.root, path), "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            return FileEntry(st, None, None, 0, FileProblem("unreadable", f"cannot read the file ({exc.strerror})"))
-        self.reads += 1
-        sha = hashlib.sha256(data).hexdigest()
-        if old is not None and old.sha256 == sha and old.problem is None:
-            return FileEntry(st, sha, old.meta, old.body_line, None)
-        self.parses += 1
-        loaded = load_frontmatter(data)
-        if isinstance(loaded, FileProblem):
-            return FileEntry(st, sha, None, 0, loaded)
-        meta, body, body_line = loaded
-        bodies[path] = body
-        return FileEntry(st, sha, meta, body_line)
+    def _load(self, changed: Mapping[str, Stat]) -> Iterator[tuple[str, Stat, Loaded | None]]:
+        """(path, stat, load_file's answer) for every changed file, in a process pool when there are many."""
+        known = []
+        for path in changed:
+            entry = self.files.get(path)
+            known.append(entry.sha256 if entry is not None and entry.problem is None else None)
+        load = partial(load_file, self.root, self.max_file_bytes)
+        workers = min(os.cpu_count() or 1, 8)
+        context = _pool_context() if len(changed) >= self.parallel_min_files and workers > 1 else None
+        if context is None:
+            yield from zip(changed, changed.values(), map(load, changed, changed.values(), known), strict=True)
+            return
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            answers = pool.map(load, changed, changed.values(), known, chunksize=128)
+            yield from zip(changed, changed.values(), answers, strict=True)
 
     def read_body(self, path: str, sha256: str) -> str | None:
         """The body of a record file as it is now, or None if it no longer has this hash."""
@@ -224,6 +238,58 @@ class Scanner:
         if hashlib.sha256(data).hexdigest() != sha256:
             return None
         return body_of(data)
+
+
+class Loaded(NamedTuple):
+    entry: FileEntry
+    body: str | None = None  # the body, when the frontmatter was parsed into a mapping
+    parsed: bool = False  # the frontmatter was parsed (successfully or not)
+
+
+def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256: str | None) -> Loaded | None:
+    """Read one record file, or None if it vanished. Runs in pool workers too.
+
+    The frontmatter is parsed only when the bytes differ from ``known_sha256``: the caller
+    keeps the entry it has for a file whose content did not change.
+    """
+    if st[0] > max_file_bytes:
+        message = f"{st[0]:,} bytes is over the {max_file_bytes:,}-byte limit for a record"
+        return Loaded(FileEntry(st, None, None, 0, FileProblem("file_too_large", message)))
+    try:
+        with open(os.path.join(root, path), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return Loaded(FileEntry(st, None, None, 0, FileProblem("unreadable", f"cannot read the file ({exc.strerror})")))
+    sha = hashlib.sha256(data).hexdigest()
+    if sha == known_sha256:
+        return Loaded(FileEntry(st, sha))
+    loaded = load_frontmatter(data)
+    if isinstance(loaded, FileProblem):
+        return Loaded(FileEntry(st, sha, None, 0, loaded), None, True)
+    meta, body, body_line = loaded
+    return Loaded(FileEntry(st, sha, meta, body_line), body, True)
+
+
+def _pool_context() -> Any:
+    """How to start parse workers, or None to parse in this process.
+
+    ``fork`` (Linux) when this process runs one thread: no lock can be inherited mid-use and
+    the main module is not run again. Otherwise (a Jupyter kernel runs several threads)
+    ``forkserver``, which imports the main module again in every worker: fine for a module
+    run with ``-m`` (``ipykernel_launcher``), not for a script that may lack an
+    ``if __name__ == "__main__":`` guard, so a threaded script parses in its own process.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if "forkserver" in methods and main_spec is not None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])  # import knowtk once in the server, not in every worker
+        return context
+    return None
 
 
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:

@@ -15,7 +15,6 @@ records), plus a few dictionary copies, not a pass over every record.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import unicodedata
 from collections import defaultdict
@@ -66,10 +65,17 @@ class Safeguards:
             for rid, rev, by in state.conn.execute("SELECT id, revision, superseded_by FROM lifecycle_guards_v1")
         }
 
-    def observe(self, records: Iterable[Record], now: datetime) -> None:
-        """Remember every withdrawal and every supersession (at its highest revision) seen in the files."""
+    def observe(self, records: Iterable[Record], now: datetime) -> set[str]:
+        """Remember every withdrawal and every supersession (at its highest revision) seen in the files.
+
+        Returns the ids whose safeguards another process changed since they were last loaded:
+        a snapshot built from the previous one must apply them again to records it did not touch.
+        """
+        reloaded: set[str] = set()
         if self.state.data_version() != self._version:
+            withdrawn, superseded = self.withdrawn, self.superseded
             self._load()  # another process recorded sightings: they bind this one too
+            reloaded = _differing(withdrawn, self.withdrawn) | _differing(superseded, self.superseded)
         seen = format_utc(now)
         withdrawals, guards = [], []
         for r in records:
@@ -92,6 +98,7 @@ class Safeguards:
                     "VALUES (?, ?, ?, ?, ?)",
                     guards,
                 )
+        return reloaded
 
     def apply(self, r: Record) -> tuple[str, str | None, Issue | None]:
         """(effective lifecycle, effective superseded_by, the issue when a stale file was overruled)."""
@@ -120,6 +127,10 @@ class Safeguards:
                 ),
             )
         return r.status, r.superseded_by, None
+
+
+def _differing(a: Mapping[str, object], b: Mapping[str, object]) -> set[str]:
+    return {key for key in a.keys() | b.keys() if a.get(key) != b.get(key)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,12 +255,6 @@ def _digest(path: str, sha256: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
 
 
-def _folders_of(path: str) -> list[str]:
-    """The store ("") and every folder above a file: "a/b/c.md" -> ["", "a", "a/b"]."""
-    parts = path.split("/")[:-1]
-    return ["", *("/".join(parts[: i + 1]) for i in range(len(parts)))]
-
-
 def _name_keys(r: Record) -> set[str]:
     return {key for key in (normalize_name(t) for t in (r.title, *r.aliases) if t) if key}
 
@@ -259,7 +264,7 @@ class _Grouped:
 
     def __init__(self, source: Mapping[str, list[str]]) -> None:
         self.data = dict(source)
-        self._own: set[str] = set()
+        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
 
     def _mine(self, key: str) -> list[str]:
         if key not in self._own:
@@ -268,21 +273,23 @@ class _Grouped:
         return self.data[key]
 
     def add(self, key: str, value: str) -> None:
-        items = self._mine(key)
-        i = bisect.bisect_left(items, value)
-        if i == len(items) or items[i] != value:
-            items.insert(i, value)
+        self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
 
     def discard(self, key: str, value: str) -> None:
-        if key not in self.data:
-            return
-        items = self._mine(key)
-        i = bisect.bisect_left(items, value)
-        if i < len(items) and items[i] == value:
-            del items[i]
-        if not items:
-            del self.data[key]
-            self._own.discard(key)
+        if key in self.data:
+            items = self._mine(key)
+            if value in items:
+                items.remove(value)
+
+    def finish(self) -> dict[str, list[str]]:
+        for key in self._own:
+            items = self.data[key]
+            if items:
+                items.sort()
+            else:
+                del self.data[key]
+        self._own = set()
+        return self.data
 
 
 def build_snapshot(
@@ -349,21 +356,25 @@ class _Build:
         """Per touched path: its hash, its own issues, the id it claims. Returns the ids claimed before or now."""
         ix, files, paths, excluded = self.ix, self.files, self.paths, self.excluded
         ids: set[str] = set()
+        sums: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))  # folder of a file -> change to its sums
         for path in touched:
+            folder = path.rpartition("/")[0]
             old_id = ix.id_at.pop(path, None)
             if old_id is not None:
                 ids.add(old_id)
                 self.claims.discard(old_id, path)
             old_sha = paths.pop(path, None)
             if old_sha is not None:
-                self._count(path, old_sha, -1)
+                n, total = sums[folder]
+                sums[folder] = (n - 1, total - _digest(path, old_sha))
             ix.file_issues.pop(path, None)
             excluded.pop(path, None)
             entry = files.get(path)
             if entry is None:  # removed
                 continue
             paths[path] = entry.sha256 or ""
-            self._count(path, paths[path], 1)
+            n, total = sums[folder]
+            sums[folder] = (n + 1, total + _digest(path, paths[path]))
             if entry.issues:
                 ix.file_issues[path] = tuple(entry.issues)
             if entry.record is None:
@@ -372,18 +383,18 @@ class _Build:
                 rid = ix.id_at[path] = entry.record.id
                 self.claims.add(rid, path)
                 ids.add(rid)
+        ix.claims = self.claims.finish()
+        # the per-folder sums behind fingerprint(): each folder and those above it
+        folders = ix.folders
+        for folder, (dn, dtotal) in sums.items():
+            parts = folder.split("/") if folder else []
+            for above in ["", *("/".join(parts[: i + 1]) for i in range(len(parts)))]:
+                n, total = folders.get(above, (0, 0))
+                if n + dn:
+                    folders[above] = (n + dn, (total + dtotal) % _DIGEST_MOD)
+                else:
+                    del folders[above]
         return ids
-
-    def _count(self, path: str, sha256: str, sign: int) -> None:
-        """Add (sign 1) or take away (-1) a file in the per-folder sums behind fingerprint()."""
-        digest = sign * _digest(path, sha256)
-        folders = self.ix.folders
-        for folder in _folders_of(path):
-            n, total = folders.get(folder, (0, 0))
-            if n + sign:
-                folders[folder] = (n + sign, (total + digest) % _DIGEST_MOD)
-            else:
-                del folders[folder]
 
     def _identity(self, ids: set[str]) -> tuple[dict[str, Record | None], set[str]]:
         """An id claimed by one file is a record; by several, none of them is.
@@ -422,7 +433,10 @@ class _Build:
     def _records(self, before: dict[str, Record | None]) -> None:
         """Lifecycle after the safeguards, names, references and expiry of the records that changed."""
         ix, records, names, referrers = self.ix, self.records, self.names, self.referrers
-        self.safeguards.observe([records[rid] for rid in before if rid in records], self.now)
+        reloaded = self.safeguards.observe([records[rid] for rid in before if rid in records], self.now)
+        for rid in reloaded:  # the same record, under safeguards another process changed
+            if rid in records and rid not in before:
+                before[rid] = records[rid]
         for rid, old in before.items():
             if old is not None:
                 for key in _name_keys(old):
@@ -488,7 +502,7 @@ class _Build:
     def _derive(self, before: dict[str, Record | None], config: StoreConfig, generation: int) -> Snapshot:
         """What follows from the small sets (expiring, unavailable, superseded), recomputed whole."""
         ix, records, lifecycle, superseded_by, now = self.ix, self.records, self.lifecycle, self.superseded_by, self.now
-        ix.claims, ix.referrers = self.claims.data, self.referrers.data
+        ix.referrers = self.referrers.finish()
         expired = {rid for rid, when in ix.expiring.items() if is_expired(when, now)}
         unavailable_inactive = _propagate(ix.base, ix.referrers)
         if expired:
@@ -542,7 +556,7 @@ class _Build:
             unavailable_inactive=unavailable_inactive,
             expired=expired,
             chain_ends=chain_ends,
-            names=self.names.data,
+            names=self.names.finish(),
             issues=issues,
             excluded=self.excluded,
             paths=self.paths,

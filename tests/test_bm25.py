@@ -11,7 +11,21 @@ import pytest
 from knowtk.records import load_frontmatter
 from tests.conftest import StoreBuilder
 
-WORDS = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega café naïve".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "theta",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "café",
+    "naïve",
+]
 
 
 def build_random_store(builder: StoreBuilder, n: int, seed: int) -> None:
@@ -61,9 +75,13 @@ CASES = [
         lambda p, m: m["occurred_at"].startswith("2026-02"),
     ),
 ]
-QUERIES = [("alpha", "all", '"alpha"'), ("alpha beta", "all", '"alpha" AND "beta"'),
-           ("gamma cafe sigma", "any", '"gamma" OR "cafe" OR "sigma"'),
-           ("beta gamma", "phrase", '"beta gamma"'), ("NAIVE", "all", '"naive"')]
+QUERIES = [
+    ("alpha", "all", '"alpha"'),
+    ("alpha beta", "all", '"alpha" AND "beta"'),
+    ("gamma cafe sigma", "any", '"gamma" OR "cafe" OR "sigma"'),
+    ("beta gamma", "phrase", '"beta gamma"'),
+    ("NAIVE", "all", '"naive"'),
+]
 
 
 @pytest.mark.parametrize(("filters", "keep"), CASES)

@@ -86,8 +86,11 @@ def test_snippets_never_exceed_480_units(builder: StoreBuilder) -> None:
 
 @pytest.fixture
 def evidenced(builder: StoreBuilder):
-    builder.write("notes/standup.md", {"id": "standup", "kind": "page", "title": "Standup"},
-                  "Line one.\nFTS5 wins, said Ada.\nLine three.\n")
+    builder.write(
+        "notes/standup.md",
+        {"id": "standup", "kind": "page", "title": "Standup"},
+        "Line one.\nFTS5 wins, said Ada.\nLine three.\n",
+    )
     # file lines: 1 ---, 2 id, 3 kind, 4 title, 5 ---, 6 Line one., 7 FTS5 wins..., 8 Line three.
     good = {"path": "notes/standup.md", "lines": [7, 7], "quote": "FTS5 wins"}
     evidence = [
@@ -152,8 +155,25 @@ def test_attribution_and_origin(builder: StoreBuilder) -> None:
     hit = builder.open().grep("zebra").to_dict()["hits"][0]
     assert hit["attribution"] == "Ada Lovelace" and hit["origin"] == "observed"
     assert list(hit) == [
-        "id", "kind", "type", "title", "summary", "lifecycle", "tags", "path", "revision", "sha256", "score",
-        "matches", "snippet", "citation", "evidence", "evidenceTruncated", "attribution", "origin", "via",
+        "id",
+        "kind",
+        "type",
+        "title",
+        "summary",
+        "lifecycle",
+        "tags",
+        "path",
+        "revision",
+        "sha256",
+        "score",
+        "matches",
+        "snippet",
+        "citation",
+        "evidence",
+        "evidenceTruncated",
+        "attribution",
+        "origin",
+        "via",
     ]
     assert list(hit["snippet"]) == ["text", "field", "start", "end", "lineStart", "lineEnd", "matchLocated"]
     assert list(hit["citation"]) == ["id", "path", "revision", "sha256", "lineStart", "lineEnd"]

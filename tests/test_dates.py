@@ -579,7 +579,9 @@ def test_frames_have_tz_aware_intervals(builder: StoreBuilder) -> None:
     assert by_id.loc["mtg-1", "end"] == by_id.loc["mtg-1", "start"] == pd.Timestamp("2026-03-04T14:00:00Z")
     assert by_id.loc["mtg-1", "claims"] == 3 and pd.isna(by_id.loc["dec-late", "claims"])
     # microsecond resolution holds dates far beyond datetime64[ns]'s 2262
-    assert by_id.loc["fut", "start"] == pd.Timestamp("2999-01-01", tz="UTC") and by_id.loc["fut", "value"] == "2999-01-01"
+    assert (
+        by_id.loc["fut", "start"] == pd.Timestamp("2999-01-01", tz="UTC") and by_id.loc["fut", "value"] == "2999-01-01"
+    )
     assert by_id.loc["mtg-1", "links"] == ["mtg-1", "person-bob"]
     assert by_id.loc["rel-2", "entities"] == ["person-bob", "person-ada"]
     empty = store.timeline(entity="person-nobody").to_frame()

@@ -28,10 +28,37 @@ DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
 DATE_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at", "expires_at")
 KEY_ORDER = (
-    "id", "kind", "type", "title", "aliases", "tags", "status", "superseded_by", "revision", "summary",
-    "occurred_at", "recorded_at", "updated_at", "due_at", "expires_at", "entities", "owner", "depends_on",
-    "source", "source_event", "from", "to", "relation", "origin", "author", "evidence", "affected_paths",
-    "category", "reasoning", "alternatives", "fields",
+    "id",
+    "kind",
+    "type",
+    "title",
+    "aliases",
+    "tags",
+    "status",
+    "superseded_by",
+    "revision",
+    "summary",
+    "occurred_at",
+    "recorded_at",
+    "updated_at",
+    "due_at",
+    "expires_at",
+    "entities",
+    "owner",
+    "depends_on",
+    "source",
+    "source_event",
+    "from",
+    "to",
+    "relation",
+    "origin",
+    "author",
+    "evidence",
+    "affected_paths",
+    "category",
+    "reasoning",
+    "alternatives",
+    "fields",
 )
 
 
@@ -107,8 +134,7 @@ def rec(rid: str) -> Rec:
 
 
 def run_generator(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), str(out), *extra], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run([sys.executable, str(SCRIPT), str(out), *extra], capture_output=True, text=True, check=False)
 
 
 def to_utc(text: str) -> datetime:
@@ -219,14 +245,31 @@ def test_record_counts() -> None:
     assert sorted(BROKEN) == ["notes/broken-frontmatter.md", "notes/list-frontmatter.md"]
     assert Counter(r["kind"] for r in RECORDS) == {"claim": 155, "page": 117, "relationship": 53}
     assert Counter(r["type"] or r["kind"] for r in RECORDS) == {
-        "action_item": 46, "adr": 1, "decision": 42, "event": 41, "finding": 25, "meeting": 46, "memo": 14,
-        "note": 25, "person": 24, "project": 8, "relationship": 53,
+        "action_item": 46,
+        "adr": 1,
+        "decision": 42,
+        "event": 41,
+        "finding": 25,
+        "meeting": 46,
+        "memo": 14,
+        "note": 25,
+        "person": 24,
+        "project": 8,
+        "relationship": 53,
     }
     assert Counter(r["status"] or "active" for r in RECORDS) == {"active": 307, "superseded": 13, "withdrawn": 5}
     folders = Counter(str(PurePosixPath(r.path).parent) for r in RECORDS)
     assert folders == {
-        "claims": 112, "relations": 53, "meetings": 46, "notes": 32, "decisions": 31, "people": 24,
-        "lab/decisions": 12, "projects": 8, "lab/notes": 6, "notes/archive": 1,
+        "claims": 112,
+        "relations": 53,
+        "meetings": 46,
+        "notes": 32,
+        "decisions": 31,
+        "people": 24,
+        "lab/decisions": 12,
+        "projects": 8,
+        "lab/notes": 6,
+        "notes/archive": 1,
     }
 
 
@@ -234,8 +277,10 @@ def test_non_records_exist_and_look_like_records_only_when_they_should() -> None
     for rel in ("_README.md", "_templates/meeting.md", ".trash/old.md"):
         assert rel in FILES and not is_record_path(rel)
     # the trashed file reuses a live id: a scanner that reads .trash/ would report a duplicate
-    trash_meta = yaml.load(split_frontmatter(FILES[".trash/old.md"].decode())[0],  # type: ignore[index]
-                           Loader=TextDateLoader)
+    trash_meta = yaml.load(
+        split_frontmatter(FILES[".trash/old.md"].decode())[0],  # type: ignore[index]
+        Loader=TextDateLoader,
+    )
     assert trash_meta["id"] == "dec-2025-012" and "status" not in trash_meta
 
 
@@ -246,7 +291,9 @@ def test_ids_valid_except_one_and_one_duplicate() -> None:
     counts = Counter(r.id for r in RECORDS)
     assert {i: c for i, c in counts.items() if c > 1} == {"note-retention-draft": 2}
     assert sorted(r.path for r in RECORDS if r.id == "note-retention-draft") == [
-        "notes/archive/retention-draft.md", "notes/retention-draft.md"]
+        "notes/archive/retention-draft.md",
+        "notes/retention-draft.md",
+    ]
 
 
 def test_frontmatter_key_order_and_required_fields() -> None:
@@ -419,8 +466,12 @@ def test_dates_are_concentrated_and_most_records_have_recorded_at() -> None:
     assert len(with_recorded) >= 0.9 * len(RECORDS)
     assert sum(1 for r in RECORDS if r["updated_at"]) >= 30
     assert sum(1 for r in RECORDS if r["due_at"]) >= 50
-    stamps = [to_utc(v) if "T" in v else datetime.fromisoformat(v).replace(tzinfo=UTC)
-              for r in RECORDS for f, v in dated_values(r) if valid_date_text(v) and f != "expires_at"]
+    stamps = [
+        to_utc(v) if "T" in v else datetime.fromisoformat(v).replace(tzinfo=UTC)
+        for r in RECORDS
+        for f, v in dated_values(r)
+        if valid_date_text(v) and f != "expires_at"
+    ]
     inside = [s for s in stamps if datetime(2025, 9, 1, tzinfo=UTC) <= s < datetime(2026, 7, 1, tzinfo=UTC)]
     assert len(inside) >= 0.95 * len(stamps)
     date_only = [r.id for r in RECORDS if r["type"] == "event" and DATE_RE.match(r["occurred_at"] or "")]
@@ -485,8 +536,12 @@ def test_week_views_differ_between_utc_and_berlin() -> None:
 def test_authored_offsets_match_the_real_zones() -> None:
     zoneinfo = pytest.importorskip("zoneinfo")
     try:
-        zones = {1: zoneinfo.ZoneInfo("Europe/Berlin"), 2: zoneinfo.ZoneInfo("Europe/Berlin"),
-                 -4: zoneinfo.ZoneInfo("America/New_York"), -5: zoneinfo.ZoneInfo("America/New_York")}
+        zones = {
+            1: zoneinfo.ZoneInfo("Europe/Berlin"),
+            2: zoneinfo.ZoneInfo("Europe/Berlin"),
+            -4: zoneinfo.ZoneInfo("America/New_York"),
+            -5: zoneinfo.ZoneInfo("America/New_York"),
+        }
     except zoneinfo.ZoneInfoNotFoundError:
         pytest.skip("no time zone database")
     checked = 0
@@ -530,8 +585,13 @@ def test_meetings_and_source_event_claims() -> None:
 
 def test_withdrawn_dependencies_and_owners() -> None:
     withdrawn = sorted(r.id for r in RECORDS if r["status"] == "withdrawn")
-    assert withdrawn == ["act-2025-12-12-pipeline-sync", "dec-2026-015", "fnd-2025-031", "fnd-2026-004",
-                         "rel-viktor-hale-sponsors-cartographer"]
+    assert withdrawn == [
+        "act-2025-12-12-pipeline-sync",
+        "dec-2026-015",
+        "fnd-2025-031",
+        "fnd-2026-004",
+        "rel-viktor-hale-sponsors-cartographer",
+    ]
     assert rec("fnd-2026-006")["depends_on"] == ["fnd-2026-004"]
     assert rec("act-2026-02-13-pipeline-sync")["owner"] == "person-quentin-marsh"
     assert rec("rel-viktor-hale-advises-atlas-legacy")["to"] == "proj-atlas-legacy"
@@ -548,7 +608,7 @@ def verify(loc: dict[str, Any]) -> bool:
         return False
     a, b = loc["lines"]
     lines = target.read_text(encoding="utf-8").split("\n")
-    return loc["quote"] in "\n".join(lines[a - 1:b])
+    return loc["quote"] in "\n".join(lines[a - 1 : b])
 
 
 def test_evidence_locators() -> None:

@@ -17,18 +17,46 @@ def ids(res) -> list[str]:
 
 @pytest.fixture
 def store(builder: StoreBuilder) -> knowtk.Store:
-    builder.raw("knowtk.yaml", "name: t\nontology:\n  meeting: {aliases: [call, standup]}\n  decision: {aliases: [adr]}\n")
-    builder.page("m1", "Weekly standup", "We discussed the vector index and the budget.", type="meeting",
-                 tags=["search", "Ops"], occurred_at="2026-03-04", path="team/m1.md")
-    builder.page("m2", "Design call", "Budget review for the café; naïve estimates.", type="call",
-                 tags=["ops"], occurred_at="2026-03-10T15:00:00+01:00", path="team/m2.md")
-    builder.page("d1", "Use SQLite FTS5 for search", "FTS5 wins over a vector index. OR NOT AND title:body",
-                 kind="claim", type="decision", tags=["search"], occurred_at="2026-02-01T09:00:00Z",
-                 path="lab/d1.md")
-    builder.page("d2", "Adopt ADR process", "Every decision gets an adr record.", kind="claim", type="adr",
-                 path="lab/decisions/d2.md")
-    builder.page("n1", "Budget notes", "budget budget budget, the quarterly budget", type="note",
-                 path="notes/n1.md")
+    builder.raw(
+        "knowtk.yaml", "name: t\nontology:\n  meeting: {aliases: [call, standup]}\n  decision: {aliases: [adr]}\n"
+    )
+    builder.page(
+        "m1",
+        "Weekly standup",
+        "We discussed the vector index and the budget.",
+        type="meeting",
+        tags=["search", "Ops"],
+        occurred_at="2026-03-04",
+        path="team/m1.md",
+    )
+    builder.page(
+        "m2",
+        "Design call",
+        "Budget review for the café; naïve estimates.",
+        type="call",
+        tags=["ops"],
+        occurred_at="2026-03-10T15:00:00+01:00",
+        path="team/m2.md",
+    )
+    builder.page(
+        "d1",
+        "Use SQLite FTS5 for search",
+        "FTS5 wins over a vector index. OR NOT AND title:body",
+        kind="claim",
+        type="decision",
+        tags=["search"],
+        occurred_at="2026-02-01T09:00:00Z",
+        path="lab/d1.md",
+    )
+    builder.page(
+        "d2",
+        "Adopt ADR process",
+        "Every decision gets an adr record.",
+        kind="claim",
+        type="adr",
+        path="lab/decisions/d2.md",
+    )
+    builder.page("n1", "Budget notes", "budget budget budget, the quarterly budget", type="note", path="notes/n1.md")
     return builder.open()
 
 
@@ -201,21 +229,72 @@ def test_call_and_methods_return_the_same_dict(store) -> None:
 @pytest.fixture
 def chains(builder: StoreBuilder) -> knowtk.Store:
     b = builder
-    b.page("v1", "Retention ninety days", "Keep logs for ninety days.", kind="claim", type="decision",
-           status="superseded", superseded_by="v2", path="dec/v1.md")
-    b.page("v2", "Retention sixty days", "Keep logs for sixty days.", kind="claim", type="decision", revision=2,
-           status="superseded", superseded_by="v3", path="dec/v2.md")
-    b.page("v3", "Log retention policy", "Logs are kept for thirty days.", kind="claim", type="decision",
-           revision=3, tags=["ops"], path="dec/v3.md")
-    b.page("w1", "Ninety day archive", "Archive after ninety days.", kind="claim", status="superseded",
-           superseded_by="w2", path="dec/w1.md")
+    b.page(
+        "v1",
+        "Retention ninety days",
+        "Keep logs for ninety days.",
+        kind="claim",
+        type="decision",
+        status="superseded",
+        superseded_by="v2",
+        path="dec/v1.md",
+    )
+    b.page(
+        "v2",
+        "Retention sixty days",
+        "Keep logs for sixty days.",
+        kind="claim",
+        type="decision",
+        revision=2,
+        status="superseded",
+        superseded_by="v3",
+        path="dec/v2.md",
+    )
+    b.page(
+        "v3",
+        "Log retention policy",
+        "Logs are kept for thirty days.",
+        kind="claim",
+        type="decision",
+        revision=3,
+        tags=["ops"],
+        path="dec/v3.md",
+    )
+    b.page(
+        "w1",
+        "Ninety day archive",
+        "Archive after ninety days.",
+        kind="claim",
+        status="superseded",
+        superseded_by="w2",
+        path="dec/w1.md",
+    )
     b.page("w2", "Archive withdrawn", "withdrawn", kind="claim", status="withdrawn", path="dec/w2.md")
-    b.page("x1", "Ninety day backups", "Backups kept ninety days.", kind="claim", status="superseded",
-           superseded_by="nowhere", path="dec/x1.md")
-    b.page("direct", "Ninety days of retention", "Direct mention of ninety days retention.", kind="claim",
-           path="dec/direct.md")
-    b.page("y1", "Ninety retention draft", "ninety days retention draft", kind="claim", status="superseded",
-           superseded_by="direct", path="dec/y1.md")
+    b.page(
+        "x1",
+        "Ninety day backups",
+        "Backups kept ninety days.",
+        kind="claim",
+        status="superseded",
+        superseded_by="nowhere",
+        path="dec/x1.md",
+    )
+    b.page(
+        "direct",
+        "Ninety days of retention",
+        "Direct mention of ninety days retention.",
+        kind="claim",
+        path="dec/direct.md",
+    )
+    b.page(
+        "y1",
+        "Ninety retention draft",
+        "ninety days retention draft",
+        kind="claim",
+        status="superseded",
+        superseded_by="direct",
+        path="dec/y1.md",
+    )
     return b.open()
 
 

@@ -78,8 +78,17 @@ def test_record_returns_the_record_whole(builder: StoreBuilder) -> None:
     builder.page("p", "Ada", type="person")
     builder.page("v1", "First", "first body", kind="claim", status="superseded", superseded_by="v2")
     builder.page(
-        "v2", "Second", "second body\nline two\n", kind="claim", revision=2, status="superseded", superseded_by="v3",
-        owner="p", reasoning="because", alternatives=["a", "b"], fields={"x": 1},
+        "v2",
+        "Second",
+        "second body\nline two\n",
+        kind="claim",
+        revision=2,
+        status="superseded",
+        superseded_by="v3",
+        owner="p",
+        reasoning="because",
+        alternatives=["a", "b"],
+        fields={"x": 1},
     )
     builder.page("v3", "Third", kind="claim", revision=3)
     store = builder.open()

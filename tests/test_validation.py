@@ -127,8 +127,16 @@ def test_an_impossible_unquoted_date_costs_only_that_date(builder: StoreBuilder)
 
 @pytest.mark.parametrize(
     "value",
-    ["2024-05-01T10:00", "2024-05-01T10:00:00", "2024-05-01 10:00:00+00:00", "31/12/2024", "2024-13-01",
-     "2022-02-29T08:00:00Z", "2024-05-01T25:00:00Z", "2024-05-01T10:00:00+0100"],
+    [
+        "2024-05-01T10:00",
+        "2024-05-01T10:00:00",
+        "2024-05-01 10:00:00+00:00",
+        "31/12/2024",
+        "2024-13-01",
+        "2022-02-29T08:00:00Z",
+        "2024-05-01T25:00:00Z",
+        "2024-05-01T10:00:00+0100",
+    ],
 )
 def test_dates_without_seconds_or_offset_are_dropped(builder: StoreBuilder, value: str) -> None:
     builder.page("r", "Zebra", "zebra", occurred_at=value)

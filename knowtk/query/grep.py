@@ -13,7 +13,7 @@ from typing import Any
 
 from ..engine import Engine
 from ..errors import InvalidArgument
-from ..keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query
+from ..keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query, top_matches
 from ..snapshot import Snapshot, in_scope
 from ..state import now_utc
 from .args import Param, bound, choice, integer, strings, text
@@ -82,23 +82,48 @@ def grep(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[
         out["index"]["error"] = index.error
         return out
     try:
-        ranked = _ranked(snap, flt, a["lifecycle"], terms, index.main, index.history)
-        page = ranked[a["offset"] : a["offset"] + a["limit"]]
-        out["hits"] = _hits(snap, terms, page, index.main, verifier)
+        end = a["offset"] + a["limit"]
+        total, ranked = _ranking(snap, flt, a["lifecycle"], terms, index.main, index.history, end)
+        out["hits"] = _hits(snap, terms, ranked[a["offset"] : end], index.main, verifier)
     except sqlite3.Error as exc:
         out["index"]["error"] = f"{type(exc).__name__}: {exc}"
         return out
     out["index"] = {"state": "ready", "lag": False}
-    out["total"] = len(ranked)
-    out["nextOffset"] = next_offset(a["offset"], a["limit"], len(ranked), max_offset=MAX_OFFSET)
+    out["total"] = total
+    out["nextOffset"] = next_offset(a["offset"], a["limit"], total, max_offset=MAX_OFFSET)
     return out
 
 
 def _allowed(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int] | None:
+    """The rows of the projection that pass the filters (None: all), computed once per snapshot and filter."""
     if not flt.scope and flt.is_trivial:
         return None
-    records = snap.records
-    return {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+    memo = proj.memo(snap.generation)
+    found = memo.get(("allowed", flt))
+    if found is None:
+        records = snap.records
+        found = memo["allowed", flt] = {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+    return found
+
+
+def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: FtsProjection) -> dict[int, str]:
+    """Superseded wording: history rowid -> the current record it leads to, where that one passes the filters."""
+    memo = history.memo(snap.generation)
+    key = ("replaced", flt, main.mirror)  # it also depends on which ids the main projection holds
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = {}
+        for rid, rowid in history.ids.items():
+            end = snap.chain_ends.get(rid)
+            if (
+                end is not None
+                and end.current is not None
+                and end.current in main.ids
+                and in_scope(snap.records[rid].path, flt.scope)
+                and flt.passes(snap.records[end.current])
+            ):
+                found[rowid] = end.current
+    return found
 
 
 def _ranked(
@@ -109,38 +134,51 @@ def _ranked(
     main: FtsProjection,
     history: FtsProjection,
 ) -> list[tuple[Match, str | None]]:
-    """[(match, current id for a replacement else None)] in result order."""
+    """The whole result in order: [(match, current id for a replacement else None)]."""
+    return _ranking(snap, flt, lifecycle, terms, main, history, None)[1]
+
+
+def _ranking(
+    snap: Snapshot,
+    flt: RecordFilter,
+    lifecycle: str,
+    terms: QueryTerms,
+    main: FtsProjection,
+    history: FtsProjection,
+    end: int | None,
+) -> tuple[int, list[tuple[Match, str | None]]]:
+    """(total, the result up to ``end`` at least; all of it when None) as ``_ranked`` gives it.
+
+    Only the first ``end`` direct matches are put in order; the replacements, few, follow them all.
+    """
     if lifecycle == "superseded":
         sources = [Source(history, _allowed(history, snap, flt))]
     elif lifecycle == "all":
         sources = [Source(main, _allowed(main, snap, flt)), Source(history, _allowed(history, snap, flt))]
     else:
         sources = [Source(main, _allowed(main, snap, flt))]
-    direct = rank(sources, terms)
+    n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
     if lifecycle != "active":
-        return ranked
+        return n_direct, ranked
     # superseded wording: earlier records rank among those whose current record passes the filters
-    current_of: dict[int, str] = {}
-    for rid, rowid in history.ids.items():
-        end = snap.chain_ends.get(rid)
-        if (
-            end is not None
-            and end.current is not None
-            and end.current in main.ids
-            and in_scope(snap.records[rid].path, flt.scope)
-            and flt.passes(snap.records[end.current])
-        ):
-            current_of[rowid] = end.current
+    current_of = _replaced(snap, flt, main, history)
     if not current_of:
-        return ranked
-    seen = {m.id for m in direct}
-    for m in rank([Source(history, set(current_of))], terms):
+        return n_direct, ranked
+    earlier = rank([Source(history, set(current_of))], terms)
+    if not earlier:
+        return n_direct, ranked
+    # a current record that is itself a direct match (it passes the filters already) appears once, there
+    currents = {main.ids[current_of[m.rowid]] for m in earlier}
+    seen = {main.id_of[rowid] for rowid in main.matching(terms, currents)}
+    replacements = 0
+    for m in earlier:
         current = current_of[m.rowid]
         if current not in seen:
             seen.add(current)
             ranked.append((m, current))
-    return ranked
+            replacements += 1
+    return n_direct + replacements, ranked
 
 
 def _hits(

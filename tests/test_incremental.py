@@ -1,0 +1,253 @@
+"""The fast paths give the answers of the slow ones: snapshots updated file by file equal a full
+build, a parallel first scan equals a serial one, and filtered BM25 stays exact for large counts."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+
+import pytest
+
+from knowtk import scan
+from knowtk.engine import Engine
+from knowtk.snapshot import Snapshot, build_snapshot
+from tests.conftest import StoreBuilder
+from tests.test_bm25 import reference_scores
+
+FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
+COMPARED = [f for f in FIELDS if f not in ("generation", "changed_ids", "previous_generation")]
+FOLDERS = ["team", "team/notes", "ops", "ops/old", "misc"]
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+
+
+def snapshot_state(engine: Engine, snap: Snapshot) -> dict:
+    out = {name: getattr(snap, name) for name in COMPARED}
+    out["folders"] = snap.folders
+    out["fingerprints"] = {scope: snap.fingerprint(scope) for scope in [(), *[(f,) for f in snap.folders]]}
+    out["desired"] = engine._desired(snap)
+    return out
+
+
+def full_state(engine: Engine, snap: Snapshot) -> dict:
+    """What a from-scratch build of the same files (same safeguards, same instant) gives."""
+    full = build_snapshot(engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at)
+    saved = engine._keyword_desired, engine._keyword_base
+    engine._keyword_desired = None
+    try:
+        return snapshot_state(engine, full)
+    finally:
+        engine._keyword_desired, engine._keyword_base = saved
+
+
+class RandomStore:
+    """A store of small records that link to each other, edited at random."""
+
+    def __init__(self, builder: StoreBuilder, seed: int) -> None:
+        self.b, self.rng = builder, random.Random(seed)
+        self.paths: dict[str, str] = {}  # path -> id it holds
+        self.serial = 0
+
+    def meta(self, rid: str) -> dict:
+        rng = self.rng
+        ids = sorted(set(self.paths.values())) or [rid]
+        meta: dict = {"id": rid, "kind": "page", "title": f"{rng.choice(WORDS)} {rid}"}
+        if rng.random() < 0.3:
+            meta["aliases"] = [f"{rng.choice(WORDS)} alias", rid.upper()]
+        if rng.random() < 0.25:
+            meta["entities"] = rng.sample(ids, min(len(ids), rng.randint(1, 2)))
+        if rng.random() < 0.15:
+            meta["depends_on"] = [rng.choice([*ids, "missing-one"])]
+        if rng.random() < 0.1:
+            meta.update(kind="relationship", **{"from": rng.choice(ids), "to": rng.choice(ids)})
+        if rng.random() < 0.15:
+            meta.update(status="superseded", superseded_by=rng.choice([*ids, "nowhere"]))
+        elif rng.random() < 0.08:
+            meta["status"] = "withdrawn"
+        if rng.random() < 0.1:
+            meta["expires_at"] = rng.choice(["2001-01-01", "2999-01-01", "2024-02-30"])
+        if rng.random() < 0.2:
+            meta["revision"] = rng.randint(1, 4)
+        return meta
+
+    def write(self, path: str, rid: str) -> None:
+        self.serial += 1
+        body = " ".join(self.rng.choices(WORDS, k=8)) + f" serial{self.serial}"
+        self.b.write(path, self.meta(rid), body)
+        self.paths[path] = rid
+
+    def new_path(self) -> str:
+        self.serial += 1
+        return f"{self.rng.choice(FOLDERS)}/f{self.serial}.md"
+
+    def step(self) -> str:
+        rng, paths = self.rng, self.paths
+        action = rng.choice(["edit", "edit", "add", "remove", "rename", "duplicate", "break", "restate"])
+        if not paths or action == "add":
+            self.write(self.new_path(), f"r{self.serial}")
+        elif action == "edit":
+            path = rng.choice(sorted(paths))
+            self.write(path, paths[path])
+        elif action == "remove":
+            path = rng.choice(sorted(paths))
+            self.b.remove(path)
+            del paths[path]
+        elif action == "rename":
+            path = rng.choice(sorted(paths))
+            target = self.new_path()
+            (self.b.root / path).rename(self.b.root / target)
+            paths[target] = paths.pop(path)
+        elif action == "duplicate":
+            self.write(self.new_path(), rng.choice(sorted(paths.values())))
+        elif action == "break":
+            path = rng.choice(sorted(paths))
+            self.b.raw(path, "---\nid: [broken\n---\n")
+            paths[path] = ""
+        else:  # a superseded or withdrawn id comes back as active: the safeguards decide
+            path = rng.choice(sorted(paths))
+            if paths[path]:
+                self.b.page(paths[path], "Back again", path=path, revision=rng.randint(1, 6))
+        return action
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_updated_snapshots_equal_a_full_build(builder: StoreBuilder, seed: int) -> None:
+    store = RandomStore(builder, seed)
+    for _ in range(40):
+        store.write(store.new_path(), f"r{store.serial}")
+    builder.write("knowtk.yaml", "name: x")  # not a record
+    engine = Engine(builder.root)
+    snap = engine.snapshot()
+    assert snap.changed_ids is None
+    assert snapshot_state(engine, snap) == full_state(engine, snap)
+    for i in range(60):
+        action = store.step()
+        before = engine.snapshot()
+        snap = engine.snapshot()
+        assert snap is before  # nothing changed between the two calls
+        assert snapshot_state(engine, snap) == full_state(engine, snap), (i, action)
+        assert snap.changed_ids is not None and snap.previous_generation == snap.generation - 1
+        assert engine._keyword_base is not None  # reconcile compares the changed ids only
+        engine.keyword(snap)  # the projections follow the patched desired maps
+        index = engine._keyword
+        assert index is not None
+        assert (index.main.shas, index.history.shas) == engine._desired(snap)
+    engine.close()
+
+
+def test_one_edit_changes_only_its_record(builder: StoreBuilder) -> None:
+    for i in range(20):
+        builder.page(f"r{i}", f"Record {i}", "words", entities=["person"] if i % 2 else [])
+    builder.page("person", "A person")
+    engine = Engine(builder.root)
+    engine.snapshot()
+    builder.page("r3", "Record 3", "other words", entities=["person"])
+    assert engine.snapshot().changed_ids == {"r3"}
+    builder.page("person", "A person", status="withdrawn")  # every record that names it goes too
+    snap = engine.snapshot()
+    assert snap.changed_ids == {"person", *(f"r{i}" for i in range(20) if i % 2 or i == 3)}
+    engine.close()
+
+
+def test_a_sighting_by_another_process_reaches_records_this_one_did_not_touch(builder: StoreBuilder, tmp_path) -> None:
+    builder.page("c", "Zebra claim", kind="claim")
+    builder.page("d", "Other")
+    late = Engine(builder.root)
+    late.snapshot()
+    active = (builder.root / "c.md").read_bytes()
+    builder.page("c", "Zebra claim", kind="claim", status="withdrawn")
+    other = Engine(builder.root)  # another process sees the withdrawal and records it
+    other.snapshot()
+    other.close()
+    (builder.root / "c.md").write_bytes(active)  # the same bytes as `late` last saw: not touched for it
+    builder.page("d", "Other, edited")
+    snap = late.snapshot()
+    assert snap.lifecycle["c"] == "withdrawn" and "c" in snap.changed_ids
+    assert snapshot_state(late, snap) == full_state(late, snap)
+    late.close()
+
+
+def build_varied_store(builder: StoreBuilder) -> None:
+    for i in range(70):
+        folder = ["a", "b", "b/c"][i % 3]
+        builder.page(f"r{i:02d}", f"Alpha {i}", f"alpha beta {'gamma ' * (i % 5)}", path=f"{folder}/r{i:02d}.md")
+    builder.page("r05", "Duplicate of r05", path="a/dup.md")
+    builder.raw("a/broken.md", "---\nid: [\n---\n")
+    builder.raw("b/latin1.md", b"---\nid: x\nkind: page\n---\ncaf\xe9\n")
+    builder.page("big", "Too big", "alpha " * 400, path="b/big.md")
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["fork", "forkserver"])
+def test_a_parallel_first_scan_equals_a_serial_one(
+    make_builder, tmp_path, monkeypatch: pytest.MonkeyPatch, threaded: bool
+) -> None:
+    builder = make_builder("store")
+    build_varied_store(builder)
+    if threaded:  # as in a Jupyter kernel: workers come from a fork server, not from this process
+        monkeypatch.setattr(threading, "active_count", lambda: 2)
+    context = scan._pool_context()
+    if context is None:
+        pytest.skip("this process cannot start parse workers (a script's __main__ would run again in them)")
+    assert context.get_start_method() == ("forkserver" if threaded else "fork")
+    answers = []
+    for parallel in (False, True):
+        engine = Engine(builder.root, state_dir=tmp_path / f"state-{parallel}", max_file_bytes=1500)
+        engine.scanner.parallel_min_files = 1 if parallel else 10**9
+        snap = engine.snapshot()
+        index = engine.keyword(snap)
+        rows = sorted((rid, index.main.tokens[rowid]) for rid, rowid in index.main.ids.items())
+        state = {k: v for k, v in snapshot_state(engine, snap).items() if k not in ("scanned_at", "evaluated_at")}
+        answers.append((state, rows, engine.scanner.reads, engine.scanner.parses))
+        engine.close()
+    assert answers[0] == answers[1]
+    assert answers[0][2] == 73 and answers[0][3] == 73  # every file read and parsed once, the big one never
+
+
+@pytest.mark.parametrize(
+    ("query", "mode", "expression"),
+    [("alpha", "all", '"alpha"'), ("alpha beta", "any", '"alpha" OR "beta"'), ("beta alpha", "phrase", '"beta alpha"')],
+)
+def test_filtered_bm25_is_exact_for_large_counts(builder: StoreBuilder, query: str, mode: str, expression: str) -> None:
+    rng = random.Random(5)
+    for i in range(30):
+        body = " ".join(rng.choices(["alpha", "beta", "other", "words"], k=rng.choice([3, 50, 5000, 40000])))
+        title = " ".join(["alpha"] * rng.randint(0, 30))
+        kind, aliases = ["page", "claim"][i % 2], ["beta alpha"] * (i % 3)
+        builder.page(f"r{i:02d}", title or "none", body, kind=kind, aliases=aliases)
+    res = builder.open().call("knowledge_grep", {"query": query, "mode": mode, "kind": "claim", "limit": 50})
+    expected = reference_scores(builder, lambda p, m: m["kind"] == "claim", expression)
+    assert res["total"] == len(expected)
+    assert [h["id"] for h in res["hits"]] == [i for i, _ in expected]
+    for hit, (_, theirs) in zip(res["hits"], expected, strict=True):
+        assert hit["score"] == pytest.approx(theirs, rel=1e-12, abs=1e-15)
+
+
+def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None:
+    """grep orders only the first offset + limit direct matches; pages must still be slices of the whole."""
+    from knowtk.query.common import RecordFilter
+    from knowtk.query.grep import _ranked, parse_terms
+
+    rng = random.Random(11)
+    for i in range(60):
+        meta, body = {"kind": ["page", "claim"][i % 2]}, " ".join(rng.choices(WORDS, k=6))
+        if i % 4 == 0 and i:  # superseded, worded as the query; its replacement may match or not
+            meta.update(status="superseded", superseded_by=f"r{rng.randrange(60):02d}")
+            body += " zulu"
+        elif i % 3 == 0:
+            body += " zulu"
+        builder.page(f"r{i:02d}", " ".join(rng.choices(WORDS, k=2)), body, **meta)
+    store = builder.open()
+    engine = store.engine
+    for query, mode, filters in [("zulu", "all", {}), ("zulu beta", "any", {}), ("zulu", "all", {"kind": "claim"})]:
+        snap = engine.snapshot()
+        index = engine.keyword(snap)
+        flt = RecordFilter.from_args(snap, {"kind": (filters["kind"],)} if filters else {})
+        terms = parse_terms(engine.state.conn, query, mode)
+        whole = [(m.id, current) for m, current in _ranked(snap, flt, "active", terms, index.main, index.history)]
+        assert any(current for _, current in whole)  # the case under test: replacements after direct matches
+        for offset, limit in [(0, 1), (0, 5), (3, 7), (10, 20), (0, 50)]:
+            args = {"query": query, "mode": mode, "offset": offset, "limit": limit, **filters}
+            res = store.call("knowledge_grep", args)
+            assert res["total"] == len(whole)
+            page = [(h["id"], None) if h["via"] is None else (h["via"]["id"], h["id"]) for h in res["hits"]]
+            assert page == whole[offset : offset + limit]
