@@ -18,7 +18,7 @@ from .errors import RecordNotFound
 from .keyword import FtsProjection, Match, QueryTerms
 from .query.args import validate
 from .query.common import RecordFilter
-from .query.grep import GREP_PARAMS, MAX_OFFSET, _ranked, parse_terms
+from .query.grep import GREP_PARAMS, MAX_OFFSET, ranked_matches, parse_terms
 from .records import Issue
 from .snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
@@ -116,7 +116,7 @@ def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any
     index = engine.keyword(snap)
     error = index.error
     try:
-        ranked = [] if error else _ranked(snap, flt, args["lifecycle"], terms, index.main, index.history)
+        ranked = [] if error else ranked_matches(snap, flt, args["lifecycle"], terms, index.main, index.history)
     except sqlite3.Error as exc:
         error = f"{type(exc).__name__}: {exc}"
     if error:

@@ -225,7 +225,7 @@ def test_filtered_bm25_is_exact_for_large_counts(builder: StoreBuilder, query: s
 def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None:
     """grep orders only the first offset + limit direct matches; pages must still be slices of the whole."""
     from knowtk.query.common import RecordFilter
-    from knowtk.query.grep import _ranked, parse_terms
+    from knowtk.query.grep import ranked_matches, parse_terms
 
     rng = random.Random(11)
     for i in range(60):
@@ -243,7 +243,7 @@ def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None
         index = engine.keyword(snap)
         flt = RecordFilter.from_args(snap, {"kind": (filters["kind"],)} if filters else {})
         terms = parse_terms(engine.state.conn, query, mode)
-        whole = [(m.id, current) for m, current in _ranked(snap, flt, "active", terms, index.main, index.history)]
+        whole = [(m.id, current) for m, current in ranked_matches(snap, flt, "active", terms, index.main, index.history)]
         assert any(current for _, current in whole)  # the case under test: replacements after direct matches
         for offset, limit in [(0, 1), (0, 5), (3, 7), (10, 20), (0, 50)]:
             args = {"query": query, "mode": mode, "offset": offset, "limit": limit, **filters}

@@ -28,7 +28,7 @@ from .citations import (
 )
 from .common import KINDS, LIFECYCLES, TIME_FIELDS, RecordFilter, coverage, freshness, next_offset, record_summary
 
-__all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms"]
+__all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
 
 MAX_TOKENS = 64
 MAX_OFFSET = 500
@@ -126,7 +126,7 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
     return found
 
 
-def _ranked(
+def ranked_matches(
     snap: Snapshot,
     flt: RecordFilter,
     lifecycle: str,
@@ -147,7 +147,7 @@ def _ranking(
     history: FtsProjection,
     end: int | None,
 ) -> tuple[int, list[tuple[Match, str | None]]]:
-    """(total, the result up to ``end`` at least; all of it when None) as ``_ranked`` gives it.
+    """(total, the result up to ``end`` at least; all of it when None) as ``ranked_matches`` gives it.
 
     Only the first ``end`` direct matches are put in order; the replacements, few, follow them all.
     """
