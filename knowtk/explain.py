@@ -18,7 +18,7 @@ from .errors import RecordNotFound
 from .keyword import FtsProjection, Match, QueryTerms
 from .query.args import validate
 from .query.common import RecordFilter
-from .query.grep import GREP_PARAMS, MAX_OFFSET, ranked_matches, parse_terms
+from .query.grep import GREP_PARAMS, MAX_OFFSET, parse_terms, ranked_matches
 from .records import Issue
 from .snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 

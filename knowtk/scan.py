@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Protocol
@@ -224,9 +225,15 @@ class Scanner:
         if context is None:
             yield from zip(changed, changed.values(), map(load, changed, changed.values(), known), strict=True)
             return
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            answers = pool.map(load, changed, changed.values(), known, chunksize=128)
-            yield from zip(changed, changed.values(), answers, strict=True)
+        paths, stats, done = list(changed), list(changed.values()), 0
+        try:
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                for answer in pool.map(load, paths, stats, known, chunksize=128):
+                    yield paths[done], stats[done], answer
+                    done += 1
+        except (BrokenProcessPool, OSError):  # no worker could start (a sandbox, a limit): parse here
+            rest = zip(paths[done:], stats[done:], known[done:], strict=True)
+            yield from ((path, st, load(path, st, sha)) for path, st, sha in rest)
 
     def read_body(self, path: str, sha256: str) -> str | None:
         """The body of a record file as it is now, or None if it no longer has this hash."""

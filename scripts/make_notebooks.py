@@ -51,7 +51,6 @@ import tempfile
 from pathlib import Path
 
 import frontmatter
-import pandas as pd
 
 import knowtk
 from knowtk.widgets import GrepWidget, diff_frame
@@ -72,26 +71,6 @@ work = Path(tempfile.mkdtemp(prefix="knowtk-proto-")) / "demo"
 shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
 store = knowtk.open_store(work)  # a scratch copy: its state may live inside it
 print("working copy:", work.name, "·", store.records(limit=1)["total"], "active records")"""
-
-PEPS_SETUP = f"""\
-import tempfile
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-import pandas as pd
-
-import knowtk
-from knowtk.chains import chain_edges, chain_summary, plot_chains
-
-pd.set_option("display.max_colwidth", 90)
-{FIND_REPO}
-PEPS = REPO.parent / "shared" / "corpora" / "peps"
-if PEPS.is_dir():
-    store = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
-    print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")
-else:
-    store = None
-    print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this notebook skips its cells.")"""
 
 
 def md(text: str) -> Cell:
@@ -292,151 +271,6 @@ SUPERSESSION: list[Cell] = [
     answers = [store.explain(rid, query=q) for rid, q in asked]
     pd.DataFrame([{k: ex[k] for k in ("id", "query", "status", "rule", "message")} for ex in answers]).convert_dtypes()
     """),
-    md("""
-    ## Searching the earlier versions directly
-
-    `lifecycle="superseded"` searches only superseded records and follows no replacements;
-    `"all"` searches active and superseded records together.
-    """),
-    code("""
-    pd.concat(
-        {lc: store.grep("columnar", lifecycle=lc).to_frame()[["rank", "id", "lifecycle", "score", "via_id"]]
-         for lc in ("active", "superseded", "all")},
-        names=["lifecycle searched", "row"],
-    )
-    """),
-    md("""
-    ## What the snapshot reported about chains
-    """),
-    code("""
-    issues = pd.DataFrame(store.records(limit=1)["coverage"]["issues"])
-    issues[issues["code"].str.startswith(("supersession", "stale"))][["code", "id", "message"]]
-    """),
-    md("""
-    ## The chain widget
-
-    `ChainWidget(store)` draws the chains of the store or of the record picked in its menu, with
-    the summary and the edges beneath.
-    """),
-    code("""
-    from knowtk.widgets import ChainWidget
-
-    ChainWidget(store, "dec-2026-015")
-    """),
-]
-
-PROTOTYPING: list[Cell] = [
-    md("""
-    # 04 · Prototyping query behaviour
-
-    Change a record, run the same query again, see what moved. This notebook works on a *copy* of
-    the demo store in a temporary folder, so `data/fixtures/demo/` is never edited. The edits use
-    python-frontmatter, as a script or an editor would; the grep widget keeps the last two answers
-    of the same query and shows new, removed and moved hits.
-    """),
-    ("code", PROTOTYPING_SETUP),
-    md("""
-    ## The query
-
-    Five records mention the retention policy:
-    """),
-    code("""
-    w = GrepWidget(store, "retention policy")
-    w.frame[["rank", "id", "title", "score", "matches"]]
-    """),
-    md("""
-    ## Edit 1: give a record an alias
-
-    The privacy checklist gains the alias *Retention policy checklist*. Aliases weigh 6 against the
-    body's 1, so it should enter near the top and push the others down.
-    """),
-    code("""
-    path = work / "notes" / "privacy-checklist.md"
-    post = frontmatter.load(path)
-    post["aliases"] = ["Retention policy checklist"]
-    frontmatter.dump(post, path)
-
-    w.refresh()  # the same query on the same page: .diff compares it with the previous answer
-    print({k: w.diff[k] for k in ("new", "removed", "moved")})
-    diff_frame(w.diff)
-    """),
-    md("""
-    ## Edit 2: supersede the FAQ
-
-    A new note replaces the FAQ. It never says *retention policy*, yet the query still finds it,
-    through the FAQ it supersedes (superseded wording):
-    """),
-    code("""
-    note = frontmatter.Post(
-        "# Raw data handling\\n\\nRaw audio and video are deleted once the transcript is checked.\\n",
-        id="note-raw-data-handling", kind="page", type="memo", title="Raw data handling",
-        tags=["privacy"], author="Uma Krishnan",
-    )
-    frontmatter.dump(note, work / "notes" / "raw-data-handling.md")
-    faq_path = work / "notes" / "retention-policy-faq.md"
-    faq = frontmatter.load(faq_path)
-    faq["status"], faq["superseded_by"] = "superseded", "note-raw-data-handling"
-    frontmatter.dump(faq, faq_path)
-
-    w.refresh()
-    for rid in ("note-raw-data-handling", "note-retention-policy-faq"):
-        print(rid, "→", store.explain(rid, query="retention policy")["message"])
-    diff_frame(w.diff)
-    """),
-    md("""
-    ## Edit 3: withdraw the replacement
-
-    Now the FAQ's chain ends at a withdrawn record, and an active search returns nothing for it.
-    """),
-    code("""
-    note_path = work / "notes" / "raw-data-handling.md"
-    note = frontmatter.load(note_path)
-    note["status"] = "withdrawn"
-    frontmatter.dump(note, note_path)
-
-    w.refresh()
-    print(store.explain("note-retention-policy-faq", query="retention policy")["message"])
-    diff_frame(w.diff)
-    """),
-    md("""
-    ## Undoing a withdrawal does not bring it back
-
-    The store's state remembers withdrawals, so that a stale copy of a file cannot resurrect a
-    withdrawn record. Setting the file back to active is reported, and ignored:
-    """),
-    code("""
-    note["status"] = "active"
-    frontmatter.dump(note, note_path)
-    ex = store.explain("note-raw-data-handling", query="raw data")
-    print(ex["status"], ex["rule"], "—", ex["message"])
-    """),
-    md("""
-    ## The widget after the edits
-
-    The table, the selected record, why it is there, and (in the *changes* tab) what the last
-    re-run changed.
-    """),
-    code("""
-    w
-    """),
-    md("""
-    ## The bundled store is untouched
-    """),
-    code("""
-    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
-    """),
-]
-
-PEPS: list[Cell] = [
-    md("""
-    # 05 · A real corpus: the PEPs
-
-    The Python Enhancement Proposals as a knowtk store: 736 PEP pages and 364 person pages, 21
-    PEPs superseded by others. It lives in `shared/corpora/peps`, beside the repository. It is
-    read-only data, so its state goes to a temporary folder (`state_dir`). When the folder is
-    absent, this notebook says so and skips its cells.
-    """),
-    ("code", PEPS_SETUP),
     md("""
     ## Searching the earlier versions directly
 

@@ -225,7 +225,7 @@ def test_filtered_bm25_is_exact_for_large_counts(builder: StoreBuilder, query: s
 def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None:
     """grep orders only the first offset + limit direct matches; pages must still be slices of the whole."""
     from knowtk.query.common import RecordFilter
-    from knowtk.query.grep import ranked_matches, parse_terms
+    from knowtk.query.grep import parse_terms, ranked_matches
 
     rng = random.Random(11)
     for i in range(60):
@@ -243,7 +243,9 @@ def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None
         index = engine.keyword(snap)
         flt = RecordFilter.from_args(snap, {"kind": (filters["kind"],)} if filters else {})
         terms = parse_terms(engine.state.conn, query, mode)
-        whole = [(m.id, current) for m, current in ranked_matches(snap, flt, "active", terms, index.main, index.history)]
+        whole = [
+            (m.id, current) for m, current in ranked_matches(snap, flt, "active", terms, index.main, index.history)
+        ]
         assert any(current for _, current in whole)  # the case under test: replacements after direct matches
         for offset, limit in [(0, 1), (0, 5), (3, 7), (10, 20), (0, 50)]:
             args = {"query": query, "mode": mode, "offset": offset, "limit": limit, **filters}
@@ -251,3 +253,23 @@ def test_a_page_is_the_slice_of_the_whole_ranking(builder: StoreBuilder) -> None
             assert res["total"] == len(whole)
             page = [(h["id"], None) if h["via"] is None else (h["via"]["id"], h["id"]) for h in res["hits"]]
             assert page == whole[offset : offset + limit]
+
+
+def test_parse_workers_that_cannot_start_fall_back_to_this_process(
+    make_builder, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = make_builder("store")
+    build_varied_store(builder)
+    monkeypatch.setattr(scan, "_pool_context", lambda: object())
+
+    class NoWorkers:
+        def __init__(self, *args, **kwargs) -> None:
+            raise OSError("fork: resource temporarily unavailable")
+
+    monkeypatch.setattr(scan, "ProcessPoolExecutor", NoWorkers)
+    engine = Engine(builder.root, state_dir=tmp_path / "state", max_file_bytes=1500)
+    engine.scanner.parallel_min_files = 1
+    snap = engine.snapshot()
+    assert engine.scanner.reads == engine.scanner.parses == 73
+    assert len(snap.records) > 0
+    engine.close()
