@@ -207,6 +207,24 @@ QUICKSTART: list[Cell] = [
     code("""
     store.grep("zebrafish").to_frame()[["id", "title", "snippet_field", "match_located", "line_start", "line_end"]]
     """),
+    md("""
+    ## knowl_query
+
+    The project-knowledge surface over the same store and index: three items by default, content
+    cut at 2,000 characters, `score` min-max scaled over the page (order by it) and, when the
+    `semantic` extra is installed, `cosine` on an absolute scale (judge by it). Without the extra,
+    `score` says `uncalibrated (...)`. `explain=True` adds the raw BM25 and its per-field parts.
+    """),
+    code("""
+    from knowtk.widgets import KnowlWidget
+
+    answer = store.knowl("vector index sqlite", explain=True)
+    print(answer["ranking"]["method"], "·", answer["provenance"][:60], "…")
+    answer.to_frame()[["id", "title", "score", "cosine", "truncated", "category", "status"]]
+    """),
+    code("""
+    KnowlWidget(store)
+    """),
 ]
 
 SUPERSESSION: list[Cell] = [
