@@ -135,12 +135,7 @@ RECORD: list[Column] = [
 
 # timeline and chronicle rows: a date-only row is an interval [start, end) one UTC day long, never an instant
 TIMELINE: list[Column] = [
-    ("id", STRING, key("id")),
-    ("kind", STRING, key("kind")),
-    ("type", STRING, key("type")),
-    ("title", STRING, key("title")),
-    ("summary", STRING, key("summary")),
-    ("lifecycle", STRING, key("lifecycle")),
+    *SUMMARY[:6],  # id, kind, type, title, summary, lifecycle
     ("path", STRING, key("path")),
     ("time_field", STRING, key("timeField")),
     ("value", STRING, key("value")),

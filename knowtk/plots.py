@@ -57,6 +57,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from knowtk.chains import EDGE_COLUMNS
 from knowtk.errors import InvalidArgument
 
 __all__ = ["LANES", "plot_chains", "plot_chronicle", "plot_timeline"]
@@ -1002,24 +1003,7 @@ def _build_chains(edges: pd.DataFrame) -> list[_Chain]:
     def col(name: str) -> list[Any]:
         return edges[name].tolist() if name in edges.columns else [None] * len(edges)
 
-    cols = {
-        name: col(name)
-        for name in (
-            "chain",
-            "from_id",
-            "from_title",
-            "from_revision",
-            "from_lifecycle",
-            "from_date",
-            "to_id",
-            "to_title",
-            "to_revision",
-            "to_lifecycle",
-            "to_date",
-            "cycle",
-            "chain_end",
-        )
-    }
+    cols = {name: col(name) for name in EDGE_COLUMNS}
     for i in range(len(edges)):
         number = cols["chain"][i]
         chain = chains.setdefault(number, _Chain(number, end=""))

@@ -10,12 +10,25 @@ from ..datevalues import format_utc
 from ..errors import InvalidArgument
 from ..records import Record
 from ..snapshot import Snapshot, in_scope
+from .args import Param, bound, choice, strings
 
-__all__ = ["RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
+__all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
 
 KINDS = ("page", "claim", "relationship")
 LIFECYCLES = ("active", "superseded", "all")
 TIME_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
+
+# the filters knowledge_grep and knowledge_records share (RecordFilter applies them)
+FILTER_PARAMS = (
+    Param("kind", strings(allowed=KINDS)),
+    Param("type", strings()),
+    Param("tag", strings()),
+    Param("lifecycle", choice(*LIFECYCLES), "active"),
+    Param("timeField", choice(*TIME_FIELDS)),
+    Param("since", bound(upper=False)),
+    Param("until", bound(upper=True)),
+    Param("scope", lambda name, v: v),  # checked against the snapshot's folders by normalize_scope
+)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from ..state import now_utc
 from ..temporal import TemporalProjection, from_us, reconciled, to_us
 from .args import Param, boolean, bound, choice, integer, text, time_zone
 from .citations import EvidenceVerifier
-from .common import TIME_FIELDS, coverage, freshness, lifecycle_of
+from .common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
 
 __all__ = [
     "BUDGET_BYTES",
@@ -397,7 +397,6 @@ def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> d
         details = _source_details(engine, snap, proj, s, [h.id for h in window if group and h.is_source])
     rendered = ({**_row(snap, h, s.field), **details.get(h.id, {})} for h in window)
     rows, sources, truncated = _within_budget(snap, rendered, a["include_sources"])
-    end = offset + len(rows)
     return _response(
         snap,
         proj,
@@ -405,7 +404,7 @@ def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> d
         rows=rows,
         total=len(hits),
         offset=offset,
-        nextOffset=end if rows and end < len(hits) else None,
+        nextOffset=next_offset(offset, len(rows), len(hits)),  # the budget may end a page early
         sources=sources,
         sourcesTruncated=truncated,
     )
@@ -463,7 +462,6 @@ def chronicle_last_seen(engine: Engine, a: dict[str, Any], verifier: EvidenceVer
 def _paged(engine: Engine, snap: Snapshot, queried_at: datetime, s: Select, offset: int, limit: int) -> dict[str, Any]:
     proj, hits = _select(engine, snap, s)
     rows = [_row(snap, h, s.field) for h in hits[offset : offset + limit]]
-    end = offset + len(rows)
     return _response(
         snap,
         proj,
@@ -471,5 +469,5 @@ def _paged(engine: Engine, snap: Snapshot, queried_at: datetime, s: Select, offs
         rows=rows,
         total=len(hits),
         offset=offset,
-        nextOffset=end if rows and end < len(hits) else None,
+        nextOffset=next_offset(offset, limit, len(hits)),
     )

@@ -16,7 +16,7 @@ from ..errors import InvalidArgument
 from ..keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query, top_matches
 from ..snapshot import Snapshot, in_scope
 from ..state import now_utc
-from .args import Param, bound, choice, integer, strings, text
+from .args import Param, choice, integer, text
 from .citations import (
     LARGE_BODY_BYTES,
     EvidenceVerifier,
@@ -26,7 +26,14 @@ from .citations import (
     opening_excerpt,
     spans,
 )
-from .common import KINDS, LIFECYCLES, TIME_FIELDS, RecordFilter, coverage, freshness, next_offset, record_summary
+from .common import (
+    FILTER_PARAMS,
+    RecordFilter,
+    coverage,
+    freshness,
+    next_offset,
+    record_summary,
+)
 
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
 
@@ -35,14 +42,7 @@ MAX_OFFSET = 500
 GREP_PARAMS = (
     Param("query", text(500), required=True),
     Param("mode", choice("all", "any", "phrase"), "all"),
-    Param("kind", strings(allowed=KINDS)),
-    Param("type", strings()),
-    Param("tag", strings()),
-    Param("lifecycle", choice(*LIFECYCLES), "active"),
-    Param("timeField", choice(*TIME_FIELDS)),
-    Param("since", bound(upper=False)),
-    Param("until", bound(upper=True)),
-    Param("scope", lambda name, v: v),
+    *FILTER_PARAMS,
     Param("limit", integer(1, 50), 20),
     Param("offset", integer(0, MAX_OFFSET), 0),
 )

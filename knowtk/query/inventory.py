@@ -14,21 +14,21 @@ from ..errors import StoreUnavailable
 from ..records import Record
 from ..snapshot import Snapshot
 from ..state import now_utc
-from .args import Param, bound, choice, integer, strings, text
+from .args import Param, integer, text
 from .citations import EvidenceVerifier
-from .common import KINDS, LIFECYCLES, TIME_FIELDS, RecordFilter, coverage, freshness, next_offset, record_summary
+from .common import (
+    FILTER_PARAMS,
+    RecordFilter,
+    coverage,
+    freshness,
+    next_offset,
+    record_summary,
+)
 
 __all__ = ["RECORDS_PARAMS", "RECORD_PARAMS", "full_record", "inventory", "one_record"]
 
 RECORDS_PARAMS = (
-    Param("kind", strings(allowed=KINDS)),
-    Param("type", strings()),
-    Param("tag", strings()),
-    Param("lifecycle", choice(*LIFECYCLES), "active"),
-    Param("timeField", choice(*TIME_FIELDS)),
-    Param("since", bound(upper=False)),
-    Param("until", bound(upper=True)),
-    Param("scope", lambda name, v: v),
+    *FILTER_PARAMS,
     Param("limit", integer(1, 1000), 100),
     Param("offset", integer(0), 0),
 )
