@@ -121,8 +121,7 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "means the best match is weak. Judge with cosine, order with score. When no calibrated number exists "
         "score is the string 'uncalibrated (<reason>)' and cosine is absent: judge the content itself. category "
         "is a hint: when it matches nothing the query is retried once without it (categoryRetry, notes). limit "
-        "defaults to 3. repos and scope apply only when the server links other stores (a workspace). "
-        + PROVENANCE
+        "defaults to 3. repos and scope apply only when the server links other stores (a workspace). " + PROVENANCE
     ),
 }
 
@@ -176,7 +175,10 @@ def _candidate(r: dict[str, Any]) -> dict[str, Any]:
     return {**_pick(r, _RECORD_KEYS), "aliases": r.get("aliases") or []}
 
 
-_DATED_KEYS = ("id", "title", "kind", "type", "lifecycle", "path", "timeField", "value", "dateOnly", "start", "end", "entities")
+_DATED_KEYS = (
+    *("id", "title", "kind", "type", "lifecycle", "path"),
+    *("timeField", "value", "dateOnly", "start", "end", "entities"),
+)
 
 
 def _dated_row(r: dict[str, Any]) -> dict[str, Any]:

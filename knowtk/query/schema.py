@@ -51,7 +51,7 @@ ARGUMENT_DOCS: dict[str, dict[str, str]] = {
             "1-64 word tokens. Punctuation separates tokens; OR, NOT, quotes and column syntax are plain words. "
             "Case- and accent-insensitive, no stemming or prefix matching."
         ),
-        "mode": "all: every token must match (default); any: any token; phrase: tokens adjacent, in order, in one field.",
+        "mode": "all: every token must match (default); any: one is enough; phrase: adjacent, in order, in one field.",
         **_FILTERS,
         "limit": _PAGE_LIMIT,
         "offset": _OFFSET,
