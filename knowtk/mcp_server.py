@@ -18,7 +18,6 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -27,46 +26,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
+from .agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, Target, compact, error_payload, open_target, output_schema
 from .errors import KnowtkError
 from .query import TOOLS
 from .query.schema import input_schema
-from .store import Store, open_store
-from .workspace import Workspace
 
-__all__ = ["Target", "build_server", "open_target", "serve"]
+__all__ = ["build_server", "serve"]
 
 log = logging.getLogger("knowtk.mcp")
-
-
-@dataclass
-class Target:
-    """What the server answers from: a store, and a workspace of it plus linked stores for knowl_query."""
-
-    store: Store
-    workspace: Workspace | None = None
-
-    def call(self, tool: str, args: Mapping[str, Any] | None) -> dict[str, Any]:
-        if tool == "knowl_query" and self.workspace is not None:
-            return self.workspace.call(tool, args)
-        return self.store.call(tool, args)
-
-
-def open_target(
-    store: str | os.PathLike[str],
-    *,
-    state_dir: str | os.PathLike[str] | None = None,
-    links: Mapping[str, str | os.PathLike[str]] | None = None,
-) -> Target:
-    """Open the store, and its linked stores as a Workspace (their state goes to ``state_dir/linked/NAME``)."""
-    local = open_store(store, state_dir=state_dir)
-    if not links:
-        return Target(local)
-    linked = {
-        name: open_store(path, state_dir=None if state_dir is None else os.path.join(state_dir, "linked", name))
-        for name, path in links.items()
-    }
-    return Target(local, Workspace(local, linked))
 
 
 def _tools(complete: bool) -> list[types.Tool]:
