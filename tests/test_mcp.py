@@ -51,7 +51,7 @@ def _probes(schema: dict[str, Any]) -> list[Any]:
             item = (part.get("items") or {}).get("enum", ["x"])[0]
             values += [[item] * part["maxItems"], [item] * (part["maxItems"] + 1)]
         enum = part.get("enum") or (part.get("items") or {}).get("enum") or []
-        values += list(enum) + [list(enum)]
+        values += [*enum, list(enum)]
     return values
 
 
@@ -116,7 +116,7 @@ def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None
 
 
 def test_a_fifty_hit_page_is_compact(builder: StoreBuilder) -> None:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
     for i in range(60):
         body = " ".join(words * 40) + f" number {i}"  # long bodies: the row keeps a short snippet only
         builder.page(f"p-{i:03d}", f"Alpha page {i}", body, summary="s" * 400)
@@ -311,7 +311,7 @@ def test_malformed_messages_do_not_stop_the_server(demo: Path) -> None:
                 "method": "tools/call",
                 "params": {"name": "knowledge_lookup", "arguments": {"query": "dec-2026-021"}},
             }
-        ),  # fmt: skip
+        ),
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "knowtk", "mcp", "--store", str(demo)],
