@@ -52,7 +52,8 @@ class Command:
     run: Callable[[argparse.Namespace], dict[str, Any] | int]  # a dict is printed; an int is the exit code
     setup: Setup | None = None
     table: Table | None = None  # None: the dict is printed as JSON
-    flags: dict[str, str] = field(default_factory=dict)  # contract argument -> its option, for messages
+    tool: str | None = None  # the contract tool it calls, if it is a tool's subcommand
+    flags: dict[str, str] = field(default_factory=dict)  # contract argument -> its option (filled by setup)
 
 
 COMMANDS: dict[str, Command] = {}
@@ -148,7 +149,7 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             return open_target(a.store, state_dir=a.state_dir, links=_links(a.link)).call(tool, args)
         return _store(a).call(tool, args)
 
-    COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, flags)
+    COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, tool, flags)
 
 
 # -- tables ------------------------------------------------------------------------------------
