@@ -59,11 +59,21 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, help: str, *, setup: Setup | None = None, table: Table | None = None) -> Callable:
-    """Register a subcommand: ``run(args)`` returns the answer (a dict) or an exit code."""
+def command(
+    name: str,
+    help: str,
+    *,
+    setup: Setup | None = None,
+    table: Table | None = None,
+    flags: dict[str, str] | None = None,
+) -> Callable:
+    """Register a subcommand: ``run(args)`` returns the answer (a dict) or an exit code.
+
+    ``flags`` maps an argument name an ``InvalidArgument`` may carry to the option the user typed.
+    """
 
     def register(run: Callable[[argparse.Namespace], dict[str, Any] | int]) -> Callable:
-        COMMANDS[name] = Command(name, help, run, setup, table)
+        COMMANDS[name] = Command(name, help, run, setup, table, None, dict(flags or {}))
         return run
 
     return register
@@ -321,7 +331,7 @@ def _mcp_setup(p: argparse.ArgumentParser) -> None:
     )
 
 
-@command("mcp", "serve every tool over MCP on stdin/stdout", setup=_mcp_setup)
+@command("mcp", "serve every tool over MCP on stdin/stdout", setup=_mcp_setup, flags={"linked": "--link"})
 def _mcp(a: argparse.Namespace) -> int:
     links = _links(a.link)
     try:
