@@ -237,14 +237,21 @@ def _page(d: dict[str, Any]) -> dict[str, Any]:
     return {k: d.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
 
 
+_DATED_TOOLS = (
+    "knowledge_timeline",
+    "knowledge_chronicle_day",
+    "knowledge_chronicle_since",
+    "knowledge_chronicle_last_seen",
+)
+
+
 def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
     """The agent's view of a contract answer: list rows, paging, index, and a coverage summary."""
+    cover = {"coverage": _coverage(data.get("coverage"))}
     if tool == "knowledge_grep":
-        return {"hits": [_hit(h) for h in data["hits"]], **_page(data), "index": data.get("index"),
-                "coverage": _coverage(data.get("coverage"))}  # fmt: skip
+        return {"hits": [_hit(h) for h in data["hits"]], **_page(data), "index": data.get("index"), **cover}
     if tool == "knowledge_records":
-        return {"rows": [_record_row(r) for r in data["rows"]], **_page(data),
-                "coverage": _coverage(data.get("coverage"))}  # fmt: skip
+        return {"rows": [_record_row(r) for r in data["rows"]], **_page(data), **cover}
     if tool == "knowledge_lookup":
         record = data.get("record")
         return {
@@ -252,15 +259,13 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
             "matchedBy": data.get("matchedBy"),
             "record": None if record is None else _candidate(record),
             "candidates": [_candidate(c) for c in data.get("candidates") or []],
-            "coverage": _coverage(data.get("coverage")),
+            **cover,
         }
-    if tool in ("knowledge_timeline", "knowledge_chronicle_day", "knowledge_chronicle_since",
-                "knowledge_chronicle_last_seen"):  # fmt: skip
-        out = {k: v for k, v in data.items() if k not in ("rows", "coverage", "freshness")}
-        return {"rows": [_dated_row(r) for r in data["rows"]], **out, "coverage": _coverage(data.get("coverage"))}
+    rest = {k: v for k, v in data.items() if k not in ("rows", "coverage", "freshness")}
+    if tool in _DATED_TOOLS:
+        return {"rows": [_dated_row(r) for r in data["rows"]], **rest, **cover}
     # knowledge_record and knowl_query are already shaped for reading: only the coverage list is summarised
-    out = {k: v for k, v in data.items() if k not in ("coverage", "freshness")}
-    return {**out, "coverage": _coverage(data.get("coverage"))}
+    return {**rest, **cover}
 
 
 # -- output schemas ----------------------------------------------------------------------------
@@ -318,8 +323,9 @@ _DATED = _obj(
         "summary": _NSTR,
     }
 )
-_DATED_ANSWER = _obj({"rows": {"type": "array", "items": _DATED}, **_PAGE, "coverage": _COVERAGE},
-                     required=("rows", "total", "coverage"))  # fmt: skip
+_DATED_ANSWER = _obj(
+    {"rows": {"type": "array", "items": _DATED}, **_PAGE, "coverage": _COVERAGE}, required=("rows", "total", "coverage")
+)
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "knowledge_grep": _obj({"hits": {"type": "array", "items": _HIT}, **_PAGE, "index": _INDEX, "coverage": _COVERAGE}),
