@@ -110,20 +110,20 @@ def _flag(name: str) -> str:
 def _add_param(p: argparse.ArgumentParser, tool: str, param: Any, *, positional: bool) -> str:
     schema = param_schema(tool, param)
     helptext = schema["description"]
-    if "default" in schema:
-        helptext += f" (default: {json.dumps(schema['default'])})"
-    kw: dict[str, Any] = {"help": helptext.replace("%", "%%")}
+    if "default" in schema and "default" not in helptext:
+        helptext += f" Default: {json.dumps(schema['default'])}."
+    kw: dict[str, Any] = {"help": helptext.replace("%", "%%"), "metavar": snake(param.name).upper()}
     items = next((s for s in schema.get("anyOf", []) if s.get("type") == "string"), None)
     if schema.get("type") == "integer":
         kw.update(type=int, metavar="N")
     elif schema.get("type") == "boolean":
-        kw.update(action=argparse.BooleanOptionalAction, default=None)
+        kw.update(action=argparse.BooleanOptionalAction, default=None, metavar=None)
     elif "enum" in schema:
-        kw.update(choices=schema["enum"])
+        kw.update(choices=schema["enum"], metavar="{" + ",".join(schema["enum"]) + "}")
     elif items is not None:  # a string or a list of them: repeat the option
-        kw.update(action="append", metavar=param.name.upper())
+        kw.update(action="append")
         if "enum" in items:
-            kw.update(choices=items["enum"])
+            kw.update(choices=items["enum"], metavar="{" + ",".join(items["enum"]) + "}")
     if positional:
         nargs = None if param.required else "?"
         if param.name == "query":  # the words of a query need no quotes: `knowtk grep vector index`
@@ -289,7 +289,7 @@ _tool_command("chronicle since", "knowledge_chronicle_since", "what occurred in 
 _tool_command(
     "chronicle last-seen", "knowledge_chronicle_last_seen", "latest context of an entity", ("entity",), _dated_table
 )
-_tool_command("knowl", "knowl_query", "project knowledge for agents (knowl_query)", ("query",), _knowl_table)
+_tool_command("knowl", "knowl_query", "project knowledge, as agents query it", ("query",), _knowl_table)
 
 
 # -- other subcommands ---------------------------------------------------------------------------
