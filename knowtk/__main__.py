@@ -1,3 +1,6 @@
+"""``python -m knowtk``: the ``knowtk`` command line."""
+
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())

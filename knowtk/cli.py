@@ -1,98 +1,190 @@
-"""``knowtk`` on the command line: parse arguments, call the Store, print. Nothing else lives here.
+"""``knowtk`` on the command line: a subcommand per tool, options made from the tools' argument specs.
 
-knowtk grep "vector index" --store data/fixtures/demo
-knowtk lookup "Sam" --store data/fixtures/demo
-knowtk call knowledge_timeline '{"entity": "person-ada-okafor"}' --store data/fixtures/demo
+    knowtk --store data/fixtures/demo grep "vector index" --mode any --tag search
+    knowtk --store data/fixtures/demo chronicle day 2026-03-29 --week --time-zone Europe/Berlin
+    knowtk --store data/fixtures/demo knowl "vector index" --json
+    knowtk --store data/fixtures/demo call knowledge_timeline '{"entity": "person-ada-okafor"}'
+    knowtk mcp --store data/fixtures/demo
+
+Every tool argument is an option named after it (``timeField`` is ``--time-field``), with the type,
+allowed values and help of ``knowtk.query.schema``; required ones are positional. ``--json`` (and
+``--store``, ``--state-dir``) go before or after the subcommand. The table is for reading; ``--json``
+prints the contract's dict, exactly what ``Store.call`` returns.
+
+Exit codes: 0 answered; 2 bad arguments (the message on stderr names the argument and its allowed
+values); 1 any other refusal (store unavailable, state, scan limit, unknown id), and a search whose
+index was unavailable (its answer is still printed).
+
+A new subcommand is one decorated function returning a dict::
+
+    @command("check", "validate every file of the store", table=_check_table)
+    def _check(a: argparse.Namespace) -> dict[str, Any]:
+        return check_store(_store(a))
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import KnowtkError
-from .store import open_store
+from . import __version__
+from .errors import InvalidArgument, KnowtkError
+from .query import TOOLS
+from .query.args import snake
+from .query.schema import param_schema
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "Command", "command", "main"]
+
+Table = Callable[[dict[str, Any]], str]
+Setup = Callable[[argparse.ArgumentParser], None]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="knowtk", description="Query a Markdown knowledge store.")
-    p.add_argument("--store", default=".", help="the store folder (default: the current folder)")
-    p.add_argument("--state-dir", help="where to keep state.sqlite (default: STORE/.knowtk)")
-    p.add_argument("--json", action="store_true", help="print the contract's JSON instead of a table")
-    sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grep", help="keyword search (knowledge_grep)")
-    g.add_argument("query")
-    g.add_argument("--mode", choices=("all", "any", "phrase"), default="all")
-    g.add_argument("--kind")
-    g.add_argument("--type")
-    g.add_argument("--tag")
-    g.add_argument("--lifecycle", choices=("active", "superseded", "all"), default="active")
-    g.add_argument("--scope")
-    g.add_argument("--since")
-    g.add_argument("--until")
-    g.add_argument("--limit", type=int, default=10)
-    g.add_argument("--offset", type=int, default=0)
-    lk = sub.add_parser("lookup", help="exact id, title or alias (knowledge_lookup)")
-    lk.add_argument("query")
-    rec = sub.add_parser("record", help="one record, whole (knowledge_record)")
-    rec.add_argument("id")
-    c = sub.add_parser("call", help="any tool by its contract name, with JSON arguments")
-    c.add_argument("tool")
-    c.add_argument("args", nargs="?", default="{}", help="a JSON object of camelCase arguments")
+@dataclass(frozen=True)
+class Command:
+    name: str  # "grep", or "chronicle day" for a subcommand of a group
+    help: str
+    run: Callable[[argparse.Namespace], dict[str, Any] | int]  # a dict is printed; an int is the exit code
+    setup: Setup | None = None
+    table: Table | None = None  # None: the dict is printed as JSON
+    tool: str | None = None  # the contract tool it calls, if it is a tool's subcommand
+    flags: dict[str, str] = field(default_factory=dict)  # contract argument -> its option (filled by setup)
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(
+    name: str,
+    help: str,
+    *,
+    setup: Setup | None = None,
+    table: Table | None = None,
+    flags: dict[str, str] | None = None,
+) -> Callable:
+    """Register a subcommand: ``run(args)`` returns the answer (a dict) or an exit code.
+
+    ``flags`` maps an argument name an ``InvalidArgument`` may carry to the option the user typed.
+    """
+
+    def register(run: Callable[[argparse.Namespace], dict[str, Any] | int]) -> Callable:
+        COMMANDS[name] = Command(name, help, run, setup, table, None, dict(flags or {}))
+        return run
+
+    return register
+
+
+# -- the common options ------------------------------------------------------------------------
+
+
+def _common(*, top: bool) -> argparse.ArgumentParser:
+    """--store, --state-dir and --json; at the top with defaults, after a subcommand only when given."""
+    p = argparse.ArgumentParser(add_help=False)
+    default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
+    p.add_argument("--state-dir", default=default(None), help="where to keep state.sqlite (default: STORE/.knowtk)")
+    p.add_argument(
+        "--json", action="store_true", default=default(False), help="print the contract's JSON instead of a table"
+    )
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    a = _parser().parse_args(argv)
-    try:
-        store = open_store(a.store, state_dir=a.state_dir)
-        if a.command == "grep":
-            args = {k: v for k, v in vars(a).items() if k in _GREP_ARGS and v is not None}
-            result = store.call("knowledge_grep", {_GREP_ARGS[k]: v for k, v in args.items()})
-            print(json.dumps(result, indent=2, ensure_ascii=False) if a.json else _grep_text(result))
-        elif a.command == "lookup":
-            result = store.call("knowledge_lookup", {"query": a.query})
-            print(json.dumps(result, indent=2, ensure_ascii=False) if a.json else _lookup_text(result))
-        elif a.command == "record":
-            result = store.call("knowledge_record", {"id": a.id})
-            print(json.dumps(result, indent=2, ensure_ascii=False))
-        else:
-            try:
-                args = json.loads(a.args)
-            except json.JSONDecodeError as exc:
-                print(f"knowtk: args is not JSON: {exc}", file=sys.stderr)
-                return 2
-            print(json.dumps(store.call(a.tool, args), indent=2, ensure_ascii=False))
-    except KnowtkError as exc:
-        print(f"knowtk: {exc}", file=sys.stderr)
-        return 2
-    return 0
+def _store(a: argparse.Namespace) -> Any:
+    from .store import open_store
+
+    return open_store(a.store, state_dir=a.state_dir)
 
 
-_GREP_ARGS = {
-    "query": "query",
-    "mode": "mode",
-    "kind": "kind",
-    "type": "type",
-    "tag": "tag",
-    "lifecycle": "lifecycle",
-    "scope": "scope",
-    "since": "since",
-    "until": "until",
-    "limit": "limit",
-    "offset": "offset",
-}
+# -- tool subcommands, made from the Param specs ---------------------------------------------------
 
 
-def _grep_text(r: dict[str, Any]) -> str:
+def _flag(name: str) -> str:
+    return "--" + snake(name).replace("_", "-")
+
+
+def _add_param(p: argparse.ArgumentParser, tool: str, param: Any, *, positional: bool) -> str:
+    schema = param_schema(tool, param)
+    helptext = schema["description"]
+    if "default" in schema and "default" not in helptext:
+        helptext += f" Default: {json.dumps(schema['default'])}."
+    kw: dict[str, Any] = {"help": helptext.replace("%", "%%"), "metavar": snake(param.name).upper()}
+    items = next((s for s in schema.get("anyOf", []) if s.get("type") == "string"), None)
+    if schema.get("type") == "integer":
+        kw.update(type=int, metavar="N")
+    elif schema.get("type") == "boolean":
+        kw.update(action=argparse.BooleanOptionalAction, default=None, metavar=None)
+    elif "enum" in schema:
+        kw.update(choices=schema["enum"], metavar="{" + ",".join(schema["enum"]) + "}")
+    elif items is not None:  # a string or a list of them: repeat the option
+        kw.update(action="append")
+        if "enum" in items:
+            kw.update(choices=items["enum"], metavar="{" + ",".join(items["enum"]) + "}")
+    if positional:
+        nargs = None if param.required else "?"
+        if param.name == "query":  # the words of a query need no quotes: `knowtk grep vector index`
+            nargs = "+" if param.required else "*"
+        p.add_argument(param.name, nargs=nargs, **kw)
+        return param.name
+    p.add_argument(_flag(param.name), dest=param.name, **kw)
+    return _flag(param.name)
+
+
+def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ...], table: Table | None) -> None:
+    params = TOOLS[tool].params
+    flags: dict[str, str] = {}
+
+    def setup(p: argparse.ArgumentParser) -> None:
+        for pos in positional:  # positionals first, in the order given
+            flags[pos] = _add_param(p, tool, next(x for x in params if x.name == pos), positional=True)
+        for param in params:
+            if param.name not in positional:
+                flags[param.name] = _add_param(p, tool, param, positional=False)
+        if tool == "knowl_query":
+            p.add_argument("--link", action="append", metavar="NAME=PATH", help="a linked store (a workspace)")
+
+    def run(a: argparse.Namespace) -> dict[str, Any]:
+        args = {x.name: getattr(a, x.name) for x in params if getattr(a, x.name, None) is not None}
+        if isinstance(args.get("query"), list):
+            args["query"] = " ".join(args["query"])
+            if not args["query"]:  # knowl without words: by id, or newest first
+                del args["query"]
+        if tool == "knowl_query" and getattr(a, "link", None):
+            from .agent import open_target
+
+            return open_target(a.store, state_dir=a.state_dir, links=_links(a.link)).call(tool, args)
+        return _store(a).call(tool, args)
+
+    COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, tool, flags)
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def _flat(text: Any, width: int) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _footer(r: dict[str, Any]) -> list[str]:
+    lines = []
+    cov = r.get("coverage")
+    if isinstance(cov, dict) and not cov.get("complete", True):
+        issues = cov.get("issues") or []
+        lines.append(f"coverage incomplete: {len(issues)} issue(s), e.g.")
+        lines += [f"  {i.get('path')}: {i.get('code')}: {i.get('message')}" for i in issues[:5]]
+    if r.get("nextOffset") is not None:
+        lines.append(f"more: --offset {r['nextOffset']}")
+    return lines
+
+
+def _grep_table(r: dict[str, Any]) -> str:
     if r["index"]["state"] != "ready":
-        return f"index unavailable: {r['index'].get('error', 'retry')}"
+        return "\n".join([f"index unavailable: {r['index'].get('error', 'retry')}", *_footer(r)])
     lines = [f"{r['total']} hit(s); showing {len(r['hits'])} from {r['offset']}  (snapshot {r['snapshot']})"]
     for i, h in enumerate(r["hits"], r["offset"] + 1):
         score = "superseded" if h["score"] is None else f"{h['score']:.3f}"
@@ -100,20 +192,219 @@ def _grep_text(r: dict[str, Any]) -> str:
         lines.append(f"{i:>3}. [{score}] {h['id']}  {h['title'] or ''}  ({where})")
         if h["via"]:
             lines.append(f"       via {h['via']['id']} (revision {h['via']['revision']}): {h['via']['title']}")
-        snippet = " ".join(h["snippet"]["text"].split())
-        lines.append(textwrap.indent(textwrap.fill(snippet[:240], 100), "       "))
-    if not r["coverage"]["complete"]:
-        lines.append(f"coverage incomplete: {len(r['coverage']['issues'])} issue(s), e.g.")
-        lines += [f"  {i['path']}: {i['code']}: {i['message']}" for i in r["coverage"]["issues"][:5]]
-    if r["nextOffset"] is not None:
-        lines.append(f"more: --offset {r['nextOffset']}")
-    return "\n".join(lines)
+        lines.append(textwrap.indent(textwrap.fill(_flat(h["snippet"]["text"], 240), 100), "       "))
+    return "\n".join(lines + _footer(r))
 
 
-def _lookup_text(r: dict[str, Any]) -> str:
+def _lookup_table(r: dict[str, Any]) -> str:
     head = f"{r['status']}" + (f" by {r['matchedBy']}" if r["matchedBy"] else "")
     rows = [f"  {c['id']}  {c['title'] or ''}  ({c['path']}, {c['lifecycle']})" for c in r["candidates"]]
     return "\n".join([head, *rows])
+
+
+def _columns(rows: list[dict[str, Any]], cols: list[tuple[str, Callable[[dict[str, Any]], Any], int]]) -> list[str]:
+    cells = [[_flat(get(row), width) for _, get, width in cols] for row in rows]
+    widths = [max([len(head), *(len(c[i]) for c in cells)]) for i, (head, _, _) in enumerate(cols)]
+    out = ["  ".join(head.ljust(w) for (head, _, _), w in zip(cols, widths, strict=True)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return out
+
+
+def _page_head(r: dict[str, Any], noun: str) -> str:
+    return f"{r['total']} {noun}(s); showing {len(r['rows'])} from {r['offset']}  (snapshot {r['snapshot']})"
+
+
+def _records_table(r: dict[str, Any]) -> str:
+    cols = [
+        ("id", lambda x: x["id"], 40),
+        ("type", lambda x: x["type"], 16),
+        ("lifecycle", lambda x: x["lifecycle"], 10),
+        ("title", lambda x: x["title"], 60),
+        ("path", lambda x: x["path"], 60),
+    ]
+    return "\n".join([_page_head(r, "record"), *_columns(r["rows"], cols), *_footer(r)])
+
+
+def _dated_table(r: dict[str, Any]) -> str:
+    def when(x: dict[str, Any]) -> Any:
+        return x.get("localStart") or x.get("value")
+
+    cols = [
+        ("when", when, 25),
+        ("id", lambda x: x["id"], 40),
+        ("type", lambda x: x["type"], 14),
+        ("title", lambda x: x["title"], 60),
+    ]
+    head = _page_head(r, "row") if r.get("offset") is not None else f"{len(r['rows'])} row(s)"
+    return "\n".join([head, *_columns(r["rows"], cols), *_footer(r)])
+
+
+def _record_table(r: dict[str, Any]) -> str:
+    rec = r.get("record")
+    if rec is None:
+        return f"{r['status']}" + (f": {r['reason']}" if r.get("reason") else "")
+    c = rec["citation"] or {}
+    lines = [
+        f"{rec['id']}  {rec['title'] or ''}",
+        f"  {rec['kind']}/{rec['type']}, {rec['lifecycle']}, revision {rec['revision']}"
+        + (f", superseded by {rec['supersededBy']}" if rec.get("supersededBy") else ""),
+        f"  {rec['path']}:{c.get('lineStart')}-{c.get('lineEnd')}  sha256 {rec['sha256']}",
+    ]
+    for name, d in (rec.get("dates") or {}).items():
+        lines.append(f"  {name}: {d['value']}")
+    for e in rec.get("evidence") or []:
+        state = "verified" if e.get("verified") else f"not verified: {e.get('reason')}"
+        lines.append(f"  evidence: {e.get('path')}:{e.get('lineStart')}-{e.get('lineEnd')} ({state})")
+    lines += ["", (rec.get("body") or "").strip()]
+    return "\n".join(lines)
+
+
+def _knowl_table(r: dict[str, Any]) -> str:
+    results = r["results"]
+    groups = results.items() if isinstance(results, dict) else [(None, results)]
+    lines = [f"{r.get('total')} item(s)"]
+    for repo, items in groups:
+        if repo is not None:
+            lines.append(f"[{repo}]")
+        for it in items:
+            score = it.get("score")
+            score_text = f"{score:.2f}" if isinstance(score, float | int) else str(score or "-")
+            cos = f" cosine {it['cosine']:.2f}" if isinstance(it.get("cosine"), float | int) else ""
+            cut = "  (truncated: knowtk knowl --id " + it["id"] + ")" if it.get("truncated") else ""
+            lines.append(f"  [{score_text}{cos}] {it['id']}  {it.get('title') or ''}{cut}")
+            if it.get("affectedPaths"):
+                lines.append(f"      affects: {', '.join(it['affectedPaths'])}")
+            lines.append(textwrap.indent(textwrap.fill(_flat(it.get("content"), 240), 100), "      "))
+    lines += [f"note: {n}" for n in r.get("notes") or []]
+    return "\n".join(lines + _footer(r))
+
+
+_tool_command("grep", "knowledge_grep", "keyword search", ("query",), _grep_table)
+_tool_command("lookup", "knowledge_lookup", "exact id, title or alias", ("query",), _lookup_table)
+_tool_command("records", "knowledge_records", "the exhaustive inventory, by id", (), _records_table)
+_tool_command("record", "knowledge_record", "one record, whole", ("id",), _record_table)
+_tool_command("timeline", "knowledge_timeline", "dated records", (), _dated_table)
+_tool_command("chronicle day", "knowledge_chronicle_day", "one day or its week", ("date",), _dated_table)
+_tool_command("chronicle since", "knowledge_chronicle_since", "what occurred in a range", ("since",), _dated_table)
+_tool_command(
+    "chronicle last-seen", "knowledge_chronicle_last_seen", "latest context of an entity", ("entity",), _dated_table
+)
+_tool_command("knowl", "knowl_query", "project knowledge, as agents query it", ("query",), _knowl_table)
+
+
+# -- other subcommands ---------------------------------------------------------------------------
+
+
+def _call_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tool", help="a contract tool name", choices=sorted(TOOLS))
+    p.add_argument("args", nargs="?", default="{}", help="a JSON object of camelCase arguments")
+
+
+@command("call", "any tool by its contract name, with JSON arguments", setup=_call_setup)
+def _call(a: argparse.Namespace) -> dict[str, Any]:
+    try:
+        args = json.loads(a.args)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument("args", f"is not JSON: {exc}") from None
+    return _store(a).call(a.tool, args)
+
+
+def _links(given: list[str] | None) -> dict[str, str]:
+    links = {}
+    for item in given or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InvalidArgument("--link", f"{item!r} is not NAME=PATH", allowed="NAME=PATH, NAME the store's name")
+        links[name] = path
+    return links
+
+
+def _mcp_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--link",
+        action="append",
+        metavar="NAME=PATH",
+        help="link another store for knowl_query's repos/scope; NAME is its knowtk.yaml name (repeatable)",
+    )
+    p.add_argument(
+        "--complete", action="store_true", help="answer with the contract's complete dicts instead of list rows"
+    )
+
+
+@command("mcp", "serve every tool over MCP on stdin/stdout", setup=_mcp_setup, flags={"linked": "--link"})
+def _mcp(a: argparse.Namespace) -> int:
+    links = _links(a.link)
+    try:
+        from .mcp_server import serve
+    except ImportError as exc:
+        print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
+        return 1
+    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete)
+    return 0
+
+
+# -- parsing and running ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="knowtk", description="Query a Markdown knowledge store.", parents=[_common(top=True)]
+    )
+    p.add_argument("--version", action="version", version=f"knowtk {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    groups: dict[str, Any] = {}
+    for name, cmd in COMMANDS.items():
+        where, leaf = sub, name
+        if " " in name:
+            group, leaf = name.split(" ", 1)
+            if group not in groups:
+                gp = sub.add_parser(group, help=f"{group} {{...}}")
+                groups[group] = gp.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
+            where = groups[group]
+        sp = where.add_parser(leaf, help=cmd.help, description=cmd.help, parents=[_common(top=False)])
+        if cmd.setup is not None:
+            cmd.setup(sp)
+        sp.set_defaults(_command=cmd)
+    return p
+
+
+def _message(cmd: Command, exc: InvalidArgument) -> str:
+    flag, text = cmd.flags.get(exc.argument), str(exc)
+    if flag and flag != exc.argument and text.startswith(f"{exc.argument}: "):
+        return f"{flag}{text[len(exc.argument) :]}"  # the option the user typed, not the contract's name
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        a = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    cmd: Command = a._command
+    try:
+        answer = cmd.run(a)
+    except InvalidArgument as exc:
+        print(f"knowtk: {_message(cmd, exc)}", file=sys.stderr)
+        return 2
+    except KnowtkError as exc:
+        print(f"knowtk: {exc}", file=sys.stderr)
+        return 1
+    if isinstance(answer, int):
+        return answer
+    try:
+        if a.json or cmd.table is None:
+            print(json.dumps(answer, indent=2, ensure_ascii=False))
+        else:
+            print(cmd.table(answer))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `knowtk ... | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
+        return 0
+    index = answer.get("index")
+    if isinstance(index, dict) and index.get("state") == "unavailable":
+        print("knowtk: the keyword index was unavailable; retry", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

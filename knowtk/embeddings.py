@@ -21,12 +21,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from .semantic import Embedder, pack
 from .state import StateDB
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy is imported when vectors are read or made, not with knowtk
+    import numpy as np
     from numpy.typing import NDArray
 
 __all__ = ["TABLE", "TEXT_RECIPE", "EmbeddingCache", "embedding_text"]
@@ -57,6 +56,8 @@ class EmbeddingCache:
         self.embedded = 0  # records embedded by the last reconcile
 
     def _load(self, model: str, dim: int) -> None:
+        import numpy as np
+
         conn = self.state.conn
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {TABLE} (model TEXT NOT NULL, id TEXT NOT NULL, "
@@ -85,6 +86,8 @@ class EmbeddingCache:
             self._load(model, embedder.dim)
         stale = [rid for rid, (sha, _) in self._rows.items() if desired.get(rid) != sha]
         fresh = [rid for rid, sha in desired.items() if rid not in self._rows or self._rows[rid][0] != sha]
+        import numpy as np
+
         computed: list[tuple[str, str, NDArray[np.float32]]] = []
         for start in range(0, len(fresh), _BATCH):
             found = texts(fresh[start : start + _BATCH])

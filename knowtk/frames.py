@@ -9,9 +9,10 @@ full one: strings are ``string``, counts ``Int64``, scores ``Float64``, flags
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # imported by build_frame, so importing knowtk does not import pandas
+    import pandas as pd
 
 __all__ = ["FRAME_BUILDERS", "Column", "build_frame", "frame_for"]
 
@@ -42,6 +43,8 @@ def listed(name: str) -> Getter:
 
 
 def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFrame:
+    import pandas as pd
+
     data = {}
     for name, dtype, get in columns:
         values = [get(row) for row in rows]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from .frames import frame_for
+if TYPE_CHECKING:  # pandas is imported when a frame is asked for, so the CLI and MCP server start fast
+    import pandas as pd
 
 __all__ = ["Result"]
 
@@ -32,6 +31,8 @@ class Result:
 
     def to_frame(self) -> pd.DataFrame:
         if self._frame is None:
+            from .frames import frame_for
+
             self._frame = frame_for(self.tool, self._data)
         return self._frame.copy()
 

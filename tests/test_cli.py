@@ -1,32 +1,184 @@
-"""The command line only parses and calls down: its JSON is the contract's dict."""
+"""The command line: a subcommand per tool, options from the Param specs, --json anywhere, exit codes 0/2/1."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
-from knowtk.cli import main
+import pytest
+
+import knowtk
+from knowtk.cli import COMMANDS, _parser, main
+from knowtk.query import TOOLS
 from tests.conftest import StoreBuilder
 
 
-def test_grep_prints_hits_and_json(builder: StoreBuilder, capsys) -> None:
-    builder.page("a", "Zebra crossing", "the zebra body")
-    builder.page("old", "Zebra", status="superseded", superseded_by="a")
-    assert main(["--store", str(builder.root), "grep", "zebra"]) == 0
-    out = capsys.readouterr().out
-    assert "1 hit(s)" in out and "a  Zebra crossing" in out and "a.md:" in out
-    assert main(["--store", str(builder.root), "--json", "grep", "zebra", "--lifecycle", "all"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert sorted(h["id"] for h in data["hits"]) == ["a", "old"]
+@pytest.fixture
+def store(builder: StoreBuilder) -> Path:
+    builder.raw("knowtk.yaml", "name: cli-store\nontology:\n  decision: {aliases: [adr]}\n")
+    builder.page("person-ada", "Ada Okafor", "Ada leads search.", aliases=["Ada"], tags=["people"])
+    builder.page(
+        "dec-new",
+        "Zebra crossing",
+        "The zebra body.",
+        kind="claim",
+        type="decision",
+        tags=["road"],
+        entities=["person-ada"],
+        occurred_at="2026-03-04",
+        recorded_at="2026-03-05T09:12:00Z",
+        path="decisions/dec-new.md",
+    )
+    builder.page(
+        "dec-old",
+        "Striped pedestrian stripes",
+        "Earlier wording.",
+        kind="claim",
+        type="decision",
+        status="superseded",
+        superseded_by="dec-new",
+        path="decisions/dec-old.md",
+    )
+    return builder.root
 
 
-def test_lookup_call_and_errors(builder: StoreBuilder, capsys) -> None:
-    builder.page("a", "Zebra")
-    assert main(["--store", str(builder.root), "lookup", "zebra"]) == 0
-    assert capsys.readouterr().out.startswith("found by title")
-    assert main(["--store", str(builder.root), "call", "knowledge_records", '{"limit": 1}']) == 0
-    assert json.loads(capsys.readouterr().out)["total"] == 1
-    assert main(["--store", str(builder.root), "grep", "zebra", "--limit", "99"]) == 2
-    assert "limit" in capsys.readouterr().err
-    assert main(["--store", str(builder.root / "missing"), "grep", "zebra"]) == 2
-    assert "does not exist" in capsys.readouterr().err
-    assert main(["--store", str(builder.root), "call", "knowledge_records", "{not json"]) == 2
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_tool_has_a_subcommand_with_every_argument() -> None:
+    _parser()  # fills each command's flags
+    tools = {c.tool: c for c in COMMANDS.values() if c.tool}
+    assert set(tools) == set(TOOLS)
+    assert {"call", "mcp", "grep", "lookup", "records", "record", "timeline", "knowl"} <= set(COMMANDS)
+    assert {"chronicle day", "chronicle since", "chronicle last-seen"} <= set(COMMANDS)
+    for tool, cmd in tools.items():
+        assert set(cmd.flags) == {p.name for p in TOOLS[tool].params}, cmd.name
+
+
+def test_grep_table_json_both_positions_and_superseded_wording(store: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--store", str(store), "grep", "zebra")
+    assert code == 0 and "1 hit(s)" in out and "dec-new  Zebra crossing" in out and "decisions/dec-new.md:" in out
+    code, out, _ = run(capsys, "--store", str(store), "grep", "pedestrian", "stripes")  # words need no quotes
+    assert code == 0 and "[superseded] dec-new" in out and "via dec-old" in out
+    before = json.loads(run(capsys, "--json", "--store", str(store), "grep", "zebra", "--lifecycle", "all")[1])
+    after = json.loads(run(capsys, "grep", "zebra", "--lifecycle", "all", "--json", "--store", str(store))[1])
+    assert before["hits"] == after["hits"] and [h["id"] for h in before["hits"]] == ["dec-new"]
+    assert before == {**after, "freshness": before["freshness"]}  # the contract's dict, as Store.call returns it
+    tagged = json.loads(run(capsys, "--store", str(store), "grep", "zebra", "--tag", "road", "--tag", "x", "--json")[1])
+    assert tagged["total"] == 0
+    typed = json.loads(run(capsys, "--store", str(store), "--json", "grep", "zebra", "--type", "adr")[1])
+    assert typed["total"] == 1
+
+
+def test_lookup_records_record(store: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--store", str(store), "lookup", "ada")
+    assert code == 0 and out.startswith("found by") and "person-ada" in out
+    code, out, _ = run(capsys, "--store", str(store), "records", "--kind", "claim", "--scope", "decisions")
+    assert code == 0 and "1 record(s)" in out and "dec-new" in out
+    rows = json.loads(run(capsys, "--store", str(store), "records", "--lifecycle", "all", "--json")[1])["rows"]
+    assert [r["id"] for r in rows] == ["dec-new", "dec-old", "person-ada"]
+    code, out, _ = run(capsys, "--store", str(store), "record", "dec-new")
+    assert code == 0 and "Zebra crossing" in out and "The zebra body." in out and "sha256" in out
+    code, out, _ = run(capsys, "--store", str(store), "--json", "record", "nope")
+    assert code == 0 and json.loads(out)["status"] == "missing"  # an answer, not a refusal
+
+
+def test_dates_and_chronicle(store: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--store", str(store), "timeline", "--entity", "person-ada", "--order", "desc")
+    assert code == 0 and "dec-new" in out and "2026-03-04" in out
+    recorded = json.loads(
+        run(
+            capsys, "--store", str(store), "timeline", "--time-field", "recorded_at", "--since", "2026-03-05", "--json"
+        )[1]
+    )
+    assert [r["id"] for r in recorded["rows"]] == ["dec-new"]
+    code, out, _ = run(capsys, "--store", str(store), "chronicle", "day", "2026-03-04", "--time-zone", "Europe/Berlin")
+    assert code == 0 and "dec-new" in out
+    week = json.loads(run(capsys, "--store", str(store), "chronicle", "day", "2026-03-02", "--week", "--json")[1])
+    assert [r["id"] for r in week["rows"]] == ["dec-new"]
+    since = json.loads(run(capsys, "--json", "--store", str(store), "chronicle", "since", "2026-03-01")[1])
+    assert [r["id"] for r in since["rows"]] == ["dec-new"]
+    code, out, _ = run(capsys, "--store", str(store), "chronicle", "last-seen", "person-ada")
+    assert code == 0 and "dec-new" in out
+    none = json.loads(
+        run(
+            capsys,
+            "--store",
+            str(store),
+            "chronicle",
+            "last-seen",
+            "person-ada",
+            "--occurred-on-or-before",
+            "2026-01-01",
+            "--json",
+        )[1]
+    )
+    assert none["rows"] == []
+
+
+def test_knowl_and_call(store: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--store", str(store), "knowl", "zebra", "crossing")
+    assert code == 0 and "dec-new" in out
+    data = json.loads(run(capsys, "--store", str(store), "knowl", "zebra", "--category", "nothing", "--json")[1])
+    assert data["categoryRetry"]["category"] == "nothing" and data["results"]
+    whole = json.loads(run(capsys, "--store", str(store), "knowl", "--id", "dec-new", "--json")[1])
+    assert whole["results"][0]["id"] == "dec-new"
+    code, out, _ = run(capsys, "--store", str(store), "call", "knowledge_records", '{"limit": 1}')
+    assert code == 0 and json.loads(out)["total"] == 2 and json.loads(out)["nextOffset"] == 1
+
+
+def test_exit_codes_and_messages(store: Path, capsys, tmp_path: Path) -> None:
+    s = str(store)
+    code, _, err = run(capsys, "--store", s, "grep", "zebra", "--limit", "99")
+    assert code == 2 and "--limit: 99 is out of range (allowed: 1 to 50)" in err
+    code, _, err = run(capsys, "--store", s, "grep", "zebra", "--since", "2026-02-30")
+    assert code == 2 and "--since" in err and "YYYY-MM-DD" in err
+    code, _, err = run(capsys, "--store", s, "grep", "zebra", "--mode", "fuzzy")  # argparse: allowed values
+    assert code == 2 and "--mode" in err and "'phrase'" in err
+    code, _, err = run(capsys, "--store", s, "grep", "zebra", "--limit", "ten")
+    assert code == 2 and "--limit" in err
+    code, _, err = run(capsys, "--store", s, "grep", "zebra", "--scope", "no-such-folder")
+    assert code == 2 and "--scope" in err and "decisions" in err
+    code, _, err = run(capsys, "--store", s, "chronicle", "day", "2026-02-30")
+    assert code == 2 and "date" in err
+    code, _, err = run(capsys, "--store", s, "call", "knowledge_records", "{not json")
+    assert code == 2 and "args" in err
+    code, _, err = run(capsys, "--store", s, "knowl", "--link", "oops")
+    assert code == 2 and "NAME=PATH" in err
+    code, _, err = run(capsys, "--store", str(tmp_path / "missing"), "grep", "zebra")
+    assert code == 1 and "does not exist" in err
+    code, _, err = run(capsys, "--store", s, "knowl", "--id", "no-such-id")
+    assert code == 1 and "no-such-id" in err
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"knowtk {knowtk.__version__}"
+    assert run(capsys, "grep", "--help")[0] == 0
+    assert run(capsys)[0] == 2  # no subcommand
+
+
+def test_knowl_over_linked_stores(store: Path, tmp_path: Path, capsys) -> None:
+    other = StoreBuilder(tmp_path / "other")
+    other.raw("knowtk.yaml", "name: other\nshare: true\n")
+    other.page("oth-1", "Zebra statistics", "zebra counts")
+    args = ["--store", str(store), "knowl", "zebra", "--link", f"other={other.root}", "--scope", "workspace", "--json"]
+    data = json.loads(run(capsys, *args)[1])
+    assert set(data["results"]) == {"cli-store", "other"}
+
+
+def test_the_command_line_starts_without_pandas_matplotlib_or_ipywidgets(store: Path) -> None:
+    heavy = ("pandas", "matplotlib", "ipywidgets")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "knowtk", "--store", str(store), "grep", "zebra"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "dec-new" in proc.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
+    assert "knowtk" in imported and not imported & set(heavy)
+    probe = f"import sys, knowtk.cli, knowtk.mcp_server; print(sorted(m for m in sys.modules if m in {heavy!r}))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout == "[]\n"

@@ -4,10 +4,16 @@ A tool's arguments arrive camelCase through ``Store.call`` and snake_case
 through the Python methods; both go through ``validate``, so both refuse the
 same inputs with the same ``InvalidArgument`` (naming the argument and its
 allowed values).
+
+Every check carries a ``schema`` attribute: the JSON Schema fragment of the
+values it accepts (``knowtk.query.schema`` turns a tool's params into its
+``inputSchema``). The factories get it from ``_schema`` below, so the schema is
+built from the same arguments (lengths, ranges, allowed values) as the check.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +24,8 @@ from ..datevalues import parse_bound
 from ..errors import InvalidArgument
 
 __all__ = [
+    "BOUND_PATTERN",
+    "FOLDERS",
     "Param",
     "boolean",
     "bound",
@@ -28,9 +36,41 @@ __all__ = [
     "text",
     "time_zone",
     "validate",
+    "with_schema",
 ]
 
 Check = Callable[[str, Any], Any]
+Schema = dict[str, Any]
+# a real date, or a timestamp with seconds and an explicit offset (datevalues checks the calendar too)
+# scope: folder prefixes, checked against the snapshot's folders when the query runs
+FOLDERS: Schema = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+BOUND_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2}))?$"
+
+
+def with_schema(check: Check, schema: Schema) -> Check:
+    """``check``, carrying the JSON Schema fragment of the values it accepts."""
+    setattr(check, "schema", schema)  # noqa: B010 - a function attribute mypy cannot see
+    return check
+
+
+def _schema(describe: Callable[..., Schema]) -> Callable[[Callable[..., Check]], Callable[..., Check]]:
+    """Decorate a check factory: each check it makes carries ``describe(*same arguments)`` as its schema."""
+
+    def wrap(factory: Callable[..., Check]) -> Callable[..., Check]:
+        @functools.wraps(factory)
+        def make(*args: Any, **kwargs: Any) -> Check:
+            return with_schema(factory(*args, **kwargs), describe(*args, **kwargs))
+
+        return make
+
+    return wrap
+
+
+def _string_items(allowed: tuple[str, ...] | None) -> Schema:
+    item: Schema = {"type": "string", "minLength": 1}
+    if allowed is not None:
+        item["enum"] = list(allowed)
+    return item
 
 
 def snake(name: str) -> str:
@@ -71,6 +111,7 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
     return out
 
 
+@_schema(lambda max_len, *, min_len=1: {"type": "string", "minLength": min_len, "maxLength": max_len})
 def text(max_len: int, *, min_len: int = 1) -> Check:
     def check(name: str, value: Any) -> str:
         if not isinstance(value, str):
@@ -83,6 +124,7 @@ def text(max_len: int, *, min_len: int = 1) -> Check:
     return check
 
 
+@_schema(lambda *allowed: {"type": "string", "enum": list(allowed)})
 def choice(*allowed: str) -> Check:
     def check(name: str, value: Any) -> str:
         if value not in allowed:
@@ -92,6 +134,7 @@ def choice(*allowed: str) -> Check:
     return check
 
 
+@_schema(lambda low, high=None: {"type": "integer", "minimum": low, **({} if high is None else {"maximum": high})})
 def integer(low: int, high: int | None = None) -> Check:
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -107,12 +150,21 @@ def _range(low: int, high: int | None) -> str:
     return f"{low} to {high}" if high is not None else f"{low} or more"
 
 
+@functools.partial(with_schema, schema={"type": "boolean"})
 def boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise InvalidArgument(name, f"must be true or false, not {value!r}", allowed=(True, False), value=value)
     return value
 
 
+@_schema(
+    lambda *, allowed=None, max_items=64: {
+        "anyOf": [
+            _string_items(allowed),
+            {"type": "array", "items": _string_items(allowed), "maxItems": max_items},
+        ]
+    }
+)
 def strings(*, allowed: tuple[str, ...] | None = None, max_items: int = 64) -> Check:
     """A string or a list of strings, returned as a tuple."""
 
@@ -131,6 +183,7 @@ def strings(*, allowed: tuple[str, ...] | None = None, max_items: int = 64) -> C
     return check
 
 
+@_schema(lambda *, upper: {"type": "string", "pattern": BOUND_PATTERN})
 def bound(*, upper: bool) -> Check:
     def check(name: str, value: Any) -> Any:
         return parse_bound(name, value, upper=upper)
@@ -138,6 +191,7 @@ def bound(*, upper: bool) -> Check:
     return check
 
 
+@functools.partial(with_schema, schema={"type": "string", "minLength": 1, "examples": ["UTC", "Europe/Berlin"]})
 def time_zone(name: str, value: Any) -> ZoneInfo:
     if isinstance(value, str) and value and not value.startswith(("/", ".")):
         try:

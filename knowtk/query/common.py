@@ -10,7 +10,7 @@ from ..datevalues import format_utc
 from ..errors import InvalidArgument
 from ..records import Record
 from ..snapshot import Snapshot, in_scope
-from .args import Param, bound, choice, strings
+from .args import FOLDERS, Param, bound, choice, strings, with_schema
 
 __all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
 
@@ -27,7 +27,7 @@ FILTER_PARAMS = (
     Param("timeField", choice(*TIME_FIELDS)),
     Param("since", bound(upper=False)),
     Param("until", bound(upper=True)),
-    Param("scope", lambda name, v: v),  # checked against the snapshot's folders by normalize_scope
+    Param("scope", with_schema(lambda name, v: v, FOLDERS)),  # normalize_scope checks the folders
 )
 
 

@@ -26,7 +26,7 @@ from ..records import Record
 from ..snapshot import Snapshot
 from ..state import now_utc
 from ..temporal import TemporalProjection, from_us, reconciled, to_us
-from .args import Param, boolean, bound, choice, integer, text, time_zone
+from .args import Param, boolean, bound, choice, integer, text, time_zone, with_schema
 from .citations import EvidenceVerifier
 from .common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
 
@@ -73,7 +73,7 @@ TIMELINE_PARAMS = (
     Param("offset", integer(0), 0),
 )
 CHRONICLE_DAY_PARAMS = (
-    Param("date", calendar_date, required=True),
+    Param("date", with_schema(calendar_date, {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}), required=True),
     Param("week", boolean, False),
     Param("timeZone", time_zone, None),
     Param("kind", text(128)),

@@ -22,9 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .. import semantic
 from ..datevalues import DateValue
@@ -39,6 +37,9 @@ from .args import Param, boolean, bound, choice, integer, strings, text
 from .citations import EvidenceVerifier, utf16_len
 from .common import coverage, freshness
 from .grep import parse_terms
+
+if TYPE_CHECKING:  # numpy is imported when semantic search runs: the CLI's grep starts without it
+    import numpy as np
 
 __all__ = ["KNOWL_PARAMS", "PROVENANCE", "Member", "knowl", "run_knowl"]
 
@@ -104,6 +105,8 @@ def run_knowl(local: Member, linked: Sequence[Member], a: dict[str, Any]) -> dic
     embedder, reason = _embedder() if terms is not None else (None, "no query: newest recorded first")
     probe = None  # the embedder and the query's vector, when semantic search runs
     if embedder is not None:
+        import numpy as np
+
         probe = (embedder, np.asarray(embedder.embed([a["query"]])[0], dtype=np.float32))
 
     def search(category: str | None) -> list[_Answer]:
@@ -350,6 +353,8 @@ def _cosines(
     ids = [rid for rid in where if rid in vectors]
     if not ids:
         return {}
+    import numpy as np
+
     sims = np.stack([vectors[rid] for rid in ids]) @ vector  # both L2-normalised: dot = cosine
     return {rid: float(s) for rid, s in zip(ids, sims, strict=True)}
 

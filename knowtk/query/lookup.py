@@ -14,7 +14,7 @@ from typing import Any
 from ..engine import Engine
 from ..snapshot import Snapshot, in_scope, normalize_name
 from ..state import now_utc
-from .args import Param, choice, text
+from .args import FOLDERS, Param, choice, text, with_schema
 from .common import LIFECYCLES, coverage, freshness, record_summary
 
 __all__ = ["LOOKUP_PARAMS", "lookup", "lookup_record"]
@@ -22,7 +22,7 @@ __all__ = ["LOOKUP_PARAMS", "lookup", "lookup_record"]
 LOOKUP_PARAMS = (
     Param("query", text(200), required=True),
     Param("lifecycle", choice(*LIFECYCLES), "active"),
-    Param("scope", lambda name, v: v),
+    Param("scope", with_schema(lambda name, v: v, FOLDERS)),
 )
 
 

@@ -1,0 +1,148 @@
+"""JSON Schema of each tool's arguments, built from the ``Param`` specs that ``validate`` applies.
+
+The types, lengths, ranges and allowed values come from each check's
+``schema`` attribute (``knowtk.query.args``), the defaults and the required
+names from the ``Param``; only the wording of each argument lives here. The MCP
+server's ``inputSchema`` and the command line's options are both made from
+``input_schema``, so neither can drift from what ``Store.call`` accepts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from . import TOOLS
+from .args import Param
+
+__all__ = ["ARGUMENT_DOCS", "argument_doc", "input_schema", "param_schema"]
+
+_DATE_BOUND = (
+    "a real YYYY-MM-DD or an ISO timestamp with seconds and an explicit offset (Z or +HH:MM); bounds are inclusive"
+)
+_UNTIL = f"Upper bound: {_DATE_BOUND}, and a date-only value includes its whole UTC day."
+_SINCE = f"Lower bound: {_DATE_BOUND}."
+_PAGE_LIMIT = "Rows per page."
+_OFFSET = "Rows to skip; follow nextOffset with unchanged filters and compare snapshot across pages."
+_SCOPE = "Folder prefix or list of them (e.g. 'team/decisions'); only records under those folders. Default: the store."
+_DATED_KIND = (
+    "Exact record type (decision, event, meeting ...), not the page/claim/relationship kind of knowledge_grep; "
+    "omit for every dated type."
+)
+_ENTITY = "Entity id: records naming it in entities, owner, relationship endpoints or their source; not co-mentions."
+
+_FILTERS = {
+    "kind": "Record kind(s): page, claim, relationship.",
+    "type": "Ontology type(s); a type also matches its aliases from knowtk.yaml (adr finds decision).",
+    "tag": "Exact, case-sensitive tag(s); a record must carry every one.",
+    "lifecycle": (
+        "active (default) searches current records and also matches the superseded wording they replaced; "
+        "superseded returns superseded records directly; all returns both, without following replacements."
+    ),
+    "timeField": "Date field the since/until bounds apply to (occurred_at when a bound is given without it).",
+    "since": _SINCE,
+    "until": _UNTIL,
+    "scope": _SCOPE,
+}
+
+ARGUMENT_DOCS: dict[str, dict[str, str]] = {
+    "knowledge_grep": {
+        "query": (
+            "1-64 word tokens. Punctuation separates tokens; OR, NOT, quotes and column syntax are plain words. "
+            "Case- and accent-insensitive, no stemming or prefix matching."
+        ),
+        "mode": "all: every token must match (default); any: one is enough; phrase: adjacent, in order, in one field.",
+        **_FILTERS,
+        "limit": _PAGE_LIMIT,
+        "offset": _OFFSET,
+    },
+    "knowledge_lookup": {
+        "query": "An exact id (case-sensitive), full title or alias (case and spacing normalized, never fuzzy).",
+        "lifecycle": "active (default), superseded, or all.",
+        "scope": _SCOPE,
+    },
+    "knowledge_records": {**_FILTERS, "limit": _PAGE_LIMIT, "offset": _OFFSET},
+    "knowledge_record": {"id": "The record id (case-sensitive)."},
+    "knowledge_timeline": {
+        "entity": _ENTITY,
+        "kind": _DATED_KIND,
+        "timeField": "occurred_at (default), recorded_at, updated_at or due_at; unknown dates stay absent.",
+        "since": _SINCE,
+        "until": _UNTIL,
+        "order": "asc (oldest first, default) or desc.",
+        "eligibility": "active (default), or include_inactive to add superseded and expired records (never withdrawn).",
+        "includeSources": "Add deduplicated summaries of the rows' sources (within a 24 KiB budget).",
+        "group": "source, with entity: one row per dated source connected to that entity (occurrence time only).",
+        "limit": _PAGE_LIMIT,
+        "offset": _OFFSET,
+    },
+    "knowledge_chronicle_day": {
+        "date": "The day, YYYY-MM-DD, in timeZone.",
+        "week": "The Monday-Sunday week holding date instead of the day.",
+        "timeZone": "IANA time zone name for the day's boundaries and local times (default UTC).",
+        "kind": _DATED_KIND,
+        "entity": _ENTITY,
+    },
+    "knowledge_chronicle_since": {
+        "since": _SINCE,
+        "until": _UNTIL,
+        "kind": _DATED_KIND,
+        "entity": _ENTITY,
+        "limit": _PAGE_LIMIT,
+        "offset": _OFFSET,
+    },
+    "knowledge_chronicle_last_seen": {
+        "entity": _ENTITY,
+        "occurredOnOrBefore": f"Latest moment to consider (default now): {_DATE_BOUND}.",
+    },
+    "knowl_query": {
+        "id": (
+            "Fetch exactly this item whole (full content, reasoning, alternatives, provenance, timestamps); use it "
+            "for a result marked truncated. Also reads an item a linked store shares (marked foreign). When set, "
+            "every other argument except includeEvidence is ignored."
+        ),
+        "asOf": f"Items valid at this moment instead of now: {_DATE_BOUND}. An unparseable value is refused.",
+        "tags": "Only items carrying all of these tags.",
+        "limit": "Results per store (default 3).",
+        "query": (
+            "The words that name the subject, every one of them and nothing else (no filler, no whole sentence), "
+            "e.g. 'sqlite wal checkpoint corruption durability'."
+        ),
+        "repos": "Workspace only: only items owned by these linked stores (wins over scope).",
+        "scope": (
+            "Workspace only: local = this store alone, bare list; workspace = every sharing store, keyed by store. "
+            "Default: everything, keyed by store only when a linked store contributed."
+        ),
+        "status": "active (default), superseded or all.",
+        "explain": "Add ranking explanations; omit for compact results.",
+        "category": "Category hint; omit unless certain. A miss is retried once without it (see categoryRetry).",
+        "includeEvidence": "Add the linked evidence; omit for compact results.",
+    },
+}
+
+
+def argument_doc(tool: str, name: str) -> str:
+    return ARGUMENT_DOCS[tool][name]
+
+
+def param_schema(tool: str, p: Param) -> dict[str, Any]:
+    """The JSON Schema of one argument: its check's schema, its default and its description."""
+    schema = getattr(p.check, "schema", None)
+    if not isinstance(schema, dict):
+        raise TypeError(f"{tool}.{p.name}: its check carries no schema (use a factory of knowtk.query.args)")
+    out = copy.deepcopy(schema)
+    if p.default is not None:
+        out["default"] = p.default
+    out["description"] = argument_doc(tool, p.name)
+    return out
+
+
+def input_schema(tool: str) -> dict[str, Any]:
+    """The JSON Schema of ``tool``'s arguments (camelCase, as ``Store.call`` takes them)."""
+    params = TOOLS[tool].params
+    return {
+        "type": "object",
+        "properties": {p.name: param_schema(tool, p) for p in params},
+        "required": [p.name for p in params if p.required],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,343 @@
+"""The agent surface: input schemas agree with the validator; the MCP server, driven by the SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+
+from knowtk.agent import TOOL_DESCRIPTIONS, compact, output_schema
+from knowtk.errors import InvalidArgument
+from knowtk.query import TOOLS
+from knowtk.query.args import validate
+from knowtk.query.schema import ARGUMENT_DOCS, input_schema
+from tests.conftest import DEMO, StoreBuilder
+
+mcp = pytest.importorskip("mcp")
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+# -- the schema is the validator's --------------------------------------------------------------
+
+# valid values of the required arguments, so that one other argument can be probed alone
+REQUIRED_SAMPLES = {"query": "x", "id": "x", "date": "2026-01-01", "since": "2026-01-01", "entity": "x"}
+# checks that need more than syntax: the schema says the syntax, the validator also the calendar / zone database
+SEMANTIC = {"since", "until", "asOf", "occurredOnOrBefore", "date", "timeZone"}
+# scope accepts anything at validation; the snapshot checks its folders when the query runs
+DEFERRED = {"scope"}
+
+
+def _probes(schema: dict[str, Any]) -> list[Any]:
+    values: list[Any] = [0, 1, -1, 1.5, True, False, "", "x", "true", [], ["x"], [""], [1], {"a": 1}]
+    values += ["2026-01-01", "2026-02-30", "2026-01-01T10:00:00Z", "2026-01-01T10:00Z", "2026-01-01T10:00:00+01:00"]
+    values += ["UTC", "Europe/Berlin", "Mars/Olympus", "yesterday", "not-a-known-value"]
+    parts = [schema, *schema.get("anyOf", [])]
+    for part in parts:
+        for key in ("minimum", "maximum"):
+            if key in part:
+                values += [part[key] - 1, part[key], part[key] + 1]
+        for key in ("minLength", "maxLength"):
+            if key in part:
+                values += ["x" * max(part[key] - 1, 0), "x" * part[key], "x" * (part[key] + 1)]
+        if "maxItems" in part:
+            item = (part.get("items") or {}).get("enum", ["x"])[0]
+            values += [[item] * part["maxItems"], [item] * (part["maxItems"] + 1)]
+        enum = part.get("enum") or (part.get("items") or {}).get("enum") or []
+        values += [*enum, list(enum)]
+    return values
+
+
+def _accepts(tool: str, name: str, value: Any) -> bool:
+    params = TOOLS[tool].params
+    args = {p.name: REQUIRED_SAMPLES[p.name] for p in params if p.required}
+    args[name] = value
+    try:
+        validate(tool, params, args)
+    except InvalidArgument as exc:
+        assert exc.argument == name, (tool, name, value, exc)
+        return False
+    return True
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_input_schema_is_what_validate_enforces(tool: str) -> None:
+    schema = input_schema(tool)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    params = TOOLS[tool].params
+    assert list(schema["properties"]) == [p.name for p in params]
+    assert schema["required"] == [p.name for p in params if p.required]
+    assert set(ARGUMENT_DOCS[tool]) == set(schema["properties"])
+    with pytest.raises(InvalidArgument) as err:  # a name outside the schema is refused, naming the allowed ones
+        validate(tool, params, {**{p.name: REQUIRED_SAMPLES[p.name] for p in params if p.required}, "nope": 1})
+    assert err.value.argument == "nope" and sorted(err.value.allowed) == sorted(schema["properties"])
+    if schema["required"]:
+        with pytest.raises(InvalidArgument):
+            validate(tool, params, {})
+    for p in params:
+        prop = schema["properties"][p.name]
+        if p.default is not None:
+            assert prop["default"] == p.default and _accepts(tool, p.name, p.default)
+        assert prop["description"]
+        for value in _probes(prop):
+            by_schema = jsonschema.Draft202012Validator(prop).is_valid(value)
+            by_check = _accepts(tool, p.name, value)
+            if by_schema == by_check:
+                continue
+            if p.name in SEMANTIC:  # syntax right, but no such day or zone
+                assert by_schema and not by_check, (tool, p.name, value)
+            elif p.name in DEFERRED:
+                assert by_check and not by_schema, (tool, p.name, value)
+            else:
+                pytest.fail(f"{tool}.{p.name}={value!r}: schema says {by_schema}, validate says {by_check}")
+
+
+def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None:
+    assert set(TOOL_DESCRIPTIONS) == set(TOOLS)
+    for tool in TOOLS:
+        jsonschema.Draft202012Validator.check_schema(output_schema(tool))
+    knowl = TOOL_DESCRIPTIONS["knowl_query"]
+    for rule in ("every word", "re-run once", "2,000", "truncated", "affectedPaths", "min-max", "cosine",
+                 "uncalibrated (<reason>)", "PROVENANCE", "retried once without it", "defaults to 3"):  # fmt: skip
+        assert rule in knowl, rule
+    grep = TOOL_DESCRIPTIONS["knowledge_grep"]
+    for rule in ("superseded wording", "via", "knowledge_records", "exhaustive", "unavailable"):
+        assert rule in grep, rule
+    for tool in ("knowledge_timeline", "knowledge_chronicle_since"):
+        assert "whole UTC day" in TOOL_DESCRIPTIONS[tool] and "inclusive" in TOOL_DESCRIPTIONS[tool]
+    assert "IANA" in TOOL_DESCRIPTIONS["knowledge_chronicle_day"]
+
+
+def test_a_fifty_hit_page_is_compact(builder: StoreBuilder) -> None:
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+    for i in range(60):
+        body = " ".join(words * 40) + f" number {i}"  # long bodies: the row keeps a short snippet only
+        builder.page(f"p-{i:03d}", f"Alpha page {i}", body, summary="s" * 400)
+    data = builder.open().call("knowledge_grep", {"query": "alpha", "limit": 50})
+    rows = compact("knowledge_grep", data)
+    jsonschema.validate(rows, output_schema("knowledge_grep"))
+    assert len(rows["hits"]) == 50 and rows["total"] == 60 and rows["nextOffset"] == 50
+    assert len(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()) < 40_000
+    assert len(json.dumps(data).encode()) > len(json.dumps(rows).encode())
+
+
+# -- the server, end to end over stdio -------------------------------------------------------------
+
+
+def _server(store: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "knowtk", "mcp", "--store", str(store), *extra])
+
+
+async def _call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
+    res = await session.call_tool(tool, args)  # the client validates structuredContent against outputSchema
+    if not res.is_error:
+        assert json.loads(res.content[0].text) == res.structured_content  # the same JSON as text
+    return res
+
+
+def _refused(res: Any, argument: str) -> str:
+    assert res.is_error, res
+    text = res.content[0].text
+    assert res.structured_content["error"]["argument"] == argument and f"{argument}:" in text
+    return text
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    store = tmp_path / "demo"
+    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
+    return store
+
+
+def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert set(tools) == set(TOOLS)
+            for name, tool in tools.items():
+                assert tool.input_schema == input_schema(name) and tool.output_schema == output_schema(name)
+                assert tool.description == TOOL_DESCRIPTIONS[name]
+
+            answers = {
+                "knowledge_grep": {"query": "vector index"},
+                "knowledge_lookup": {"query": "Sam"},
+                "knowledge_records": {"kind": "claim", "type": "adr", "limit": 5},
+                "knowledge_record": {"id": "dec-2026-021"},
+                "knowledge_timeline": {"entity": "person-ada-okafor", "limit": 3},
+                "knowledge_chronicle_day": {"date": "2026-03-29", "week": True, "timeZone": "Europe/Berlin"},
+                "knowledge_chronicle_since": {"since": "2026-03-01", "until": "2026-03-31"},
+                "knowledge_chronicle_last_seen": {"entity": "person-ada-okafor"},
+                "knowl_query": {"query": "vector index"},
+            }
+            for name, args in answers.items():
+                res = await _call(s, name, args)
+                assert not res.is_error, (name, res.content[0].text)
+            grep = (await _call(s, "knowledge_grep", {"query": "vector index"})).structured_content
+            top = grep["hits"][0]
+            assert top["snippet"]["lineStart"] >= 1 and len(top["sha256"]) == 64 and grep["snapshot"]
+            assert grep["coverage"]["complete"] is False and grep["coverage"]["issueCount"] >= len(
+                grep["coverage"]["issues"]
+            )
+            assert (await _call(s, "knowledge_lookup", {"query": "Sam"})).structured_content["status"] == "ambiguous"
+            knowl = (await _call(s, "knowl_query", {"query": "vector index"})).structured_content
+            assert len(knowl["results"]) == 3 and knowl["provenance"].startswith("PROVENANCE")  # limit 3 over MCP
+
+            # superseded wording: the earlier title finds the current record, via the earlier one
+            old = (await _call(s, "knowledge_grep", {"query": "product quantization"})).structured_content
+            assert [(h["id"], h["via"]["id"], h["score"]) for h in old["hits"]] == [
+                ("dec-2026-021", "dec-2026-008", None)
+            ]
+            # a category that matches nothing is retried without it
+            retry = await _call(s, "knowl_query", {"query": "vector index", "category": "no-such-category"})
+            assert retry.structured_content["categoryRetry"]["category"] == "no-such-category"
+            assert retry.structured_content["results"]
+
+            # refusals name the argument and the allowed values; the server keeps answering
+            assert "YYYY-MM-DD" in _refused(await _call(s, "knowl_query", {"query": "x", "asOf": "yesterday"}), "asOf")
+            assert "1 to 50" in _refused(await _call(s, "knowledge_grep", {"query": "x", "limit": 99}), "limit")
+            assert "'phrase'" in _refused(await _call(s, "knowledge_grep", {"query": "x", "mode": "fuzzy"}), "mode")
+            assert "query" in _refused(await _call(s, "knowledge_grep", {"query": "x", "regex": True}), "regex")
+            _refused(await _call(s, "knowledge_chronicle_day", {"date": "2026-02-30"}), "date")
+            _refused(await _call(s, "no_such_tool", {}), "tool")
+            missing = await _call(s, "knowl_query", {"id": "no-such-id"})
+            assert missing.is_error and missing.structured_content["error"]["code"] == "not_found"
+
+            # a file added between two calls is seen by the next call
+            before = (await _call(s, "knowledge_grep", {"query": "zanzibar"})).structured_content
+            (demo / "notes" / "zanzibar.md").write_text(
+                "---\nid: note-zanzibar\nkind: page\ntype: note\ntitle: Zanzibar field trip\n---\nZanzibar.\n",
+                encoding="utf-8",
+            )
+            after = (await _call(s, "knowledge_grep", {"query": "zanzibar"})).structured_content
+            assert before["total"] == 0 and [h["id"] for h in after["hits"]] == ["note-zanzibar"]
+            assert after["snapshot"] != before["snapshot"]
+
+            # a file rewritten while queries run costs at most that file, never the server
+            target, stop = demo / "notes" / "zanzibar.md", threading.Event()
+
+            def churn() -> None:
+                i = 0
+                while not stop.is_set():
+                    target.write_text(f"---\nid: note-zanzibar\nkind: page\ntitle: Zanzibar {i}\n---\nZ{i}\n")
+                    i += 1
+
+            writer = threading.Thread(target=churn)
+            writer.start()
+            try:
+                for _ in range(8):
+                    res = await _call(s, "knowledge_grep", {"query": "zanzibar"})
+                    assert not res.is_error, res.content[0].text
+            finally:
+                stop.set()
+                writer.join()
+
+            # the store folder deleted (moved away), then back
+            moved = tmp_path / "moved-away"
+            demo.rename(moved)
+            gone = await _call(s, "knowledge_records", {})
+            assert gone.is_error and gone.structured_content["error"]["code"] == "store_unavailable"
+            moved.rename(demo)
+            back = await _call(s, "knowledge_lookup", {"query": "dec-2026-021"})
+            assert not back.is_error and back.structured_content["status"] == "found"
+            assert (await s.send_ping()) is not None
+
+    anyio.run(scenario)
+
+
+def test_linked_workspace_and_complete_answers(demo: Path, tmp_path: Path) -> None:
+    platform = StoreBuilder(tmp_path / "platform")
+    platform.raw("knowtk.yaml", "name: platform\nshare: true\n")
+    platform.page("plat-001", "Platform vector index per tenant", "The platform keeps one vector index per tenant.")
+
+    async def scenario() -> None:
+        params = _server(demo, "--link", f"platform={platform.root}", "--state-dir", str(tmp_path / "state"))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            keyed = (await _call(s, "knowl_query", {"query": "vector index", "scope": "workspace"})).structured_content
+            assert set(keyed["results"]) == {"demo-research", "platform"}
+            only = (await _call(s, "knowl_query", {"query": "vector index", "repos": ["platform"]})).structured_content
+            assert [r["id"] for r in only["results"]["platform"]] == ["plat-001"]
+            local = (await _call(s, "knowl_query", {"query": "vector index", "scope": "local"})).structured_content
+            assert isinstance(local["results"], list) and "plat-001" not in {r["id"] for r in local["results"]}
+            foreign = (await _call(s, "knowl_query", {"id": "plat-001"})).structured_content
+            item = (
+                next(iter(foreign["results"].values()))[0]
+                if isinstance(foreign["results"], dict)
+                else foreign["results"][0]
+            )
+            assert item["id"] == "plat-001" and item["foreign"], item
+            _refused(await _call(s, "knowl_query", {"query": "x", "repos": 5}), "repos")
+        assert not (demo / ".knowtk").exists() and (tmp_path / "state" / "linked" / "platform").is_dir()
+
+        async with stdio_client(_server(demo, "--complete")) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            full = (await _call(s, "knowledge_grep", {"query": "vector index"})).structured_content
+            assert full["hits"][0]["citation"]["sha256"] == full["hits"][0]["sha256"] and "freshness" in full
+
+    anyio.run(scenario)
+
+
+def test_malformed_messages_do_not_stop_the_server(demo: Path) -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": sorted(HANDSHAKE_PROTOCOL_VERSIONS)[-1],
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    lines = [
+        json.dumps(init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "this is not JSON",
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 3}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "knowledge_grep"}}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "knowledge_lookup", "arguments": {"query": "dec-2026-021"}},
+            }
+        ),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "knowtk", "mcp", "--store", str(demo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    watchdog = threading.Timer(120, proc.kill)  # a hung server fails the test instead of hanging it
+    watchdog.start()
+    replies: dict[Any, dict[str, Any]] = {}
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        while 4 not in replies:  # stdin stays open: a client that hangs up is not answered
+            line = proc.stdout.readline()
+            if not line:
+                break
+            message = json.loads(line)
+            replies[message.get("id")] = message
+        assert proc.poll() is None  # still serving
+    finally:
+        watchdog.cancel()
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert "error" in replies[2]  # a malformed request is a protocol error, answered
+    assert replies[3]["result"]["isError"] is True and "query" in replies[3]["result"]["content"][0]["text"]
+    assert replies[4]["result"]["structuredContent"]["status"] == "found"
