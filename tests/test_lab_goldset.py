@@ -26,8 +26,14 @@ def test_the_demo_gold_set_loads_in_both_formats_with_the_same_cases() -> None:
     assert {c.tool for c in yaml_set} == {"knowledge_grep", "knowledge_lookup", "knowl_query"}
     for a, b in zip(yaml_set, csv_set, strict=True):
         assert (a.id, a.tool, dict(a.args), dict(a.expect), a.must_not, a.status, a.k) == (
-            b.id, b.tool, dict(b.args), dict(b.expect), b.must_not, b.status, b.k,
-        )  # fmt: skip
+            b.id,
+            b.tool,
+            dict(b.args),
+            dict(b.expect),
+            b.must_not,
+            b.status,
+            b.k,
+        )
     assert [v.name for v in yaml_set.all_variants()] == ["default", "any-words", "top3", "keyword-only", "reworded"]
     assert yaml_set["vector-index-decision"].expect == {"dec-2026-021": 3, "note-search-stack-overview": 1}
     assert yaml_set["keyword-search-engine"].line is not None
@@ -62,7 +68,9 @@ cases:
 
 
 def test_errors_carry_file_line_case_and_field() -> None:
-    exc = refused("name: t\ncases:\n  - id: one\n    tool: knowledge_grep\n    args: {query: x, limit: 99}\n    expect: a\n")
+    exc = refused(
+        "name: t\ncases:\n  - id: one\n    tool: knowledge_grep\n    args: {query: x, limit: 99}\n    expect: a\n"
+    )
     assert isinstance(exc, KnowtkError) and isinstance(exc, ValueError)
     assert (exc.path, exc.line, exc.case, exc.field) == ("g.yaml", 5, "one", "args.limit")
     assert "g.yaml:5" in str(exc) and "limit" in str(exc) and "1 to 50" in str(exc)
@@ -75,7 +83,9 @@ def test_an_unknown_tool_is_refused_with_the_allowed_ones() -> None:
 
 
 def test_an_unknown_argument_is_refused_naming_the_arguments_the_tool_has() -> None:
-    exc = refused("name: t\ncases:\n  - id: one\n    tool: knowledge_grep\n    args: {query: x, mdoe: any}\n    expect: a\n")
+    exc = refused(
+        "name: t\ncases:\n  - id: one\n    tool: knowledge_grep\n    args: {query: x, mdoe: any}\n    expect: a\n"
+    )
     assert exc.field == "args.mdoe" and "no such argument" in str(exc) and "'mode'" in str(exc)
     exc = refused("name: t\ncases:\n  - {id: one, tool: knowledge_grep, args: {query: x, time_field: x}, expect: a}\n")
     assert "time_field" in str(exc) and "timeField" in str(exc)  # the contract's camelCase names
@@ -112,8 +122,10 @@ def test_whole_file_errors() -> None:
     assert refused("name: t\ncases: [\n").line is not None  # YAML syntax: the parser's line
     assert "non-empty 'cases'" in str(refused("name: t\ncases: []\n"))
     assert "unknown key 'case'" in str(refused("name: t\ncase: []\n"))
-    exc = refused("name: t\ncases:\n  - {id: a, tool: knowledge_grep, args: {query: x}, expect: a}\n"
-                  "  - {id: a, tool: knowledge_grep, args: {query: y}, expect: a}\n")  # fmt: skip
+    exc = refused(
+        "name: t\ncases:\n  - {id: a, tool: knowledge_grep, args: {query: x}, expect: a}\n"
+        "  - {id: a, tool: knowledge_grep, args: {query: y}, expect: a}\n"
+    )
     assert exc.line == 4 and "used twice" in str(exc)
 
 

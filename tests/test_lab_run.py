@@ -91,7 +91,11 @@ def test_each_miss_says_why(store: knowtk.Store, monkeypatch: pytest.MonkeyPatch
     why = {c["case"]: c["expected"][0]["why"] for c in result.cases}
     assert (why["words"]["kind"], why["words"]["reason"]) == ("not_matched", "not matched (lacks road)")
     assert why["words"]["explain"]["status"] == "not_matched"
-    assert (why["tag"]["kind"], why["tag"]["filter"], why["tag"]["reason"]) == ("filtered", "tag", "filtered out by tag")
+    assert (why["tag"]["kind"], why["tag"]["filter"], why["tag"]["reason"]) == (
+        "filtered",
+        "tag",
+        "filtered out by tag",
+    )
     assert (why["dead"]["kind"], why["dead"]["rule"]) == ("excluded", "chain_dead_end")
     assert why["withdrawn"]["reason"] == "excluded by withdrawn"
     zebra = [h["id"] for h in store.grep("zebra")["hits"]]
@@ -127,7 +131,10 @@ def test_an_expected_id_not_in_the_store_is_reported_not_scored(store: knowtk.St
         "  - {id: fine, tool: knowledge_grep, args: {query: zebra}, expect: a}\n"
     )
     result = run(gold(cases), store)
-    assert [(p["case"], p["status"]) for p in result.problems] == [("typo", "unknown_ids"), ("banned-typo", "unknown_ids")]
+    assert [(p["case"], p["status"]) for p in result.problems] == [
+        ("typo", "unknown_ids"),
+        ("banned-typo", "unknown_ids"),
+    ]
     assert "zebar" in result.problems[0]["message"] and result.case("typo")["unknownIds"] == ["zebar"]
     assert result.case("typo")["metrics"]["hit@1"] is None  # not a miss: not scored at all
     summary = result.summary()["default"]
@@ -237,8 +244,10 @@ def test_ablation_shows_which_words_help_and_which_hurt(store: knowtk.Store) -> 
 
 
 def test_ablation_of_a_gold_case_and_its_refusals(store: knowtk.Store) -> None:
-    g = gold("  - {id: z, tool: knowl_query, args: {query: zebra crossing road}, expect: a}\n"
-             "  - {id: l, tool: knowledge_lookup, args: {query: Zebra}, status: found}\n")  # fmt: skip
+    g = gold(
+        "  - {id: z, tool: knowl_query, args: {query: zebra crossing road}, expect: a}\n"
+        "  - {id: l, tool: knowledge_lookup, args: {query: Zebra}, status: found}\n"
+    )
     frame = ablate(store, g["z"])
     assert list(frame["word"].dropna()) == ["zebra", "crossing", "road"]
     with pytest.raises(InvalidArgument, match="lookup is exact"):
@@ -256,8 +265,11 @@ def test_ablation_of_a_gold_case_and_its_refusals(store: knowtk.Store) -> None:
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> knowtk.lab.LabRun:
     with knowtk.open_store(DEMO, state_dir=tmp_path_factory.mktemp("state")) as s:
-        return run(load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), s,
-                   variants=["default", "any-words", "keyword-only"])  # fmt: skip
+        return run(
+            load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml"),
+            s,
+            variants=["default", "any-words", "keyword-only"],
+        )
 
 
 def test_the_demo_gold_set_runs_as_its_comments_say(demo_run: knowtk.lab.LabRun) -> None:
@@ -270,7 +282,9 @@ def test_the_demo_gold_set_runs_as_its_comments_say(demo_run: knowtk.lab.LabRun)
         "lab-dec-002": "lab-dec-009",
         "note-meeting-notes-whiteboard": "dec-2025-033",
     }
-    assert default["gpu-budget"]["expected"][0]["why"]["rule"] == "chain_dead_end" and not default["gpu-budget"]["passed"]
+    assert (
+        default["gpu-budget"]["expected"][0]["why"]["rule"] == "chain_dead_end" and not default["gpu-budget"]["passed"]
+    )
     assert default["raw-recordings-retention"]["metrics"]["clean"] == 1.0
     assert default["lookup-sam"]["lookupStatus"] == "ambiguous" and default["lookup-missing-owner"]["passed"]
     assert default["vector-index-decision"]["expected"][0]["rank"] == 2  # a relationship ranks first
