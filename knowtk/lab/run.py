@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import semantic
 from ..errors import InvalidArgument, KnowtkError, RecordNotFound
-from ..query.args import snake
+from ..query import TOOLS
+from ..query.args import snake, validate
+from ..snapshot import Snapshot
 from ..store import Store
 from ..workspace import Workspace
 from .goldset import Case, GoldSet, Variant
@@ -229,9 +231,6 @@ def _variants(gold: GoldSet, given: Sequence[str | Variant] | None) -> list[Vari
         if not isinstance(v, Variant):
             raise InvalidArgument("variants", f"must be names or Variant objects, not {type(v).__name__}")
         for case in gold.cases:
-            from ..query import TOOLS
-            from ..query.args import validate
-
             try:
                 validate(case.tool, TOOLS[case.tool].params, case.args_for(v), python=False)
             except InvalidArgument as exc:
@@ -266,8 +265,10 @@ def _local(target: Store | Workspace) -> Store:
     return target.local if isinstance(target, Workspace) else target
 
 
-def _stores(target: Store | Workspace) -> list[Store]:
-    return [target.local, *target.linked.values()] if isinstance(target, Workspace) else [target]
+def _stores(target: Store | Workspace) -> list[tuple[Store, Snapshot]]:
+    """Each store of the target with its snapshot, taken once per case (a snapshot costs a scan)."""
+    stores = [target.local, *target.linked.values()] if isinstance(target, Workspace) else [target]
+    return [(store, store.snapshot()) for store in stores]
 
 
 def _active_search(tool: str, args: Mapping[str, Any]) -> bool:
@@ -277,12 +278,11 @@ def _active_search(tool: str, args: Mapping[str, Any]) -> bool:
     return args.get("lifecycle", "active") == "active"
 
 
-def _known(stores: list[Store], rid: str) -> Store | None:
-    """The store where some file carries this id (valid or not), or None."""
-    for store in stores:
-        snap = store.snapshot()
+def _known(stores: list[tuple[Store, Snapshot]], rid: str) -> tuple[Store, Snapshot] | None:
+    """The store (and its snapshot) where some file carries this id, valid or not; None when none does."""
+    for store, snap in stores:
         if rid in snap.records or any(i.id == rid for i in snap.issues):
-            return store
+            return store, snap
     return None
 
 
@@ -383,8 +383,7 @@ def run_case(
     gains: dict[str, int] = {}
     expected: list[dict[str, Any]] = []
     for rid, grade in case.expect.items():
-        owner = _known(stores, rid) or _local(target)
-        snap = owner.snapshot()
+        _, snap = _known(stores, rid) or stores[0]
         counted, chain = rid, None
         end = snap.chain_ends.get(rid)
         if end is not None:
@@ -438,12 +437,12 @@ def _why_not(
     target: Store | Workspace,
     args: dict[str, Any],
     e: dict[str, Any],
-    stores: list[Store],
+    stores: list[tuple[Store, Snapshot]],
     deep: list[str] | None,
 ) -> dict[str, Any]:
     """Why an expected id is not among the first k: one short ``reason`` and explain's own answer."""
     rid = e["counted"]
-    store = _known(stores, rid) or _local(target)
+    store, _ = _known(stores, rid) or stores[0]
     k = case.k
     if e["rank"] is not None:  # it came back, below k
         return _why(
