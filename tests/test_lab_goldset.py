@@ -171,5 +171,8 @@ def test_unreadable_files(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(GoldSetError, match="UTF-8"):
         load_gold(tmp_path / "b.yaml")
+    (tmp_path / "huge.yaml").write_bytes(b"#" * (8 * 1024 * 1024 + 1))
+    with pytest.raises(GoldSetError, match="at most"):
+        load_gold(tmp_path / "huge.yaml")
     with pytest.raises(InvalidArgument, match="format"):
         parse_gold("x", format="json")

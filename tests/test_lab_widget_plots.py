@@ -78,7 +78,7 @@ def test_the_widget_loads_runs_and_shows_a_case(store: knowtk.Store, gold_file: 
     lab.case.value = "quagga"
     hits = lab.view["detail"]["hits"]
     assert hits[0]["id"] == "new" and hits[0]["expected"] == "old" and hits[0]["via"] == "old"
-    assert "replaces superseded old" in lab.detail.value and "absent, as it must be" in lab.detail.value
+    assert "counted for superseded old" in lab.detail.value and "absent, as it must be" in lab.detail.value
     lab.left.value = "wide"  # the same variant on both sides: one column of outcomes
     assert lab.view["left"] == lab.view["right"] == "wide" and lab.view["cases"][0]["change"] in ("passed", "missed")
     bundle = lab._repr_mimebundle_()
@@ -146,3 +146,12 @@ def test_plot_rank_changes_draws_a_line_per_case(store: knowtk.Store) -> None:
     assert back.get_linestyle() == "--" and back.get_color() == "#dc2626"
     with pytest.raises(knowtk.InvalidArgument, match=r"knowtk\.lab\.compare"):
         plot_rank_changes(result.to_frame())
+
+
+def test_the_lab_imports_matplotlib_and_ipywidgets_only_when_used() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, knowtk.lab, knowtk.lab.cli; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"]

@@ -48,6 +48,7 @@ TOOLS_SCORED = ("knowledge_grep", "knowl_query", "knowledge_lookup")
 LOOKUP_STATUSES = ("found", "ambiguous", "missing")
 DEFAULT_K = 5
 MAX_K = 50  # grep's and knowl_query's largest limit: nothing ranks deeper in one answer
+MAX_BYTES = 8 * 1024 * 1024  # thousands of cases fit; a larger file is not a gold set
 MAX_GRADE = 10  # gains are 2**grade - 1: beyond this, one record would outweigh any ranking
 
 CASE_KEYS = ("id", "tool", "args", "expect", "must_not", "status", "k", "note", "variants")
@@ -191,6 +192,9 @@ def load_gold(path: str | os.PathLike[str]) -> GoldSet:
     """Read a gold set from a ``.yaml``/``.yml`` or ``.csv`` file."""
     p = Path(path)
     try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise GoldSetError(f"has {size:,} bytes; a gold set may have at most {MAX_BYTES:,}", path=str(p))
         data = p.read_bytes()
     except OSError as exc:
         raise GoldSetError(f"cannot read the file: {exc.strerror or exc}", path=str(p)) from exc

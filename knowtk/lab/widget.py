@@ -182,10 +182,10 @@ def _detail_html(d: dict[str, Any] | None) -> str:
     rows = []
     for h in d["hits"]:
         cls = "expected" if h["expected"] else "banned" if h["must_not"] else ""
-        mark = f"expected ({h['expected']}, grade {h['grade']})" if h["expected"] else ""
-        mark = "MUST NOT APPEAR" if h["must_not"] else mark
+        mark = f"expected, grade {h['grade']}" if h["expected"] else ""
         if h["expected"] and h["expected"] != h["id"]:
-            mark += f": replaces superseded {h['expected']}"
+            mark += f", counted for superseded {h['expected']}"
+        mark = "MUST NOT APPEAR" if h["must_not"] else mark
         via = f" ↳ via {h['via']}" if h["via"] else ""
         rows.append(
             f"<tr class='{cls}'><td>{h['rank']}</td><td>{_e(h['id'])}{_e(via)}</td><td>{_e(h['title'])}</td>"
