@@ -140,6 +140,8 @@ def test_plot_rank_changes_draws_a_line_per_case(store: knowtk.Store) -> None:
     assert labels[-1] == "not found"
     assert list(road.get_ydata()) == [len(labels), 1]  # not found under default, rank 1 under wide
     assert road.get_color() == "#16a34a"  # better
+    labelled = {t.get_text() for t in ax.texts}  # the cases that moved are named, unchanged ones are not
+    assert "road" in labelled and not labelled & set(table.loc[table["change"] == "same", "case"])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["default", "wide"]
     worse = plot_rank_changes(compare(result, left="wide", right="default"))
     back = next(line for line in worse.get_lines() if line.get_gid() == "case:road")

@@ -57,7 +57,7 @@ def plot_metrics(run: LabRun | pd.DataFrame, *, metrics: tuple[str, ...] = METRI
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean over the cases")
     ax.set_title("Metrics per variant")
-    ax.legend(title="variant", fontsize="small", loc="lower right")
+    ax.legend(title="variant", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
     return ax
 
@@ -75,6 +75,7 @@ def plot_rank_changes(comparison: pd.DataFrame, *, ax: Axes | None = None, max_c
     missing = deepest + 1
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, max(3.0, 0.22 * len(rows) + 1.5)))
+    labelled: dict[int, int] = {}  # rank -> labels already placed there
     for row in rows.to_dict("records"):
         left = missing if pd.isna(row["rank_left"]) else int(row["rank_left"])
         right = missing if pd.isna(row["rank_right"]) else int(row["rank_right"])
@@ -83,11 +84,13 @@ def plot_rank_changes(comparison: pd.DataFrame, *, ax: Axes | None = None, max_c
         style = "--" if change == "worse" else "-"
         (line,) = ax.plot([0, 1], [left, right], style, marker="o", color=colour, alpha=0.85)
         line.set_gid(f"case:{row['case']}")
-        if change != "same":
+        if change not in ("same", "reordered") or left != right:  # label what moved; stack labels on one rank
+            stacked = labelled.get(right, 0)
+            labelled[right] = stacked + 1
             ax.annotate(
                 str(row["case"]),
                 (1, right),
-                xytext=(6, 0),
+                xytext=(6, -9 * stacked),
                 textcoords="offset points",
                 va="center",
                 fontsize="x-small",
