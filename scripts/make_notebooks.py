@@ -527,11 +527,261 @@ PEPS: list[Cell] = [
     """),
 ]
 
+# -- 06 · query lab (issue 12): a self-contained block ------------------------------------------------
+
+QUERY_LAB_SETUP = f"""\
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import frontmatter
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import knowtk
+from knowtk.lab import ablate, check, compare, load_gold, run, save_run
+from knowtk.lab.plots import plot_rank_changes
+
+pd.set_option("display.max_colwidth", 70)
+{FIND_REPO}
+
+
+def digest(root):
+    \"\"\"One hash over every Markdown file's path and bytes (to show the bundled store stays untouched).\"\"\"
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.md")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+before = digest(DEMO)
+# a scratch copy: this notebook edits a record, and data/fixtures/demo must never change
+work = Path(tempfile.mkdtemp(prefix="knowtk-lab-")) / "demo"
+shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
+store = knowtk.open_store(work)
+gold = load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml")
+names = [v.name for v in gold.all_variants()]
+print(f"gold set {{gold.name!r}}: {{len(gold)}} cases, k={{gold.k}}, variants {{names}}")"""
+
+QUERY_LAB: list[Cell] = [
+    md("""
+    # 06 · Query lab
+
+    A search team keeps a set of questions with known answers, scores the engine on it, compares
+    variants, and looks at which change helped or hurt, and why. This notebook does that on a copy
+    of the demo store with the gold set `data/fixtures/gold/demo.yaml` (the format, the metrics and
+    the command line are in `docs/query-lab.md`).
+    """),
+    ("code", QUERY_LAB_SETUP),
+    md("""
+    ## The gold set
+
+    Each case names a tool, its arguments as `store.call` takes them, the record ids a good answer
+    holds (graded: 3 is the answer, 1 a useful extra), the ids it must not hold, and for lookups the
+    status. Named variants change the arguments of every case (`any-words`, `top3`), switch
+    `knowl_query`'s semantic search off (`keyword-only`), or ask each case in other words (`reworded`).
+    """),
+    code("""
+    pd.DataFrame(
+        [{"case": c.id, "tool": c.tool, "query": c.query, "expect": dict(c.expect), "must_not": list(c.must_not),
+          "status": c.status} for c in gold]
+    )
+    """),
+    md("""
+    ## Run it
+
+    `run(gold, store)` asks every case under every variant through the real tools and scores the
+    answers: hit@1, hit@k, recall@k, MRR, nDCG@k (graded), the lookup status, and whether a
+    must-not id came back (`clean`).
+    """),
+    code("""
+    result = run(gold, store)
+    result.metrics()
+    """),
+    code("""
+    result.plot()
+    plt.show()
+    """),
+    md("""
+    One row per case. A superseded expectation counts through its current replacement, and the
+    `replaced` column says so: *HNSW graph* is asked of an earlier decision, and the active search
+    rightly answers with the decision that replaced it.
+    """),
+    code("""
+    cases = result.to_frame()
+    cases[cases["variant"] == "default"][["case", "tool", "query", "passed", "hit@1", "ndcg@k", "first_rank",
+                                          "replaced", "why_not"]]
+    """),
+    md("""
+    ## Why not?
+
+    Every expected id that is not in the first k carries its reason, from `store.explain`: not
+    matched (which words are missing), filtered out (by which filter), excluded (by which rule: a
+    withdrawn record, a chain that ends in nothing, ...), or ranked below k.
+    """),
+    code("""
+    misses = result.misses()
+    misses[misses["variant"] == "default"][["case", "expected_id", "counted_id", "reason", "message"]]
+    """),
+    md("""
+    ## Two variants side by side
+
+    `result.compare(left, right)` puts each case's metrics under both variants next to each other,
+    the cases that changed first. Matching *any* word finds the calibration note the all-words
+    search missed, and costs the HNSW case its first place.
+    """),
+    code("""
+    table = result.compare("default", "any-words")
+    table[["case", "change", "query_left", "rank_left", "rank_right", "ndcg@k_left", "ndcg@k_right",
+           "ndcg@k_delta"]]
+    """),
+    code("""
+    plot_rank_changes(table)
+    plt.show()
+    """),
+    md("""
+    The other variants against the default, changed cases only: a page of three, the same cases in
+    other words, and `knowl_query` without its embedding model (identical to the default where the
+    `semantic` extra is not installed).
+    """),
+    code("""
+    summary = []
+    for name in ("top3", "reworded", "keyword-only"):
+        t = result.compare("default", name)
+        summary.append(t[t["changed"]].assign(variant=name)[["variant", "case", "change", "query_right", "rank_left",
+                                                             "rank_right", "ndcg@k_delta"]])
+    pd.concat(summary, ignore_index=True)
+    """),
+    md("""
+    ## Which words help?
+
+    Term ablation runs one case with each of its words dropped, and with each word of a list added.
+    A word whose removal lowers nDCG@k *helps*; an added word that lowers it *hurts* (the knowl
+    advice: every on-subject word helps, every off-subject word costs more than it gives). Here
+    *decision* and *sqlite* name the subject and help; *budget* does not, and empties the answer.
+    """),
+    code("""
+    ablate(store, gold["vector-index-decision"], add=["sqlite", "decision", "budget"])[
+        ["change", "word", "query", "ndcg@k", "effect", "verdict", "ranks", "total"]]
+    """),
+    md("""
+    ## An edit of a record, scored
+
+    Save the run as a baseline, give the calibration troubleshooting note a sentence about the eye
+    tracker, run again, and compare the two runs, changed cases first. The note now matches *eye
+    tracker calibration*: recall rises, but it also outranks the decision graded higher, so nDCG@k
+    falls a little. `check` reports that drop, which is what `knowtk eval --baseline` gates on in CI
+    (`tolerance` lets small drops pass).
+    """),
+    code("""
+    baseline = save_run(result, Path(tempfile.mkdtemp(prefix="knowtk-lab-")) / "baseline.json")
+
+    note = work / "lab" / "notes" / "lab-calibration-troubleshooting.md"
+    post = frontmatter.load(note)
+    post.content += "\\n\\nEye tracker calibration fails most often after the room lights change.\\n"
+    frontmatter.dump(post, note)
+
+    after = run(gold, store)
+    edit = compare(result, after, left="default")
+    edit[edit["changed"]][["case", "change", "rank_left", "rank_right", "recall@k_left", "recall@k_right",
+                           "ndcg@k_delta", "top_right"]]
+    """),
+    code("""
+    regression = check(after, knowtk.lab.load_run(baseline))
+    print("ok:", regression.ok, "·", "; ".join(regression.notes))
+    regression.to_frame().query("delta != 0")
+    """),
+    md("""
+    The same from the command line, as a CI step would run it (exit 0: nothing dropped; 1: a metric
+    dropped or a case could not be scored; 2: a malformed gold set or bad arguments):
+
+    ```bash
+    knowtk eval data/fixtures/gold/demo.yaml --store data/fixtures/demo --save baseline.json
+    knowtk eval data/fixtures/gold/demo.yaml --store data/fixtures/demo --baseline baseline.json
+    ```
+    """),
+    code("""
+    from knowtk.lab.cli import eval_main
+
+    state = tempfile.mkdtemp(prefix="knowtk-lab-")
+    code = eval_main([str(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), "--store", str(work),
+                      "--state-dir", state, "--variant", "default", "--baseline", str(baseline)])
+    print("exit code:", code)
+    """),
+    md("""
+    ## The lab widget
+
+    `QueryLabWidget(store, gold)` loads a gold set, runs it under the chosen variants, shows the
+    metrics and the cases of two variants (changed first), and a picked case's hits with the why-not
+    of each expected id. Where widgets do not run, the output is a static copy of its state.
+    """),
+    code("""
+    from knowtk.lab.widget import QueryLabWidget
+
+    lab = QueryLabWidget(store, REPO / "data" / "fixtures" / "gold" / "demo.yaml")
+    lab.variants.value = ("default", "any-words")
+    lab.run()
+    lab.case.value = "gpu-budget"  # a click on a case
+    lab
+    """),
+    md("""
+    ## A gold set built from the PEPs' own headers
+
+    When the PEPs corpus is beside the repository (`shared/corpora/peps`), a gold set is built at
+    run time from the PEPs' headers: the `PEP N` alias must look its PEP up, a PEP's title must find
+    it with `knowledge_grep` and with `knowl_query`, and the title of a superseded PEP must find its
+    replacement. It is never written into the repository, and only the aggregate metrics are shown.
+    """),
+    code("""
+    import yaml
+
+    from knowtk.lab import parse_gold
+
+    PEPS = REPO.parent / "shared" / "corpora" / "peps"
+    if PEPS.is_dir():
+        peps = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
+        snap = peps.snapshot()
+        pages = [r for rid, r in sorted(snap.records.items()) if rid.startswith("pep-") and snap.available(rid)]
+        cases = []
+        for r in (r for r in pages[::20] if snap.lifecycle[r.id] == "active"):
+            cases += [
+                {"id": f"lookup-{r.id}", "tool": "knowledge_lookup", "args": {"query": r.aliases[0]},
+                 "status": "found", "expect": [r.id]},
+                {"id": f"title-{r.id}", "tool": "knowledge_grep", "args": {"query": r.title}, "expect": [r.id]},
+                {"id": f"knowl-{r.id}", "tool": "knowl_query", "args": {"query": r.title, "limit": 5},
+                 "expect": [r.id]},
+            ]
+        for r in (r for r in pages if snap.lifecycle[r.id] == "superseded"):
+            cases.append({"id": f"superseded-{r.id}", "tool": "knowledge_grep", "args": {"query": r.title},
+                          "expect": [r.id]})
+        spec = {"name": "peps-headers", "k": 5, "variants": {"any-words": {"args": {"mode": "any"}}}, "cases": cases}
+        pep_gold = parse_gold(yaml.safe_dump(spec, sort_keys=False), path="<built from the PEP headers>")
+        pep_run = run(pep_gold, peps)
+        replaced = sum(e["replaced"] for c in pep_run.cases for e in c["expected"]) // len(pep_run.variant_names)
+        print(f"{len(pep_gold)} cases built from the headers; {replaced} superseded expectations counted "
+              "through their current replacement")
+        display(pep_run.metrics().drop(columns=["note"]))
+        display(pep_run.misses().groupby(["variant", "kind"]).size().rename("misses").to_frame())
+        pep_run.plot()
+        plt.show()
+    else:
+        print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this section is skipped.")
+    """),
+    md("""
+    ## The bundled store is untouched
+    """),
+    code("""
+    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    """),
+]
+
 BOOKS: dict[str, list[Cell]] = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_supersession_review.ipynb": SUPERSESSION,
     "04_prototyping_query_behaviour.ipynb": PROTOTYPING,
     "05_real_corpus_peps.ipynb": PEPS,
+    "06_query_lab.ipynb": QUERY_LAB,
 }
 
 

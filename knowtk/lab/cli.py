@@ -1,0 +1,171 @@
+"""``knowtk eval GOLD``: run a gold set on a store, print the metrics, and gate on a baseline.
+
+    knowtk eval data/fixtures/gold/demo.yaml --store data/fixtures/demo --save run.json
+    knowtk eval data/fixtures/gold/demo.yaml --store data/fixtures/demo --baseline run.json
+
+Exit codes: 0 ok; 1 a metric dropped against the baseline, or a case could not be scored (an
+expected id the store does not have, a refused call), or another refusal of the store; 2 bad
+arguments, a malformed gold set or an unreadable baseline.
+``eval_main`` is the whole command; ``python -m knowtk.lab.cli`` runs it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import InvalidArgument, KnowtkError, StoreUnavailable
+from ..store import open_store
+from .baseline import Regression, check, load_run, save_run
+from .goldset import GoldSetError, Variant, load_gold
+from .metrics import METRICS
+from .run import CHECKS, LabRun, run
+
+__all__ = ["eval_main", "parser"]
+
+OK, DROPPED, BAD = 0, 1, 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="knowtk eval",
+        description="Score a store against a gold set; compare with a baseline (exit 1 when a metric drops).",
+    )
+    p.add_argument("gold", help="the gold set (.yaml, .yml or .csv)")
+    p.add_argument("--store", default=".", help="the store folder (default: the current folder)")
+    p.add_argument("--state-dir", help="where to keep state.sqlite (default: STORE/.knowtk)")
+    p.add_argument("--baseline", metavar="FILE", help="a run saved with --save: exit 1 when a metric drops below it")
+    p.add_argument("--save", metavar="FILE", help="save this run as JSON (a baseline for later runs)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME[=JSON]",
+        help='run only this variant of the gold set (repeatable); NAME={"mode": "any"} defines one',
+    )
+    p.add_argument("--tolerance", type=float, default=0.0, help="a drop smaller than this passes (default 0)")
+    p.add_argument("--per-case", action="store_true", help="also fail when a single case's metric drops")
+    p.add_argument("--json", action="store_true", help="print the run (and the comparison) as JSON")
+    return p
+
+
+def _variants(given: list[str] | None) -> list[str | Variant] | None:
+    if not given:
+        return None
+    out: list[str | Variant] = []
+    for item in given:
+        name, sep, spec = item.partition("=")
+        if not sep:
+            out.append(name)
+            continue
+        try:
+            args = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument("--variant", f"{item!r}: the part after = is not JSON ({exc.msg})") from exc
+        if not isinstance(args, dict):
+            raise InvalidArgument("--variant", f"{item!r}: the part after = must be a JSON object of arguments")
+        semantic = args.pop("semantic", None)
+        if semantic is not None and not isinstance(semantic, bool):
+            raise InvalidArgument("--variant", f"{item!r}: semantic must be true or false")
+        out.append(Variant(name, args, semantic))
+    return out
+
+
+def eval_main(argv: Sequence[str] | None = None) -> int:
+    """``knowtk eval``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set)."""
+    try:
+        a = parser().parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        gold = load_gold(a.gold)
+        variants = _variants(a.variant)
+        store = open_store(a.store, state_dir=a.state_dir)
+        baseline = load_run(a.baseline) if a.baseline else None
+        result = run(gold, store, variants=variants)
+    except (GoldSetError, InvalidArgument, StoreUnavailable) as exc:
+        print(f"knowtk eval: {exc}", file=sys.stderr)
+        return BAD
+    except KnowtkError as exc:
+        print(f"knowtk eval: {exc}", file=sys.stderr)
+        return DROPPED
+    regression = check(result, baseline, tolerance=a.tolerance, per_case=a.per_case) if baseline else None
+    if a.save:
+        try:
+            save_run(result, a.save)
+        except InvalidArgument as exc:
+            print(f"knowtk eval: {exc}", file=sys.stderr)
+            return BAD
+    if a.json:
+        print(
+            json.dumps(
+                {"run": result.to_dict(), "regression": regression.to_dict() if regression else None},
+                indent=1,
+                ensure_ascii=False,
+                default=str,
+            )
+        )
+    else:
+        print(report(result, regression))
+    if result.problems:
+        print(f"knowtk eval: {len(result.problems)} case run(s) could not be scored", file=sys.stderr)
+        return DROPPED
+    if regression is not None and not regression.ok:
+        print("knowtk eval: a metric dropped against the baseline", file=sys.stderr)
+        return DROPPED
+    return OK
+
+
+def _number(value: Any) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def report(result: LabRun, regression: Regression | None = None) -> str:
+    """The run as text: metrics per variant, unscored cases, misses with their why-not, the baseline check."""
+    store = result.meta["store"]
+    lines = [
+        f"gold set {result.gold['name']!r} ({len(result.gold['cases'])} cases, k={result.gold['k']}) on store "
+        f"{store['name']!r} (snapshot {store['snapshot']}), knowtk {result.meta['knowtkVersion']}",
+        "",
+    ]
+    names = (*METRICS, *CHECKS)
+    width = max(len(v) for v in result.variant_names)
+    lines.append(f"{'variant':<{width}}  " + "  ".join(f"{n:>9}" for n in names) + "  scored")
+    for name, values in result.summary().items():
+        cells = "  ".join(f"{_number(values[n]):>9}" for n in names)
+        lines.append(f"{name:<{width}}  {cells}  {values['scored']}/{values['cases']}")
+    for p in result.problems:
+        lines.append(f"UNSCORED {p['case']} [{p['variant']}]: {p['message']}")
+    misses = [(c, e) for c in result.cases for e in c["expected"] if e["rank"] is None or e["rank"] > c["k"]]
+    if misses:
+        lines += ["", "misses (expected id not in the first k) and why:"]
+        for c, e in misses:
+            counted = f" (counted as its replacement {e['counted']})" if e["replaced"] else ""
+            why = (e.get("why") or {}).get("reason", "")
+            lines.append(f"  {c['case']} [{c['variant']}] {e['id']}{counted}: {why}")
+    replaced = sorted({(e["id"], e["counted"]) for c in result.cases for e in c["expected"] if e["replaced"]})
+    if replaced:
+        lines.append("")
+        lines.append(
+            "superseded expectations counted through their current replacement: "
+            + ", ".join(f"{a} → {b}" for a, b in replaced)
+        )
+    for note in result.meta.get("notes") or []:
+        lines.append(f"note: {note}")
+    if regression is not None:
+        lines += ["", f"against the baseline: {'OK' if regression.ok else 'DROPPED'}"]
+        lines += [f"  note: {n}" for n in regression.notes]
+        lines += [f"  variant {v!r} is in the baseline but was not run" for v in regression.missing_variants]
+        for r in regression.dropped:
+            lines.append(f"  {r['variant']} {r['metric']}: {_number(r['baseline'])} → {_number(r['current'])}")
+        for d in regression.case_drops:
+            lines.append(
+                f"  case {d['case']} [{d['variant']}] {d['metric']}: {_number(d['baseline'])} → {_number(d['current'])}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(eval_main(sys.argv[1:]))
