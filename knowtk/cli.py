@@ -343,6 +343,27 @@ def _mcp(a: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("gold", help="the gold set (.yaml, .yml or .csv; docs/query-lab.md)")
+    p.add_argument("--baseline", metavar="FILE", help="a run saved with --save: exit 1 when a metric drops below it")
+    p.add_argument("--save", metavar="FILE", help="save this run as JSON (a baseline for later runs)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME[=JSON]",
+        help='run only this variant of the gold set (repeatable); NAME={"mode": "any"} defines one',
+    )
+    p.add_argument("--tolerance", type=float, default=0.0, help="a drop smaller than this passes (default 0)")
+    p.add_argument("--per-case", action="store_true", help="also fail when a single case's metric drops")
+
+
+@command("eval", "score the store against a gold set; exit 1 when a metric drops", setup=_eval_setup)
+def _eval(a: argparse.Namespace) -> int:
+    from .lab.cli import run_eval
+
+    return run_eval(a)
+
+
 # -- parsing and running ------------------------------------------------------------------------
 
 
@@ -383,20 +404,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd: Command = a._command
     try:
         answer = cmd.run(a)
+        if isinstance(answer, int):  # the command printed its own answer
+            sys.stdout.flush()
+            return answer
+        if a.json or cmd.table is None:
+            print(json.dumps(answer, indent=2, ensure_ascii=False))
+        else:
+            print(cmd.table(answer))
+        sys.stdout.flush()
     except InvalidArgument as exc:
         print(f"knowtk: {_message(cmd, exc)}", file=sys.stderr)
         return 2
     except KnowtkError as exc:
         print(f"knowtk: {exc}", file=sys.stderr)
         return 1
-    if isinstance(answer, int):
-        return answer
-    try:
-        if a.json or cmd.table is None:
-            print(json.dumps(answer, indent=2, ensure_ascii=False))
-        else:
-            print(cmd.table(answer))
-        sys.stdout.flush()
     except BrokenPipeError:  # `knowtk ... | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
         return 0

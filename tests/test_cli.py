@@ -182,3 +182,36 @@ def test_the_command_line_starts_without_pandas_matplotlib_or_ipywidgets(store: 
     assert "knowtk" in imported and not imported & set(heavy)
     probe = f"import sys, knowtk.cli, knowtk.mcp_server; print(sorted(m for m in sys.modules if m in {heavy!r}))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout == "[]\n"
+
+
+def test_eval_runs_a_gold_set_with_json_in_either_position(store: Path, tmp_path: Path, capsys) -> None:
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(
+        "name: cli\nk: 3\ncases:\n"
+        "  - {id: zebra, tool: knowledge_grep, args: {query: zebra}, expect: [dec-new]}\n"
+        "  - {id: old-words, tool: knowledge_grep, args: {query: striped pedestrian}, expect: [dec-old]}\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(capsys, "--store", str(store), "eval", str(gold))
+    assert code == 0 and "gold set 'cli' (2 cases" in out
+    assert "dec-old → dec-new" in out  # a superseded expectation counts through its replacement
+    saved = tmp_path / "run.json"
+    code, out, _ = run(capsys, "eval", str(gold), "--store", str(store), "--json", "--save", str(saved))
+    data = json.loads(out)
+    assert code == 0 and data["regression"] is None and saved.is_file()
+    assert {c["case"] for c in data["run"]["cases"]} == {"zebra", "old-words"}
+    # the baseline gate: the record that answered "zebra" loses the word, hit@1 drops, exit 1
+    (store / "decisions" / "dec-new.md").write_text(
+        "---\nid: dec-new\nkind: claim\ntype: decision\ntitle: Crossing\nentities: [person-ada]\n---\nbody\n",
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "--json", "--store", str(store), "eval", str(gold), "--baseline", str(saved))
+    assert code == 1 and "dropped" in err and json.loads(out)["regression"]["ok"] is False
+    code, _, err = run(capsys, "--store", str(store), "eval", str(tmp_path / "absent.yaml"))
+    assert code == 2 and "absent.yaml" in err
+
+
+def test_eval_parser_does_not_import_pandas() -> None:
+    probe = "import sys, knowtk.cli; knowtk.cli._parser(); print('pandas' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "False\n"

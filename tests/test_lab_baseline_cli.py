@@ -159,7 +159,8 @@ def test_eval_exits_2_on_bad_arguments_and_malformed_gold_sets(zoo, tmp_path: Pa
     assert "no variant 'nope'" in capsys.readouterr().err
     assert eval_main(args(builder, gold, tmp_path, "--variant", "x={bad")) == 2
     assert eval_main(args(builder, gold, tmp_path, "--variant", 'x={"mode": "some"}')) == 2
-    assert eval_main([str(gold), "--store", str(tmp_path / "absent")]) == 2
+    # the store cannot be read: a refusal (1), as in every knowtk command
+    assert eval_main([str(gold), "--store", str(tmp_path / "absent")]) == 1
     assert eval_main(args(builder, gold, tmp_path, "--baseline", str(tmp_path / "absent.json"))) == 2
     assert eval_main([]) == 2  # argparse: GOLD is required
     assert eval_main(args(builder, gold, tmp_path, "--save", str(tmp_path / "no" / "dir" / "r.json"))) == 2

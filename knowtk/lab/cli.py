@@ -15,43 +15,23 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument, KnowtkError, StoreUnavailable
-from ..store import open_store
-from .baseline import Regression, check, load_run, save_run
-from .goldset import GoldSetError, Variant, load_gold
-from .metrics import METRICS
-from .run import CHECKS, LabRun, run
+from ..errors import InvalidArgument, KnowtkError
 
-__all__ = ["eval_main", "parser"]
+if TYPE_CHECKING:  # the run's modules import pandas: loaded when a gold set runs, not when the CLI parses
+    from .baseline import Regression
+    from .goldset import Variant
+    from .run import LabRun
+
+__all__ = ["eval_main", "report", "run_eval"]
 
 OK, DROPPED, BAD = 0, 1, 2
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="knowtk eval",
-        description="Score a store against a gold set; compare with a baseline (exit 1 when a metric drops).",
-    )
-    p.add_argument("gold", help="the gold set (.yaml, .yml or .csv)")
-    p.add_argument("--store", default=".", help="the store folder (default: the current folder)")
-    p.add_argument("--state-dir", help="where to keep state.sqlite (default: STORE/.knowtk)")
-    p.add_argument("--baseline", metavar="FILE", help="a run saved with --save: exit 1 when a metric drops below it")
-    p.add_argument("--save", metavar="FILE", help="save this run as JSON (a baseline for later runs)")
-    p.add_argument(
-        "--variant",
-        action="append",
-        metavar="NAME[=JSON]",
-        help='run only this variant of the gold set (repeatable); NAME={"mode": "any"} defines one',
-    )
-    p.add_argument("--tolerance", type=float, default=0.0, help="a drop smaller than this passes (default 0)")
-    p.add_argument("--per-case", action="store_true", help="also fail when a single case's metric drops")
-    p.add_argument("--json", action="store_true", help="print the run (and the comparison) as JSON")
-    return p
-
-
 def _variants(given: list[str] | None) -> list[str | Variant] | None:
+    from .goldset import Variant
+
     if not given:
         return None
     out: list[str | Variant] = []
@@ -74,18 +54,29 @@ def _variants(given: list[str] | None) -> list[str | Variant] | None:
 
 
 def eval_main(argv: Sequence[str] | None = None) -> int:
-    """``knowtk eval``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set)."""
-    try:
-        a = parser().parse_args(list(argv) if argv is not None else None)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0)
+    """``knowtk eval ARGV``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set).
+
+    The options are parsed by ``knowtk``'s own command line, where they are defined once.
+    """
+    from ..cli import main
+
+    return main(["eval", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run_eval(a: argparse.Namespace) -> int:
+    """Run the parsed ``knowtk eval`` command; returns its exit code."""
+    from ..store import open_store
+    from .baseline import check, load_run, save_run
+    from .goldset import GoldSetError, load_gold
+    from .run import run
+
     try:
         gold = load_gold(a.gold)
         variants = _variants(a.variant)
         store = open_store(a.store, state_dir=a.state_dir)
         baseline = load_run(a.baseline) if a.baseline else None
         result = run(gold, store, variants=variants)
-    except (GoldSetError, InvalidArgument, StoreUnavailable) as exc:
+    except (GoldSetError, InvalidArgument) as exc:
         print(f"knowtk eval: {exc}", file=sys.stderr)
         return BAD
     except KnowtkError as exc:
@@ -124,6 +115,9 @@ def _number(value: Any) -> str:
 
 def report(result: LabRun, regression: Regression | None = None) -> str:
     """The run as text: metrics per variant, unscored cases, misses with their why-not, the baseline check."""
+    from .metrics import METRICS
+    from .run import CHECKS
+
     store = result.meta["store"]
     lines = [
         f"gold set {result.gold['name']!r} ({len(result.gold['cases'])} cases, k={result.gold['k']}) on store "
