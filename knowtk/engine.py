@@ -10,22 +10,32 @@ modules (``knowtk.query``) read an engine; they never write Markdown.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
+import random
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .config import CONFIG_FILE, StoreConfig, load_config
-from .errors import StoreUnavailable
+from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
 from .records import Record
 from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
 from .snapshot import Safeguards, Snapshot, build_snapshot
-from .state import STATE_DIR, STATE_FILE, StateDB, now_utc
+from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, now_utc
 
-__all__ = ["Engine", "KeywordIndex"]
+__all__ = ["Engine", "KeywordIndex", "run_all"]
+
+T = TypeVar("T")
+# optimistic attempts of a query (one read transaction, upgraded when it must write) before the
+# last one, which takes the write lock from the start and so cannot meet another process's commit
+OPTIMISTIC_ATTEMPTS = 6
+_ordinals = itertools.count()  # a global order of engines: several are always locked in this order
 
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
@@ -74,20 +84,42 @@ class Engine:
         change_source: ChangeSource | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        accept_safeguard_loss: bool = False,
+        rebind_state: bool = False,
     ) -> None:
         self.root = os.path.abspath(os.fspath(root))
         if not os.path.isdir(self.root):
             what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
             raise StoreUnavailable(self.root, f"the store folder {what}")
+        # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
+        self.lock = threading.RLock()
+        self.ordinal = next(_ordinals)
+        self._writes = 0  # state.writes when the running call began
+        self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
+        self._pinned: Snapshot | None = None  # the snapshot of the running call
         folder = os.fspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
-        self.state = StateDB(os.path.join(folder, STATE_FILE))
+        default = os.path.abspath(folder) == os.path.join(self.root, STATE_DIR)
+        self.state = StateDB(
+            os.path.join(folder, STATE_FILE),
+            store="." if default else self.root,  # the usual .knowtk moves with its store
+            hint=accept_hint(self.root, None if default else os.path.abspath(folder)),
+            accept_loss=accept_safeguard_loss,
+            rebind=rebind_state,
+        )
         self.scanner = Scanner(
             self.root,
             self.state,
             source=change_source or StatWalk(self.root, max_files=max_files),
             max_file_bytes=max_file_bytes,
         )
-        self.safeguards = Safeguards(self.state)
+        try:
+            self.safeguards = Safeguards(self.state, accept_loss=accept_safeguard_loss)
+        except BaseException:
+            self.state.close()
+            raise
+        if self.state.moved_aside:
+            moved = f"state.sqlite could not be read and was moved to {self.state.moved_aside}"
+            self.safeguards.repairs.insert(0, moved)
         self._config_stat: tuple[int, int] | None = None
         self.config: StoreConfig = load_config(self.root)
         self._snapshot: Snapshot | None = None
@@ -107,9 +139,41 @@ class Engine:
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Scan and validate: the store as the current query sees it."""
-        with _collector_paused():
-            return self._snapshot_now()
+        """Scan and validate: the store as the current query sees it (within a call: its one snapshot)."""
+        with self.lock:
+            if self._pinned is not None:
+                return self._pinned
+            with _collector_paused():
+                return self._snapshot_now()
+
+    # -- calls -------------------------------------------------------------------------------------
+    def run(self, fn: Callable[[], T]) -> T:
+        """Run one whole tool call: under this engine's lock, inside one transaction of state.sqlite."""
+        return run_all([self], fn)
+
+    def _begin(self, *, immediate: bool) -> None:
+        snap = self.snapshot()  # scans and records safeguards in their own transactions
+        self.state.begin_query(immediate=immediate)
+        self._pinned = snap
+        self._writes = self.state.writes
+
+    def _end(self, *, commit: bool) -> None:
+        self._pinned = None
+        try:
+            self.state.end_query(commit=commit)
+        finally:
+            if not commit and self.state.writes != self._writes:  # the mirrors took in writes now undone
+                self.invalidate()
+
+    def invalidate(self) -> None:
+        """Forget every in-memory mirror of state.sqlite (after a rollback): reloaded at the next use."""
+        if self._keyword is not None:
+            self._keyword.main.invalidate()
+            self._keyword.history.invalidate()
+        for ext in self.extensions.values():
+            invalidate = getattr(ext, "invalidate", None)
+            if invalidate is not None:
+                invalidate()
 
     def _snapshot_now(self) -> Snapshot:
         room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
@@ -118,9 +182,10 @@ class Engine:
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
         config_changed = self._reload_config()
+        guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
         snap = self._snapshot
         expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
-        if snap is None or self._touched or config_changed or expired:
+        if snap is None or self._touched or config_changed or expired or guards_changed:
             snap = build_snapshot(
                 self.scanner.files,
                 self.config,
@@ -148,7 +213,21 @@ class Engine:
 
     # -- keyword projections ----------------------------------------------------------------------
     def keyword(self, snap: Snapshot) -> KeywordIndex:
-        """The keyword projections reconciled with this snapshot (only changed records re-indexed)."""
+        """The keyword projections reconciled with this snapshot (only changed records re-indexed).
+
+        A projection that fails with a database error is rebuilt from scratch once before the
+        error is reported (a damaged FTS5 shadow table, a hand-edited rows table).
+        """
+        with self.lock:
+            if not self._depth:  # outside a call (a direct use): one of its own
+                return self.run(lambda: self.keyword(snap))
+            index = self._keyword_now(snap)
+            if index.error is not None:
+                index.main.damaged = index.history.damaged = True
+                index = self._keyword_now(snap)
+            return index
+
+    def _keyword_now(self, snap: Snapshot) -> KeywordIndex:
         index = self._keyword
         if index is None:
             index = self._keyword = KeywordIndex(
@@ -167,8 +246,13 @@ class Engine:
                 index.written += index.history.reconcile(history_ids, text, since=since_history)
         except sqlite3.Error as exc:
             index.error = f"{type(exc).__name__}: {exc}"
-            index.main._version = index.history._version = None  # reload the mirrors next time
+            index.main.invalidate()  # reload the mirrors next time
+            index.history.invalidate()
             return index
+        except BaseException:
+            index.main.invalidate()
+            index.history.invalidate()
+            raise
         self._pending_bodies.clear()
         index.error = None
         index.generation = snap.generation
@@ -217,4 +301,60 @@ class Engine:
         return self.scanner.read_body(r.path, r.sha256)
 
     def close(self) -> None:
-        self.state.close()
+        with self.lock:
+            self.state.close()
+
+
+def run_all(engines: Sequence[Engine], fn: Callable[[], T]) -> T:
+    """Run ``fn`` (one tool call reading these engines) under their locks, in one transaction each.
+
+    Locks are taken in the engines' global order, so two workspaces sharing stores cannot
+    deadlock. When another process's commit gets in the way (``Contention``), every
+    transaction is rolled back, the mirrors are forgotten and the call runs again; the last
+    attempt holds the write lock of each state from the start. A call inside a call (a tool
+    that asks another tool) joins the outer one.
+    """
+    ordered = sorted({id(e): e for e in engines}.values(), key=lambda e: e.ordinal)
+    with ExitStack() as stack:
+        for engine in ordered:
+            stack.enter_context(engine.lock)
+        if any(e._depth for e in ordered):
+            fresh = [e for e in ordered if not e._depth]
+            if not fresh:
+                return fn()
+            ordered = fresh  # engines the outer call did not open yet get their own transaction here
+        rng = random.Random()
+        for attempt in range(OPTIMISTIC_ATTEMPTS + 1):
+            last = attempt == OPTIMISTIC_ATTEMPTS
+            begun: list[Engine] = []
+            try:
+                for engine in ordered:
+                    engine._depth += 1
+                    begun.append(engine)
+                    engine._begin(immediate=last)
+                result = fn()
+                for engine in begun:
+                    engine._end(commit=True)
+                return result
+            except Contention as exc:
+                _abort(begun)
+                if last:
+                    raise StateError(
+                        ordered[0].state_path, f"another process kept the state busy ({exc}); try again"
+                    ) from exc
+                time.sleep(rng.uniform(0.001, 0.01 * (attempt + 1)))
+            except BaseException:
+                _abort(begun)
+                raise
+            finally:
+                for engine in begun:
+                    engine._depth -= 1
+        raise AssertionError("unreachable")
+
+
+def _abort(engines: Sequence[Engine]) -> None:
+    for engine in engines:
+        try:
+            engine._end(commit=False)
+        except sqlite3.Error:
+            engine.invalidate()
