@@ -129,7 +129,7 @@ def reader(root: str, state_dir: str, expected: list[Any], stop: Any, out: Any, 
         final = None
         errors[f"final: {type(exc).__name__}: {exc}"] += 1
         counts["exceptions"] += 1
-    out.put({**counts, "errors": dict(errors), "final": final})
+    out.put({**counts, "retries": store.engine.retries, "errors": dict(errors), "final": final})
 
 
 def editor(root: str, stop: Any, seed: int, out: Any) -> None:
@@ -206,6 +206,7 @@ def run(seconds: float, readers: int, threads: int, seed: int) -> dict[str, Any]
             "exceptions": totals["exceptions"],
             "unavailable": totals["unavailable"],
             "mismatches": totals["mismatches"],
+            "retries": totals["retries"],
             "final_mismatches": final_mismatches,
             "errors": dict(errors.most_common(20)),
         }

@@ -94,6 +94,7 @@ class Engine:
         # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
         self.lock = threading.RLock()
         self.ordinal = next(_ordinals)
+        self.retries = 0  # calls run again because another process changed the state (observability)
         self._writes = 0  # state.writes when the running call began
         self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
         self._pinned: Snapshot | None = None  # the snapshot of the running call
@@ -300,9 +301,131 @@ class Engine:
         """The body of a record as of its snapshot hash (None if the file changed since)."""
         return self.scanner.read_body(r.path, r.sha256)
 
+    # -- check and repair ------------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """Check state.sqlite and its projections against the Markdown; rebuild what is wrong.
+
+        Returns ``{"ok", "state", "integrity", "found", "repaired", "unrepaired"}``: ``ok`` is
+        True when nothing was found wrong; ``integrity`` is what ``PRAGMA integrity_check``
+        said (``["ok"]`` when whole) before any repair; ``found`` lists every problem,
+        ``repaired`` what was rebuilt or restored, ``unrepaired`` what needs a person (a
+        safeguard loss to accept).
+        """
+        from .temporal import TemporalProjection
+
+        with self.lock:
+            found: list[str] = []
+            repaired: list[str] = []
+            unrepaired: list[str] = []
+            conn = self.state.conn
+            integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            if integrity != ["ok"]:
+                found += [f"integrity_check: {line}" for line in integrity]
+            # safeguards against their journal
+            guards = self.safeguards
+            before = len(guards.repairs)
+            guards._version = None
+            try:
+                guards.refresh()
+            except StateError as exc:
+                found.append(str(exc))
+                unrepaired.append(str(exc))
+            found += guards.repairs[before:]
+            repaired += guards.repairs[before:]
+            if unrepaired:  # no query runs while safeguards are lost: the projections wait for the acceptance
+                return _report(self, integrity, found, repaired, unrepaired)
+            snap = self.snapshot()
+            # the scan cache against the files as parsed
+            cached = {
+                path: (size, mtime, sha)
+                for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM scan_files_v1")
+            }
+            files = self.scanner.files
+            wrong = {p for p, e in files.items() if cached.get(p) != (e.stat[0], e.stat[1], e.sha256)} | (
+                cached.keys() - files.keys()
+            )
+            if wrong:
+                found.append(f"scan_files_v1 disagrees with the files at {len(wrong)} paths")
+                self.scanner._unsaved |= wrong & files.keys()
+                self.scanner._unremoved |= wrong - files.keys()
+                self.scanner.save()
+                repaired.append(f"scan_files_v1 rewritten at {len(wrong)} paths")
+            # keyword projections: shadow tables, FTS5's own integrity-check, rows against the snapshot
+            index = self.keyword(snap)
+            main_ids, history_ids = self._desired(snap)
+            for proj, desired in ((index.main, main_ids), (index.history, history_ids)):
+                problems = proj.problems()
+                if not problems:
+                    try:
+                        with self.state.transaction():
+                            conn.execute(f"INSERT INTO {proj.fts} ({proj.fts}, rank) VALUES ('integrity-check', 1)")
+                    except sqlite3.DatabaseError as exc:
+                        problems.append(f"FTS5 integrity-check of {proj.fts}: {exc}")
+                    rows = dict(conn.execute(f"SELECT id, sha256 FROM {proj.rows}"))
+                    if rows != dict(desired):
+                        differing = len(set(rows.items()) ^ set(desired.items()))
+                        problems.append(f"{proj.rows} differs from the Markdown at {differing} records")
+                    if rows != proj.shas:
+                        problems.append(f"the in-memory mirror of {proj.rows} differs from the table")
+                if problems:
+                    found += problems
+                    proj.damaged = True
+                    proj.invalidate()
+                    self._keyword_base = None
+                    index = self.keyword(snap)
+                    repaired.append(f"{proj.fts} rebuilt")
+                    if index.error:
+                        unrepaired.append(f"{proj.fts} could not be rebuilt: {index.error}")
+            for proj in (index.main, index.history):
+                found += [r for r in proj.repairs if r not in found]
+                repaired += [r for r in proj.repairs if r not in repaired]
+                proj.repairs.clear()
+            # temporal tables against the snapshot
+            temporal = self.extensions.get("temporal")
+            if temporal is None:
+                temporal = self.extensions["temporal"] = TemporalProjection(self.state)
+            self.run(lambda: temporal.reconcile(snap))
+            problems = self.run(lambda: temporal.problems(snap))
+            if problems:
+                found += problems
+                temporal.rebuild()
+                self.run(lambda: temporal.reconcile(snap))
+                repaired.append("temporal tables rebuilt")
+            # embeddings: a broken vector is re-embedded by the next knowl_query
+            if self.state.table_exists("knowl_embeddings_v1"):
+                bad = conn.execute(
+                    "SELECT count(*) FROM knowl_embeddings_v1 WHERE length(vector) = 0 OR length(vector) % 4 != 0"
+                ).fetchone()[0]
+                if bad:
+                    found.append(f"knowl_embeddings_v1 holds {bad} broken vectors")
+                    with self.state.transaction():
+                        conn.execute(
+                            "DELETE FROM knowl_embeddings_v1 WHERE length(vector) = 0 OR length(vector) % 4 != 0"
+                        )
+                    self.invalidate()
+                    repaired.append(f"{bad} broken vectors dropped (re-embedded by the next knowl_query)")
+            if integrity != ["ok"]:
+                after = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+                if after != ["ok"]:
+                    unrepaired += [f"integrity_check after repair: {line}" for line in after]
+            return _report(self, integrity, found, repaired, unrepaired)
+
     def close(self) -> None:
         with self.lock:
             self.state.close()
+
+
+def _report(
+    engine: Engine, integrity: list[str], found: list[str], repaired: list[str], unrepaired: list[str]
+) -> dict[str, Any]:
+    return {
+        "ok": not found,
+        "state": engine.state_path,
+        "integrity": integrity,
+        "found": found,
+        "repaired": repaired,
+        "unrepaired": unrepaired,
+    }
 
 
 def run_all(engines: Sequence[Engine], fn: Callable[[], T]) -> T:
@@ -338,6 +461,8 @@ def run_all(engines: Sequence[Engine], fn: Callable[[], T]) -> T:
                 return result
             except Contention as exc:
                 _abort(begun)
+                for engine in ordered:
+                    engine.retries += 1
                 if last:
                     raise StateError(
                         ordered[0].state_path, f"another process kept the state busy ({exc}); try again"

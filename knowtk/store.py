@@ -101,10 +101,13 @@ class Store:
 
     # -- state ---------------------------------------------------------------------------------
     def check(self) -> dict[str, Any]:
-        """Check the state and repair what can be rebuilt; see ``knowtk.check.check_state`` for the report."""
-        from .check import check_state
+        """Check state.sqlite (``PRAGMA integrity_check``, safeguards against their journal, the scan cache,
+        FTS5 ``integrity-check`` and rows, temporal tables, embeddings) and rebuild what is wrong.
 
-        return check_state(self.engine)
+        Returns ``{"ok": bool, "state": path, "integrity": [lines], "found": [...], "repaired": [...],
+        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong.
+        """
+        return self.engine.check()
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
