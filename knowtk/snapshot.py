@@ -174,7 +174,10 @@ class Safeguards:
             self.loss = f"the safeguard journal cannot be read: {journal.problem}"
             return None
         header = journal.header or {}
-        if header.get("store") and state.store and header["store"] != state.store:
+        rebound = bool(header.get("store") and state.store and header["store"] != state.store)
+        if rebound and state.rebind:
+            notes.append(f"the journal is rebound from the store {header['store']!r} to {state.store!r}")
+        elif rebound:
             raise StateError(
                 journal.path,
                 f"this safeguard journal belongs to the store {header['store']!r}, not {state.store!r}; "
@@ -225,6 +228,11 @@ class Safeguards:
         header = journal.header
         if header is None:  # no journal: write it whole from the tables
             journal.rewrite({"store_id": state.store_id, "store": state.store}, append_w, append_g)
+        elif header.get("store") != state.store:  # rebound: the header names the new store
+            w = {**journal.withdrawn, **append_w}
+            g = {**journal.guards, **append_g}
+            journal.rewrite({"store_id": header.get("store_id"), "store": state.store}, w, g)
+            header = {"store_id": header.get("store_id")}
         else:
             if header.get("store_id") != state.store_id:
                 state.store_id = str(header.get("store_id"))

@@ -151,6 +151,8 @@ class StateDB:
                         ("created_at", created),
                     ],
                 )
+            if not meta and self.journal.read() and self.journal.header is not None:
+                meta = {"store": self.journal.header.get("store")}  # a lost state.sqlite: the journal knows its store
             if store is not None:
                 bound = meta.get("store")
                 if bound is None or rebind:
@@ -163,6 +165,7 @@ class StateDB:
                     )
         self.store_id: str = self.meta("store_id") or ""
         self.store = store
+        self.rebind = rebind
 
     def _connect(self) -> set[str]:
         try:
