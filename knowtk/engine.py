@@ -10,6 +10,7 @@ modules (``knowtk.query``) read an engine; they never write Markdown.
 from __future__ import annotations
 
 import gc
+import hashlib
 import itertools
 import os
 import random
@@ -94,6 +95,7 @@ class Engine:
         # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
         self.lock = threading.RLock()
         self.ordinal = next(_ordinals)
+        self._earlier: list[str] = []  # repairs queries made before the running check()
         self.retries = 0  # calls run again because another process changed the state (observability)
         self._writes = 0  # state.writes when the running call began
         self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
@@ -305,15 +307,17 @@ class Engine:
     def check(self) -> dict[str, Any]:
         """Check state.sqlite and its projections against the Markdown; rebuild what is wrong.
 
-        Returns ``{"ok", "state", "integrity", "found", "repaired", "unrepaired"}``: ``ok`` is
-        True when nothing was found wrong; ``integrity`` is what ``PRAGMA integrity_check``
-        said (``["ok"]`` when whole) before any repair; ``found`` lists every problem,
-        ``repaired`` what was rebuilt or restored, ``unrepaired`` what needs a person (a
-        safeguard loss to accept).
+        Returns ``{"ok", "state", "integrity", "found", "repaired", "unrepaired", "earlier"}``:
+        ``ok`` is True when nothing was found wrong; ``integrity`` is what ``PRAGMA
+        integrity_check`` said (``["ok"]`` when whole) before any repair; ``found`` lists every
+        problem, ``repaired`` what was rebuilt or restored, ``unrepaired`` what needs a person
+        (a safeguard loss to accept); ``earlier`` what queries repaired by themselves since
+        the store was opened or last checked.
         """
         from .temporal import TemporalProjection
 
         with self.lock:
+            self._repairs_so_far()
             found: list[str] = []
             repaired: list[str] = []
             unrepaired: list[str] = []
@@ -332,10 +336,31 @@ class Engine:
                 unrepaired.append(str(exc))
             found += guards.repairs[before:]
             repaired += guards.repairs[before:]
+            del guards.repairs[:]
             if unrepaired:  # no query runs while safeguards are lost: the projections wait for the acceptance
                 return _report(self, integrity, found, repaired, unrepaired)
+            # the files' hashes as the scan keeps them (from scan_files_v1) against the files themselves
+            self.snapshot()
+            stale = []
+            for path, entry in self.scanner.files.items():
+                if entry.sha256 is None:
+                    continue
+                try:
+                    with open(os.path.join(self.root, path), "rb") as f:
+                        digest = hashlib.sha256(f.read()).hexdigest()
+                except OSError:
+                    continue  # gone since the scan: the next scan sees it
+                if digest != entry.sha256:
+                    stale.append(path)
+            if stale:
+                found.append(f"scan_files_v1 holds a wrong hash for {len(stale)} files")
+                self.scanner.forget(stale)
+                repaired.append(f"{len(stale)} files parsed again")
             snap = self.snapshot()
             # the scan cache against the files as parsed
+            if not self.state.table_exists("scan_files_v1"):
+                found.append("scan_files_v1 is missing")
+                self.scanner.save()  # creates it and writes every file
             cached = {
                 path: (size, mtime, sha)
                 for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM scan_files_v1")
@@ -385,6 +410,9 @@ class Engine:
             if temporal is None:
                 temporal = self.extensions["temporal"] = TemporalProjection(self.state)
             self.run(lambda: temporal.reconcile(snap))
+            found += temporal.repairs
+            repaired += temporal.repairs
+            temporal.repairs.clear()
             problems = self.run(lambda: temporal.problems(snap))
             if problems:
                 found += problems
@@ -410,6 +438,20 @@ class Engine:
                     unrepaired += [f"integrity_check after repair: {line}" for line in after]
             return _report(self, integrity, found, repaired, unrepaired)
 
+    def _repairs_so_far(self) -> list[str]:
+        out = list(self.safeguards.repairs)
+        self.safeguards.repairs.clear()
+        if self._keyword is not None:
+            for proj in (self._keyword.main, self._keyword.history):
+                out += proj.repairs
+                proj.repairs.clear()
+        temporal = self.extensions.get("temporal")
+        if temporal is not None:
+            out += temporal.repairs
+            temporal.repairs.clear()
+        self._earlier = out
+        return out
+
     def close(self) -> None:
         with self.lock:
             self.state.close()
@@ -419,6 +461,7 @@ def _report(
     engine: Engine, integrity: list[str], found: list[str], repaired: list[str], unrepaired: list[str]
 ) -> dict[str, Any]:
     return {
+        "earlier": engine._earlier,
         "ok": not found,
         "state": engine.state_path,
         "integrity": integrity,

@@ -152,6 +152,7 @@ class Scanner:
         self.parses = 0  # frontmatter parses since the engine started
 
     def _load_cache(self) -> None:
+        self.state.conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
         rows = self.state.conn.execute(
             "SELECT path, size, mtime_ns, sha256, meta, body_line, problem_code, problem FROM scan_files_v1"
         )
@@ -215,12 +216,20 @@ class Scanner:
         self.save()
         return touched, bodies
 
+    def forget(self, paths: list[str]) -> None:
+        """Read these files again at the next scan (their cached entry proved wrong)."""
+        for path in paths:
+            self._stats[path] = (-1, -1)
+
     def save(self) -> None:
         """Write the parsed files not yet in ``scan_files_v1`` (a projection: a failure here fails no query)."""
-        if not self._unsaved and not self._unremoved:
+        if not self._unsaved and not self._unremoved and self.state.table_exists("scan_files_v1"):
             return
         try:
             with self.state.transaction() as conn:
+                if not self.state.table_exists("scan_files_v1"):
+                    conn.execute(_CACHE_SCHEMA)
+                    self._unsaved |= self.files.keys()
                 conn.executemany(
                     "INSERT OR REPLACE INTO scan_files_v1 "
                     "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
@@ -356,6 +365,12 @@ def _pool_context() -> Any:
         context.set_forkserver_preload([__name__])  # import knowtk once in the server, not in every worker
         return context
     return None
+
+
+_CACHE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS scan_files_v1 (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+    "mtime_ns INTEGER NOT NULL, sha256 TEXT, meta TEXT, body_line INTEGER, problem_code TEXT, problem TEXT)"
+)
 
 
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:

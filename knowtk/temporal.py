@@ -84,6 +84,7 @@ class TemporalProjection:
         self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
         self._version: int | None = None
         self._desired: tuple[int, dict[str, str]] | None = None
+        self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
 
     @property
     def tables(self) -> tuple[str, str, str]:
@@ -166,7 +167,9 @@ class TemporalProjection:
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
         self._version = self.state.data_version()
-        if self.problems():  # rows of records the records table lost: start again
+        problems = self.problems()
+        if problems:  # rows of records the records table lost: start again
+            self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
             self.rebuild()
             self._ensure()
 
@@ -184,7 +187,21 @@ class TemporalProjection:
         return out
 
     def reconcile(self, snap: Snapshot) -> int:
-        """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten."""
+        """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten.
+
+        When the mirror had to be loaded (the tables changed outside this engine), the tables are
+        also checked against the snapshot once written, and rebuilt if they disagree.
+        """
+        loaded = self._version is None or self._version != self.state.data_version()
+        written = self._reconcile(snap)
+        problems = self.problems(snap) if loaded else []
+        if problems:
+            self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
+            self.rebuild()
+            written = self._reconcile(snap)
+        return written
+
+    def _reconcile(self, snap: Snapshot) -> int:
         self.ensure()
         desired = self.desired(snap)
         stale = [rid for rid, sig in self.sigs.items() if desired.get(rid) != sig]

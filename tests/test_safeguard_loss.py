@@ -7,11 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import StoreBuilder, codes
 
 import knowtk
 from knowtk.state import JOURNAL_FILE
-
-from conftest import StoreBuilder, codes
 
 
 def ids(res: dict) -> list[str]:
@@ -248,7 +247,13 @@ def test_a_database_write_that_fails_fails_the_query_too(
     store = builder.open()
     store.grep("zebra")
     builder.page("w", "Zebra w", status="withdrawn")
-    sql(state_file(builder), "CREATE TRIGGER no_w BEFORE INSERT ON keyword_withdrawals_v1 BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    sql(
+        state_file(builder),
+    sql(
+        state_file(builder),
+        "CREATE TRIGGER no_w BEFORE INSERT ON keyword_withdrawals_v1 BEGIN SELECT RAISE(ABORT, 'disk says no'); END",
+    )
+    )
     with pytest.raises(knowtk.StateError, match="disk says no"):
         store.grep("zebra")
     assert "w" not in store.engine.safeguards.withdrawn
