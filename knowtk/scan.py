@@ -212,8 +212,8 @@ class Scanner:
             self._stats.pop(path, None)
             removed.add(path)
             written.discard(path)
-        self._touched = set()
         self.save()
+        self._touched = set()
         return touched, bodies
 
     def forget(self, paths: list[str]) -> None:
