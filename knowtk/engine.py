@@ -28,7 +28,7 @@ from .keyword import FtsProjection
 from .records import Record
 from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
 from .snapshot import Safeguards, Snapshot, build_snapshot
-from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, now_utc
+from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
 __all__ = ["Engine", "KeywordIndex", "run_all"]
 
@@ -248,9 +248,11 @@ class Engine:
                 index.written = index.main.reconcile(main_ids, text, since=since_main)
                 index.written += index.history.reconcile(history_ids, text, since=since_history)
         except sqlite3.Error as exc:
-            index.error = f"{type(exc).__name__}: {exc}"
             index.main.invalidate()  # reload the mirrors next time
             index.history.invalidate()
+            if is_busy(exc):  # another process holds the state: run the call again, never report it
+                raise Contention(str(exc)) from exc
+            index.error = f"{type(exc).__name__}: {exc}"
             return index
         except BaseException:
             index.main.invalidate()

@@ -169,10 +169,11 @@ class FtsProjection:
         if self._version is not None and version == self._version and not self.damaged:
             return
         if not self.state.table_exists("keyword_state_v1"):
-            conn.execute(
-                "CREATE TABLE keyword_state_v1 "
-                "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
-            )
+            with self.state.transaction():
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS keyword_state_v1 "
+                    "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
+                )
         row = conn.execute("SELECT fingerprint, indexed_at FROM keyword_state_v1 WHERE projection = ?", (self.key,))
         state = row.fetchone()
         try:

@@ -52,6 +52,7 @@ __all__ = [
     "SafeguardJournal",
     "StateDB",
     "accept_hint",
+    "is_busy",
 ]
 
 STATE_DIR = ".knowtk"
@@ -95,7 +96,8 @@ class Contention(Exception):
     """Another process changed the state under this query; the query is run again (never shown to a user)."""
 
 
-def _busy(exc: sqlite3.Error) -> bool:
+def is_busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (any extended code): another connection holds what this one needs."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -227,7 +229,7 @@ class StateDB:
             except BaseException as exc:
                 conn.execute(f"ROLLBACK TO {name}")
                 conn.execute(f"RELEASE {name}")
-                if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
                     raise Contention(str(exc)) from exc
                 raise
             conn.execute(f"RELEASE {name}")
@@ -235,7 +237,7 @@ class StateDB:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if _busy(exc):
+            if is_busy(exc):
                 raise Contention(str(exc)) from exc
             raise
         try:
@@ -273,7 +275,7 @@ class StateDB:
         except sqlite3.OperationalError as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            if _busy(exc):
+            if is_busy(exc):
                 raise Contention(str(exc)) from exc
             raise
 
@@ -287,7 +289,7 @@ class StateDB:
                 return
             except sqlite3.OperationalError as exc:
                 conn.execute("ROLLBACK")
-                if _busy(exc):
+                if is_busy(exc):
                     raise Contention(str(exc)) from exc
                 raise
         conn.execute("ROLLBACK")

@@ -72,9 +72,7 @@ def test_every_safeguard_goes_to_the_journal_and_the_stale_copies_stay_overruled
         "DELETE FROM lifecycle_guards_v1",
     ],
 )
-def test_a_dropped_or_emptied_safeguard_table_is_restored_from_the_journal(
-    builder: StoreBuilder, damage: str
-) -> None:
+def test_a_dropped_or_emptied_safeguard_table_is_restored_from_the_journal(builder: StoreBuilder, damage: str) -> None:
     store = remembered(builder)
     assert_guarded(store)
     sql(state_file(builder), damage)
@@ -247,13 +245,8 @@ def test_a_database_write_that_fails_fails_the_query_too(
     store = builder.open()
     store.grep("zebra")
     builder.page("w", "Zebra w", status="withdrawn")
-    sql(
-        state_file(builder),
-    sql(
-        state_file(builder),
-        "CREATE TRIGGER no_w BEFORE INSERT ON keyword_withdrawals_v1 BEGIN SELECT RAISE(ABORT, 'disk says no'); END",
-    )
-    )
+    trigger = "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    sql(state_file(builder), f"CREATE TRIGGER no_w BEFORE INSERT ON keyword_withdrawals_v1 {trigger}")
     with pytest.raises(knowtk.StateError, match="disk says no"):
         store.grep("zebra")
     assert "w" not in store.engine.safeguards.withdrawn
