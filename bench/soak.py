@@ -146,7 +146,7 @@ def reader(root: str, state_dir: str, expected: list[Any], stop: Any, out: Any, 
         final = None
         errors[f"final: {type(exc).__name__}: {exc}"] += 1
         counts["exceptions"] += 1
-    out.put({**counts, "retries": store.engine.retries, "errors": dict(errors), "final": final})
+    out.put({**counts, "retries": getattr(store.engine, "retries", 0), "errors": dict(errors), "final": final})
 
 
 def editor(root: str, stop: Any, seed: int, out: Any) -> None:
