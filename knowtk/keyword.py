@@ -115,6 +115,7 @@ class FtsProjection:
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
         self.damaged = False  # set when a query found the tables inconsistent: rebuilt by the next ensure()
+        self._rebuilt_out_of_step = False  # the last rebuild was for a score that disagreed with the rows
         self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
         self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
 
@@ -378,11 +379,15 @@ class FtsProjection:
             freq[rowid] = float(count)
         return freq
 
-    def _out_of_step(self) -> ProjectionChanged:
+    def _out_of_step(self) -> Exception:
         # the query reads one transaction, so the tables cannot have changed under the mirror:
-        # they disagree with themselves (the rows table and the FTS5 index); rebuild, then run again
-        self.damaged = True
+        # they disagree with themselves (the rows table and the FTS5 index); rebuild, then run again,
+        # once: a projection rebuilt for this reason that still disagrees is reported, not rebuilt forever
         self.invalidate()
+        if self._rebuilt_out_of_step:
+            self._rebuilt_out_of_step = False
+            return sqlite3.DatabaseError(f"{self.fts} disagrees with {self.rows} even after a rebuild")
+        self.damaged = self._rebuilt_out_of_step = True
         return ProjectionChanged(f"{self.fts} disagrees with {self.rows}; rebuilt and run again")
 
 

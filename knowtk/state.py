@@ -134,6 +134,17 @@ class StateDB:
             self.moved_aside = self._move_aside()
             tables = self._connect()
         self._check_identity(tables)
+        try:
+            self._create(store, rebind)
+        except Contention as exc:
+            self.conn.close()
+            raise StateError(path, f"another process held the state's write lock too long ({exc}); try again") from exc
+        self.store_id: str = self.meta("store_id") or ""
+        self.store = store
+        self.rebind = rebind
+
+    def _create(self, store: str | None, rebind: bool) -> None:
+        path = self.path
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with self.transaction():
@@ -165,9 +176,6 @@ class StateDB:
                         f"this state belongs to the store {bound!r}, not {store!r}; give each store its own "
                         "state_dir (if that store was moved here, open with rebind_state=True)",
                     )
-        self.store_id: str = self.meta("store_id") or ""
-        self.store = store
-        self.rebind = rebind
 
     def _connect(self) -> set[str]:
         try:
