@@ -155,17 +155,21 @@ class StateDB:
             if not meta:
                 self.created = True
                 created = format_utc(now_utc())
+                # a lost state.sqlite: the journal knows its identity and its store (one transaction,
+                # so a process opening the state meanwhile never sees another identity)
+                header = self.journal.header if self.journal.read() else None
+                store_id = str(header["store_id"]) if header and header.get("store_id") else str(uuid.uuid4())
                 self.conn.executemany(
                     "INSERT INTO knowtk_meta (key, value) VALUES (?, ?)",
                     [
                         ("format", FORMAT),
                         ("schema_version", str(SCHEMA_VERSION)),
-                        ("store_id", str(uuid.uuid4())),
+                        ("store_id", store_id),
                         ("created_at", created),
                     ],
                 )
-            if not meta and self.journal.read() and self.journal.header is not None:
-                meta = {"store": self.journal.header.get("store")}  # a lost state.sqlite: the journal knows its store
+                if header is not None:
+                    meta = {"store": header.get("store")}
             if store is not None:
                 bound = meta.get("store")
                 if bound is None or rebind:

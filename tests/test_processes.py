@@ -84,3 +84,28 @@ def test_processes_racing_to_create_one_state(tmp_path: Path, seed: int) -> None
     assert store.check()["ok"] is True
     journal = (state / "safeguards.jsonl").read_text().splitlines()
     assert sum('"format": "knowtk-safeguards"' in line for line in journal) == 1
+
+
+def test_processes_opening_a_truncated_state_at_once(tmp_path: Path) -> None:
+    """state.sqlite truncated to 0 bytes, four processes open it at once: all restore the one identity."""
+    state = tmp_path / "state"
+    with knowtk.open_store(DEMO, state_dir=state) as store:
+        store.grep("vector index")
+        store_id = store.engine.state.store_id
+        withdrawn = dict(store.engine.safeguards.withdrawn)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{state / 'state.sqlite'}{suffix}").unlink(missing_ok=True)
+    (state / "state.sqlite").write_bytes(b"")
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_cold_query, args=(str(DEMO), str(state), out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert all(not isinstance(r, str) for r in results), results
+    store = knowtk.open_store(DEMO, state_dir=state)
+    assert store.engine.state.store_id == store_id
+    assert store.engine.safeguards.withdrawn == withdrawn
+    assert store.check()["ok"] is True
