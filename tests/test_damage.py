@@ -247,3 +247,27 @@ def test_a_cold_build_killed_in_each_phase_leaves_nothing_running_and_a_correct_
     assert answers(store) == clean
     report = store.check()
     assert report["integrity"] == ["ok"] and not report["unrepaired"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DROP TABLE knowl_embeddings_v1",
+        "DELETE FROM knowl_embeddings_v1",
+        "UPDATE knowl_embeddings_v1 SET vector = x'00' WHERE rowid % 2 = 0",
+    ],
+)
+def test_a_damaged_embedding_cache_is_rebuilt(tmp_path: Path, statement: str) -> None:
+    from knowtk import semantic
+
+    if semantic.load_embedder() is None:
+        pytest.skip("no embedding model")
+    state = tmp_path / "state"
+    store = knowtk.open_store(DEMO, state_dir=state)
+    want = strip(store.call("knowl_query", {"query": "vector index", "limit": 5}))
+    assert want["results"]
+    damage(state, statement)
+    assert strip(store.call("knowl_query", {"query": "vector index", "limit": 5})) == want
+    damage(state, statement.replace("DROP TABLE", "DROP TABLE IF EXISTS"))
+    fresh = knowtk.open_store(DEMO, state_dir=state)
+    assert strip(fresh.call("knowl_query", {"query": "vector index", "limit": 5})) == want
