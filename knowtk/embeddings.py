@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from .semantic import Embedder, pack
-from .state import StateDB
+from .state import Contention, StateDB
 
 if TYPE_CHECKING:  # numpy is imported when vectors are read or made, not with knowtk
     import numpy as np
@@ -55,14 +55,20 @@ class EmbeddingCache:
         self._version: int | None = None
         self.embedded = 0  # records embedded by the last reconcile
 
+    def invalidate(self) -> None:
+        """Forget the mirror (after a rollback): loaded again at the next use."""
+        self._version = None
+
     def _load(self, model: str, dim: int) -> None:
         import numpy as np
 
         conn = self.state.conn
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {TABLE} (model TEXT NOT NULL, id TEXT NOT NULL, "
-            "sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, id))"
-        )
+        if not self.state.table_exists(TABLE):
+            with self.state.transaction():
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {TABLE} (model TEXT NOT NULL, id TEXT NOT NULL, "
+                    "sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, id))"
+                )
         self._rows = {}
         for rid, sha, blob in conn.execute(f"SELECT id, sha256, vector FROM {TABLE} WHERE model = ?", (model,)):
             if len(blob) == 4 * dim:  # another size is a broken row: re-embedded below
@@ -82,8 +88,9 @@ class EmbeddingCache:
         skipped this time (its file changed again since the scan) and has no vector.
         """
         model = f"{embedder.name}#{TEXT_RECIPE}"
-        if model != self.model or self._version != self.state.data_version():
-            self._load(model, embedder.dim)
+        with self.state.reading():
+            if model != self.model or self._version != self.state.data_version():
+                self._load(model, embedder.dim)
         stale = [rid for rid, (sha, _) in self._rows.items() if desired.get(rid) != sha]
         fresh = [rid for rid, sha in desired.items() if rid not in self._rows or self._rows[rid][0] != sha]
         import numpy as np
@@ -99,6 +106,8 @@ class EmbeddingCache:
         self.embedded = len(computed)
         if stale or computed or self._has_other_models(model):
             with self.state.transaction() as conn:
+                if self.state.data_version() != self._version:
+                    raise Contention(f"{TABLE} changed before it could be written")
                 conn.execute(f"DELETE FROM {TABLE} WHERE model != ?", (model,))
                 conn.executemany(f"DELETE FROM {TABLE} WHERE model = ? AND id = ?", [(model, r) for r in stale])
                 conn.executemany(

@@ -10,22 +10,33 @@ modules (``knowtk.query``) read an engine; they never write Markdown.
 from __future__ import annotations
 
 import gc
+import hashlib
+import itertools
 import os
+import random
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .config import CONFIG_FILE, StoreConfig, load_config
-from .errors import StoreUnavailable
+from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
 from .records import Record
 from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
 from .snapshot import Safeguards, Snapshot, build_snapshot
-from .state import STATE_DIR, STATE_FILE, StateDB, now_utc
+from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
-__all__ = ["Engine", "KeywordIndex"]
+__all__ = ["Engine", "KeywordIndex", "run_all"]
+
+T = TypeVar("T")
+# optimistic attempts of a query (one read transaction, upgraded when it must write) before the
+# last one, which takes the write lock from the start and so cannot meet another process's commit
+OPTIMISTIC_ATTEMPTS = 6
+_ordinals = itertools.count()  # a global order of engines: several are always locked in this order
 
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
@@ -74,20 +85,44 @@ class Engine:
         change_source: ChangeSource | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        accept_safeguard_loss: bool = False,
+        rebind_state: bool = False,
     ) -> None:
         self.root = os.path.abspath(os.fspath(root))
         if not os.path.isdir(self.root):
             what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
             raise StoreUnavailable(self.root, f"the store folder {what}")
+        # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
+        self.lock = threading.RLock()
+        self.ordinal = next(_ordinals)
+        self._earlier: list[str] = []  # repairs queries made before the running check()
+        self.retries = 0  # calls run again because another process changed the state (observability)
+        self._writes = 0  # state.writes when the running call began
+        self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
+        self._pinned: Snapshot | None = None  # the snapshot of the running call
         folder = os.fspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
-        self.state = StateDB(os.path.join(folder, STATE_FILE))
+        default = os.path.abspath(folder) == os.path.join(self.root, STATE_DIR)
+        self.state = StateDB(
+            os.path.join(folder, STATE_FILE),
+            store="." if default else self.root,  # the usual .knowtk moves with its store
+            hint=accept_hint(self.root, None if default else os.path.abspath(folder)),
+            accept_loss=accept_safeguard_loss,
+            rebind=rebind_state,
+        )
         self.scanner = Scanner(
             self.root,
             self.state,
             source=change_source or StatWalk(self.root, max_files=max_files),
             max_file_bytes=max_file_bytes,
         )
-        self.safeguards = Safeguards(self.state)
+        try:
+            self.safeguards = Safeguards(self.state, accept_loss=accept_safeguard_loss)
+        except BaseException:
+            self.state.close()
+            raise
+        if self.state.moved_aside:
+            moved = f"state.sqlite could not be read and was moved to {self.state.moved_aside}"
+            self.safeguards.repairs.insert(0, moved)
         self._config_stat: tuple[int, int] | None = None
         self.config: StoreConfig = load_config(self.root)
         self._snapshot: Snapshot | None = None
@@ -107,9 +142,41 @@ class Engine:
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Scan and validate: the store as the current query sees it."""
-        with _collector_paused():
-            return self._snapshot_now()
+        """Scan and validate: the store as the current query sees it (within a call: its one snapshot)."""
+        with self.lock:
+            if self._pinned is not None:
+                return self._pinned
+            with _collector_paused():
+                return self._snapshot_now()
+
+    # -- calls -------------------------------------------------------------------------------------
+    def run(self, fn: Callable[[], T]) -> T:
+        """Run one whole tool call: under this engine's lock, inside one transaction of state.sqlite."""
+        return run_all([self], fn)
+
+    def _begin(self, *, immediate: bool) -> None:
+        snap = self.snapshot()  # scans and records safeguards in their own transactions
+        self.state.begin_query(immediate=immediate)
+        self._pinned = snap
+        self._writes = self.state.writes
+
+    def _end(self, *, commit: bool) -> None:
+        self._pinned = None
+        try:
+            self.state.end_query(commit=commit)
+        finally:
+            if not commit and self.state.writes != self._writes:  # the mirrors took in writes now undone
+                self.invalidate()
+
+    def invalidate(self) -> None:
+        """Forget every in-memory mirror of state.sqlite (after a rollback): reloaded at the next use."""
+        if self._keyword is not None:
+            self._keyword.main.invalidate()
+            self._keyword.history.invalidate()
+        for ext in self.extensions.values():
+            invalidate = getattr(ext, "invalidate", None)
+            if invalidate is not None:
+                invalidate()
 
     def _snapshot_now(self) -> Snapshot:
         room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
@@ -118,9 +185,10 @@ class Engine:
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
         config_changed = self._reload_config()
+        guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
         snap = self._snapshot
         expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
-        if snap is None or self._touched or config_changed or expired:
+        if snap is None or self._touched or config_changed or expired or guards_changed:
             snap = build_snapshot(
                 self.scanner.files,
                 self.config,
@@ -148,7 +216,21 @@ class Engine:
 
     # -- keyword projections ----------------------------------------------------------------------
     def keyword(self, snap: Snapshot) -> KeywordIndex:
-        """The keyword projections reconciled with this snapshot (only changed records re-indexed)."""
+        """The keyword projections reconciled with this snapshot (only changed records re-indexed).
+
+        A projection that fails with a database error is rebuilt from scratch once before the
+        error is reported (a damaged FTS5 shadow table, a hand-edited rows table).
+        """
+        with self.lock:
+            if not self._depth:  # outside a call (a direct use): one of its own
+                return self.run(lambda: self.keyword(snap))
+            index = self._keyword_now(snap)
+            if index.error is not None:
+                index.main.damaged = index.history.damaged = True
+                index = self._keyword_now(snap)
+            return index
+
+    def _keyword_now(self, snap: Snapshot) -> KeywordIndex:
         index = self._keyword
         if index is None:
             index = self._keyword = KeywordIndex(
@@ -166,9 +248,16 @@ class Engine:
                 index.written = index.main.reconcile(main_ids, text, since=since_main)
                 index.written += index.history.reconcile(history_ids, text, since=since_history)
         except sqlite3.Error as exc:
+            index.main.invalidate()  # reload the mirrors next time
+            index.history.invalidate()
+            if is_busy(exc):  # another process holds the state: run the call again, never report it
+                raise Contention(str(exc)) from exc
             index.error = f"{type(exc).__name__}: {exc}"
-            index.main._version = index.history._version = None  # reload the mirrors next time
             return index
+        except BaseException:
+            index.main.invalidate()
+            index.history.invalidate()
+            raise
         self._pending_bodies.clear()
         index.error = None
         index.generation = snap.generation
@@ -216,5 +305,226 @@ class Engine:
         """The body of a record as of its snapshot hash (None if the file changed since)."""
         return self.scanner.read_body(r.path, r.sha256)
 
+    # -- check and repair ------------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """Check state.sqlite and its projections against the Markdown; rebuild what is wrong.
+
+        Returns ``{"ok", "state", "integrity", "found", "repaired", "unrepaired", "earlier"}``:
+        ``ok`` is True when nothing was found wrong; ``integrity`` is what ``PRAGMA
+        integrity_check`` said (``["ok"]`` when whole) before any repair; ``found`` lists every
+        problem, ``repaired`` what was rebuilt or restored, ``unrepaired`` what needs a person
+        (a safeguard loss to accept); ``earlier`` what queries repaired by themselves since
+        the store was opened or last checked.
+        """
+        from .temporal import TemporalProjection
+
+        with self.lock:
+            self._repairs_so_far()
+            found: list[str] = []
+            repaired: list[str] = []
+            unrepaired: list[str] = []
+            conn = self.state.conn
+            integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            if integrity != ["ok"]:
+                found += [f"integrity_check: {line}" for line in integrity]
+            # safeguards against their journal
+            guards = self.safeguards
+            before = len(guards.repairs)
+            guards._version = None
+            try:
+                guards.refresh()
+            except StateError as exc:
+                found.append(str(exc))
+                unrepaired.append(str(exc))
+            found += guards.repairs[before:]
+            repaired += guards.repairs[before:]
+            del guards.repairs[:]
+            if unrepaired:  # no query runs while safeguards are lost: the projections wait for the acceptance
+                return _report(self, integrity, found, repaired, unrepaired)
+            # the files' hashes as the scan keeps them (from scan_files_v1) against the files themselves
+            self.snapshot()
+            stale = []
+            for path, entry in self.scanner.files.items():
+                if entry.sha256 is None:
+                    continue
+                try:
+                    with open(os.path.join(self.root, path), "rb") as f:
+                        digest = hashlib.sha256(f.read()).hexdigest()
+                except OSError:
+                    continue  # gone since the scan: the next scan sees it
+                if digest != entry.sha256:
+                    stale.append(path)
+            if stale:
+                found.append(f"scan_files_v1 holds a wrong hash for {len(stale)} files")
+                self.scanner.forget(stale)
+                repaired.append(f"{len(stale)} files parsed again")
+            snap = self.snapshot()
+            # the scan cache against the files as parsed
+            if not self.state.table_exists("scan_files_v1"):
+                found.append("scan_files_v1 is missing")
+                self.scanner.save()  # creates it and writes every file
+            cached = {
+                path: (size, mtime, sha)
+                for path, size, mtime, sha in conn.execute("SELECT path, size, mtime_ns, sha256 FROM scan_files_v1")
+            }
+            files = self.scanner.files
+            wrong = {p for p, e in files.items() if cached.get(p) != (e.stat[0], e.stat[1], e.sha256)} | (
+                cached.keys() - files.keys()
+            )
+            if wrong:
+                found.append(f"scan_files_v1 disagrees with the files at {len(wrong)} paths")
+                self.scanner._unsaved |= wrong & files.keys()
+                self.scanner._unremoved |= wrong - files.keys()
+                self.scanner.save()
+                repaired.append(f"scan_files_v1 rewritten at {len(wrong)} paths")
+            # keyword projections: shadow tables, FTS5's own integrity-check, rows against the snapshot
+            index = self.keyword(snap)
+            main_ids, history_ids = self._desired(snap)
+            for proj, desired in ((index.main, main_ids), (index.history, history_ids)):
+                problems = proj.problems()
+                if not problems:
+                    try:
+                        with self.state.transaction():
+                            conn.execute(f"INSERT INTO {proj.fts} ({proj.fts}, rank) VALUES ('integrity-check', 1)")
+                    except sqlite3.DatabaseError as exc:
+                        problems.append(f"FTS5 integrity-check of {proj.fts}: {exc}")
+                    rows = dict(conn.execute(f"SELECT id, sha256 FROM {proj.rows}"))
+                    if rows != dict(desired):
+                        differing = len(set(rows.items()) ^ set(desired.items()))
+                        problems.append(f"{proj.rows} differs from the Markdown at {differing} records")
+                    if rows != proj.shas:
+                        problems.append(f"the in-memory mirror of {proj.rows} differs from the table")
+                if problems:
+                    found += problems
+                    proj.damaged = True
+                    proj.invalidate()
+                    self._keyword_base = None
+                    index = self.keyword(snap)
+                    repaired.append(f"{proj.fts} rebuilt")
+                    if index.error:
+                        unrepaired.append(f"{proj.fts} could not be rebuilt: {index.error}")
+            for proj in (index.main, index.history):
+                found += [r for r in proj.repairs if r not in found]
+                repaired += [r for r in proj.repairs if r not in repaired]
+                proj.repairs.clear()
+            # temporal tables against the snapshot
+            temporal = self.extensions.get("temporal")
+            if temporal is None:
+                temporal = self.extensions["temporal"] = TemporalProjection(self.state)
+            self.run(lambda: temporal.reconcile(snap))
+            found += temporal.repairs
+            repaired += temporal.repairs
+            temporal.repairs.clear()
+            problems = self.run(lambda: temporal.problems(snap))
+            if problems:
+                found += problems
+                temporal.rebuild()
+                self.run(lambda: temporal.reconcile(snap))
+                repaired.append("temporal tables rebuilt")
+            # embeddings: a broken vector is re-embedded by the next knowl_query
+            if self.state.table_exists("knowl_embeddings_v1"):
+                bad = conn.execute(
+                    "SELECT count(*) FROM knowl_embeddings_v1 WHERE length(vector) = 0 OR length(vector) % 4 != 0"
+                ).fetchone()[0]
+                if bad:
+                    found.append(f"knowl_embeddings_v1 holds {bad} broken vectors")
+                    with self.state.transaction():
+                        conn.execute(
+                            "DELETE FROM knowl_embeddings_v1 WHERE length(vector) = 0 OR length(vector) % 4 != 0"
+                        )
+                    self.invalidate()
+                    repaired.append(f"{bad} broken vectors dropped (re-embedded by the next knowl_query)")
+            if integrity != ["ok"]:
+                after = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+                if after != ["ok"]:
+                    unrepaired += [f"integrity_check after repair: {line}" for line in after]
+            return _report(self, integrity, found, repaired, unrepaired)
+
+    def _repairs_so_far(self) -> list[str]:
+        out = list(self.safeguards.repairs)
+        self.safeguards.repairs.clear()
+        if self._keyword is not None:
+            for proj in (self._keyword.main, self._keyword.history):
+                out += proj.repairs
+                proj.repairs.clear()
+        temporal = self.extensions.get("temporal")
+        if temporal is not None:
+            out += temporal.repairs
+            temporal.repairs.clear()
+        self._earlier = out
+        return out
+
     def close(self) -> None:
-        self.state.close()
+        with self.lock:
+            self.state.close()
+
+
+def _report(
+    engine: Engine, integrity: list[str], found: list[str], repaired: list[str], unrepaired: list[str]
+) -> dict[str, Any]:
+    return {
+        "earlier": engine._earlier,
+        "ok": not found,
+        "state": engine.state_path,
+        "integrity": integrity,
+        "found": found,
+        "repaired": repaired,
+        "unrepaired": unrepaired,
+    }
+
+
+def run_all(engines: Sequence[Engine], fn: Callable[[], T]) -> T:
+    """Run ``fn`` (one tool call reading these engines) under their locks, in one transaction each.
+
+    Locks are taken in the engines' global order, so two workspaces sharing stores cannot
+    deadlock. When another process's commit gets in the way (``Contention``), every
+    transaction is rolled back, the mirrors are forgotten and the call runs again; the last
+    attempt holds the write lock of each state from the start. A call inside a call (a tool
+    that asks another tool) joins the outer one.
+    """
+    ordered = sorted({id(e): e for e in engines}.values(), key=lambda e: e.ordinal)
+    with ExitStack() as stack:
+        for engine in ordered:
+            stack.enter_context(engine.lock)
+        if any(e._depth for e in ordered):
+            fresh = [e for e in ordered if not e._depth]
+            if not fresh:
+                return fn()
+            ordered = fresh  # engines the outer call did not open yet get their own transaction here
+        rng = random.Random()
+        for attempt in range(OPTIMISTIC_ATTEMPTS + 1):
+            last = attempt == OPTIMISTIC_ATTEMPTS
+            begun: list[Engine] = []
+            try:
+                for engine in ordered:
+                    engine._depth += 1
+                    begun.append(engine)
+                    engine._begin(immediate=last)
+                result = fn()
+                for engine in begun:
+                    engine._end(commit=True)
+                return result
+            except Contention as exc:
+                _abort(begun)
+                for engine in ordered:
+                    engine.retries += 1
+                if last:
+                    raise StateError(
+                        ordered[0].state_path, f"another process kept the state busy ({exc}); try again"
+                    ) from exc
+                time.sleep(rng.uniform(0.001, 0.01 * (attempt + 1)))
+            except BaseException:
+                _abort(begun)
+                raise
+            finally:
+                for engine in begun:
+                    engine._depth -= 1
+        raise AssertionError("unreachable")
+
+
+def _abort(engines: Sequence[Engine]) -> None:
+    for engine in engines:
+        try:
+            engine._end(commit=False)
+        except sqlite3.Error:
+            engine.invalidate()

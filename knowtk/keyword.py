@@ -36,9 +36,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from .datevalues import format_utc
-from .state import StateDB, now_utc
+from .state import Contention, StateDB, now_utc
 
-__all__ = ["WEIGHTS", "FtsProjection", "Match", "QueryTerms", "Source", "rank", "tokenize_query", "top_matches"]
+__all__ = [
+    "WEIGHTS",
+    "FtsProjection",
+    "Match",
+    "ProjectionChanged",
+    "QueryTerms",
+    "Source",
+    "rank",
+    "tokenize_query",
+    "top_matches",
+]
 
 TOKENIZER = "unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "body")
@@ -104,28 +114,78 @@ class FtsProjection:
         self.mirror = 0  # bumped whenever the in-memory rows above change
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
+        self.damaged = False  # set when a query found the tables inconsistent: rebuilt by the next ensure()
+        self._rebuilt_out_of_step = False  # the last rebuild was for a score that disagreed with the rows
+        self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
+        self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
 
     @property
     def conn(self) -> sqlite3.Connection:
         return self.state.conn
 
     # -- lifecycle of the tables -------------------------------------------------------------
+    def invalidate(self) -> None:
+        """Forget the mirror (after a rollback or a failure): it is loaded again at the next use."""
+        self._version = None
+        self._synced = None
+
+    def problems(self) -> list[str]:
+        """What is wrong with the tables, by cheap checks (no FTS5 'integrity-check'): [] when they look whole."""
+        conn, fts = self.conn, self.fts
+        names = {
+            n
+            for (n,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE name = ? OR name LIKE ?", (self.rows, f"{fts}%")
+            )
+        }
+        missing = [t for t in (fts, self.rows, *(f"{fts}_{s}" for s in SHADOWS)) if t not in names]
+        if missing:
+            return [f"missing tables: {', '.join(missing)}"]
+        out = []
+        if conn.execute(f"SELECT count(*) FROM {fts}_config WHERE k = 'version'").fetchone()[0] != 1:
+            out.append(f"{fts}_config has no version")
+        if conn.execute(f"SELECT count(*) FROM {fts}_data WHERE id IN (1, 10)").fetchone()[0] != 2:
+            out.append(f"{fts}_data lacks its structure records")
+        rows = conn.execute(f"SELECT count(*) FROM {self.rows}").fetchone()[0]
+        for shadow in ("docsize", "content"):
+            n = conn.execute(f"SELECT count(*) FROM {fts}_{shadow}").fetchone()[0]
+            if n != rows:
+                out.append(f"{fts}_{shadow} holds {n} rows, {self.rows} {rows}")
+        if rows and conn.execute(f"SELECT 1 FROM {fts}_idx LIMIT 1").fetchone() is None:
+            out.append(f"{fts}_idx is empty while the projection holds {rows} rows")
+        return out
+
     def ensure(self) -> None:
-        """Create or rebuild the tables when missing or of another fingerprint; load the mirror."""
+        """Create or rebuild the tables when missing, damaged or of another fingerprint; load the mirror.
+
+        Runs in the query's transaction (or a read transaction of its own), so the mirror is
+        exactly the tables as this query reads them.
+        """
+        with self.state.reading():
+            self._ensure()
+
+    def _ensure(self) -> None:
         conn = self.conn
         version = self.state.data_version()
-        if self._version is not None and version == self._version and self.ids is not None:
+        if self._version is not None and version == self._version and not self.damaged:
             return
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS keyword_state_v1 ("
-            "projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
-        )
+        if not self.state.table_exists("keyword_state_v1"):
+            with self.state.transaction():
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS keyword_state_v1 "
+                    "(projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, indexed_at TEXT)"
+                )
         row = conn.execute("SELECT fingerprint, indexed_at FROM keyword_state_v1 WHERE projection = ?", (self.key,))
         state = row.fetchone()
-        intact = self.state.table_exists(self.fts) and self.state.table_exists(self.rows)
-        if state is None or state[0] != FINGERPRINT or not intact:
+        try:
+            problems = self.problems() if not self.damaged else ["a query found it damaged"]
+        except sqlite3.DatabaseError as exc:
+            problems = [f"{type(exc).__name__}: {exc}"]
+        if state is None or state[0] != FINGERPRINT or problems:
+            if state is not None and state[0] == FINGERPRINT:
+                self.repairs.append(f"{self.fts} rebuilt ({'; '.join(problems)})")
             with self.state.transaction():
-                conn.execute(f"DROP TABLE IF EXISTS {self.fts}")
+                _drop_fts(conn, self.fts)
                 conn.execute(f"DROP TABLE IF EXISTS {self.rows}")
                 conn.execute(
                     f"CREATE VIRTUAL TABLE {self.fts} USING fts5({', '.join(COLUMNS)}, tokenize='{TOKENIZER}')"
@@ -138,16 +198,17 @@ class FtsProjection:
                     "INSERT OR REPLACE INTO keyword_state_v1 (projection, fingerprint, indexed_at) VALUES (?, ?, NULL)",
                     (self.key, FINGERPRINT),
                 )
+            self.rebuilds += state is not None
+            self.damaged = False
             state = (FINGERPRINT, None)
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)"
-        )
+        conn.execute(f"DROP TABLE IF EXISTS temp.{self.vocab}")  # it may point at a table dropped since
+        conn.execute(f"CREATE VIRTUAL TABLE temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)")
         self.indexed_at = state[1]
         self.ids, self.shas, self.id_of, self.tokens = {}, {}, {}, {}
         for rowid, rid, sha, tokens in conn.execute(f"SELECT rowid, id, sha256, tokens FROM {self.rows}"):
             self.ids[rid], self.shas[rid], self.id_of[rowid], self.tokens[rowid] = rowid, sha, rid, tokens
         self.total_tokens = sum(self.tokens.values())
-        self._version = self.state.data_version()
+        self._version = version
         self._synced = None
         self.mirror += 1
 
@@ -183,6 +244,8 @@ class FtsProjection:
         inserted: list[tuple[int, str]] = []
         complete = True
         with self.state.transaction():
+            if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
+                raise ProjectionChanged(f"{self.rows} changed before it could be written")
             gone = [(self.ids[rid],) for rid in stale]
             conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
@@ -216,7 +279,6 @@ class FtsProjection:
                 self.total_tokens += sizes[rowid]
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
-        self._version = self.state.data_version()
         self.mirror += 1
         self._synced = desired if complete else None
         return len(stale) + len(inserted)
@@ -317,9 +379,43 @@ class FtsProjection:
             freq[rowid] = float(count)
         return freq
 
-    def _out_of_step(self) -> sqlite3.DatabaseError:
-        self._version = None  # reload the mirror next time
-        return sqlite3.DatabaseError("the keyword projection changed during the query; retry")
+    def _out_of_step(self) -> Exception:
+        # the query reads one transaction, so the tables cannot have changed under the mirror:
+        # they disagree with themselves (the rows table and the FTS5 index); rebuild, then run again,
+        # once: a projection rebuilt for this reason that still disagrees is reported, not rebuilt forever
+        self.invalidate()
+        if self._rebuilt_out_of_step:
+            self._rebuilt_out_of_step = False
+            return sqlite3.DatabaseError(f"{self.fts} disagrees with {self.rows} even after a rebuild")
+        self.damaged = self._rebuilt_out_of_step = True
+        return ProjectionChanged(f"{self.fts} disagrees with {self.rows}; rebuilt and run again")
+
+
+class ProjectionChanged(Contention):
+    """A projection changed or proved inconsistent under a query: the query is run again (Engine.run)."""
+
+
+SHADOWS = ("data", "idx", "content", "docsize", "config")
+
+
+def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
+    """Drop an FTS5 table even when a shadow table is missing or damaged (then DROP TABLE itself fails)."""
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {fts}")
+        return
+    except sqlite3.DatabaseError:
+        pass
+    for shadow in SHADOWS:  # ordinary tables: dropping them frees their pages
+        conn.execute(f"DROP TABLE IF EXISTS {fts}_{shadow}")
+    # the virtual table itself owns no pages: remove its schema row and make SQLite read the schema again
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ?", (fts,))
+        conn.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = RESET")
+        conn.execute("PRAGMA writable_schema = OFF")
 
 
 @dataclass(slots=True)

@@ -18,8 +18,11 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
+import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -29,7 +32,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .errors import ScanLimitExceeded, StoreUnavailable
 from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter
-from .state import StateDB
+from .state import Contention, StateDB
 
 __all__ = ["DEFAULT_MAX_FILES", "ChangeSource", "FileEntry", "Loaded", "ScanDelta", "Scanner", "StatWalk", "load_file"]
 
@@ -141,12 +144,15 @@ class Scanner:
         self.files: dict[str, FileEntry] = {}
         self._stats: dict[str, Stat] = {}
         self._touched: set[str] = set()  # paths changed in `files` and not yet returned by scan()
+        self._unsaved: set[str] = set()  # paths whose entry is not yet in scan_files_v1
+        self._unremoved: set[str] = set()  # paths gone from the folder, still in scan_files_v1
         self._loaded = False
         self.parallel_min_files = PARALLEL_MIN_FILES
         self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
         self.parses = 0  # frontmatter parses since the engine started
 
     def _load_cache(self) -> None:
+        self.state.conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
         rows = self.state.conn.execute(
             "SELECT path, size, mtime_ns, sha256, meta, body_line, problem_code, problem FROM scan_files_v1"
         )
@@ -175,7 +181,8 @@ class Scanner:
             return set(), {}
         touched = self._touched  # kept on self until returned, so that a failed scan loses none
         bodies: dict[str, str] = {}
-        written: list[str] = []
+        written = self._unsaved  # kept on self until committed, so that a failed write is made again
+        removed = self._unremoved
         for path, st, loaded in self._load(delta.changed):
             entry = self.files.get(path)
             if loaded is None:  # vanished between the walk and the read
@@ -197,21 +204,42 @@ class Scanner:
             else:
                 entry.stat = st
             self._stats[path] = st
-            written.append(path)
+            written.add(path)
+            removed.discard(path)
         for path in delta.removed:
             if self.files.pop(path, None) is not None:
                 touched.add(path)
             self._stats.pop(path, None)
-        with self.state.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO scan_files_v1 "
-                "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (_cache_row(path, self.files[path]) for path in written),
-            )
-            conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in delta.removed])
+            removed.add(path)
+            written.discard(path)
+        self.save()
         self._touched = set()
         return touched, bodies
+
+    def forget(self, paths: list[str]) -> None:
+        """Read these files again at the next scan (their cached entry proved wrong)."""
+        for path in paths:
+            self._stats[path] = (-1, -1)
+
+    def save(self) -> None:
+        """Write the parsed files not yet in ``scan_files_v1`` (a projection: a failure here fails no query)."""
+        if not self._unsaved and not self._unremoved and self.state.table_exists("scan_files_v1"):
+            return
+        try:
+            with self.state.transaction() as conn:
+                if not self.state.table_exists("scan_files_v1"):
+                    conn.execute(_CACHE_SCHEMA)
+                    self._unsaved |= self.files.keys()
+                conn.executemany(
+                    "INSERT OR REPLACE INTO scan_files_v1 "
+                    "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (_cache_row(path, self.files[path]) for path in self._unsaved if path in self.files),
+                )
+                conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
+        except (sqlite3.Error, Contention):
+            return  # kept in _unsaved: written by the next scan (the cache only saves parsing)
+        self._unsaved, self._unremoved = set(), set()
 
     def _load(self, changed: Mapping[str, Stat]) -> Iterator[tuple[str, Stat, Loaded | None]]:
         """(path, stat, load_file's answer) for every changed file, in a process pool when there are many."""
@@ -227,7 +255,9 @@ class Scanner:
             return
         paths, stats, done = list(changed), list(changed.values()), 0
         try:
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+            ) as pool:
                 for answer in pool.map(load, paths, stats, known, chunksize=128):
                     yield paths[done], stats[done], answer
                     done += 1
@@ -279,6 +309,44 @@ def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256:
     return Loaded(FileEntry(st, sha, meta, body_line), body, True)
 
 
+def _die_with_parent(parent: int) -> None:
+    """Initializer of a parse worker: it must not outlive the process that started the parse.
+
+    A forked worker asks Linux for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``); every
+    worker also runs a thread that watches the parent (a forkserver's worker is the child of the
+    server, not of the caller) and exits when it is gone.
+    """
+    direct = os.getppid() == parent
+    if direct and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+
+    def gone() -> bool:
+        if direct:
+            return os.getppid() != parent
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    if gone():
+        os._exit(1)
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="knowtk-parent-watch", daemon=True).start()
+
+
 def _pool_context() -> Any:
     """How to start parse workers, or None to parse in this process.
 
@@ -297,6 +365,12 @@ def _pool_context() -> Any:
         context.set_forkserver_preload([__name__])  # import knowtk once in the server, not in every worker
         return context
     return None
+
+
+_CACHE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS scan_files_v1 (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+    "mtime_ns INTEGER NOT NULL, sha256 TEXT, meta TEXT, body_line INTEGER, problem_code TEXT, problem TEXT)"
+)
 
 
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:

@@ -6,31 +6,62 @@ Two kinds of tables live here, and the difference matters:
   ``scan_files_v1``, the keyword tables ``keyword_fts_v1_*``,
   ``keyword_rows_v1_*``, ``keyword_history_fts_v1_*``,
   ``keyword_history_rows_v1_*``, ``keyword_state_v1``, the temporal tables and
-  the embedding cache. Missing tables or a changed fingerprint are rebuilt on
+  the embedding cache. Missing, damaged or inconsistent tables are rebuilt on
   the next query.
 - *state that Markdown cannot give back*: store identity (``knowtk_meta``) and
   the lifecycle safeguards ``keyword_withdrawals_v1`` and
-  ``lifecycle_guards_v1``. These are never dropped or rebuilt.
+  ``lifecycle_guards_v1``. These are never dropped or rebuilt. Every safeguard
+  is also appended to ``safeguards.jsonl`` beside state.sqlite (the *journal*,
+  written before the database commits), so a lost table or a lost or truncated
+  state.sqlite is restored from it; a loss neither can make good is refused with
+  a ``StateError`` until accepted explicitly (docs/reliability.md).
+
+A state is bound to one store (``knowtk_meta.store``: ``"."`` for the usual
+``<store>/.knowtk``, else the store's absolute path): another store pointed at
+it is refused.
+
+Concurrency: every process has its own connection; SQLite's locks order them
+(WAL, a busy timeout, ``BEGIN IMMEDIATE`` for every write, so one writer at a
+time). A query runs inside one read transaction (``Engine.run``): it sees one
+state from start to end, and a write it needs upgrades that transaction. When
+another process committed in between, the upgrade fails with
+``SQLITE_BUSY_SNAPSHOT``; that surfaces as ``Contention`` and the query is run
+again, never reported.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
+from typing import Any
 
 from .datevalues import format_utc
 from .errors import StateError
 
-__all__ = ["SCHEMA_VERSION", "STATE_DIR", "StateDB"]
+__all__ = [
+    "JOURNAL_FILE",
+    "SCHEMA_VERSION",
+    "STATE_DIR",
+    "Contention",
+    "JournalEntries",
+    "SafeguardJournal",
+    "StateDB",
+    "accept_hint",
+    "is_busy",
+]
 
 STATE_DIR = ".knowtk"
 STATE_FILE = "state.sqlite"
+JOURNAL_FILE = "safeguards.jsonl"
 SCHEMA_VERSION = 1
 FORMAT = "knowtk-state"
+JOURNAL_FORMAT = "knowtk-safeguards"
+BUSY_TIMEOUT_MS = 120_000  # a cold build in another process can hold the write lock this long
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowtk_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,24 +75,76 @@ CREATE TABLE IF NOT EXISTS scan_files_v1 (
     meta TEXT, body_line INTEGER, problem_code TEXT, problem TEXT);
 """
 
+SAFEGUARD_TABLES = ("keyword_withdrawals_v1", "lifecycle_guards_v1")
+
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-class StateDB:
-    """One connection to a store's state.sqlite, created on first use."""
+def accept_hint(root: str, state_dir: str | None) -> str:
+    """How a user accepts a loss knowtk cannot make good (named in every such StateError)."""
+    where = f", state_dir={state_dir!r}" if state_dir else ""
+    return (
+        f"to accept the loss, call store.accept_safeguard_loss() (or open with "
+        f"knowtk.open_store({root!r}{where}, accept_safeguard_loss=True), or run "
+        "`knowtk state accept-loss`)"
+    )
 
-    def __init__(self, path: str) -> None:
+
+class Contention(Exception):
+    """Another process changed the state under this query; the query is run again (never shown to a user)."""
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (any extended code): another connection holds what this one needs."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc)
+
+
+class StateDB:
+    """One connection to a store's state.sqlite, created on first use, bound to one store."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        store: str | None = None,
+        hint: str = "",
+        accept_loss: bool = False,
+        rebind: bool = False,
+    ) -> None:
         self.path = path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.hint = hint or accept_hint("<store>", None)  # how to accept a loss, in every refusal
+        self.folder = os.path.dirname(path)
+        self.journal = SafeguardJournal(os.path.join(self.folder, JOURNAL_FILE))
+        self.writes = 0  # write transactions begun (a rollback of the query's transaction undoes them)
+        self.created = False  # the database was empty when opened (new, truncated or deleted)
+        self.moved_aside: str | None = None  # where an unreadable state.sqlite was put
+        os.makedirs(self.folder, exist_ok=True)
         try:
-            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self.conn.execute("PRAGMA busy_timeout = 10000")
-            tables = {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.DatabaseError as exc:
-            raise StateError(path, f"not a readable SQLite database ({exc}); move it aside to start afresh") from exc
+            tables = self._connect()
+        except StateError:
+            if not (self.journal.exists() or accept_loss):
+                raise
+            # the journal holds the safeguards (or the user accepted their loss): keep the
+            # unreadable file for inspection and start a new database beside it
+            self.moved_aside = self._move_aside()
+            tables = self._connect()
         self._check_identity(tables)
+        try:
+            self._create(store, rebind)
+        except Contention as exc:
+            self.conn.close()
+            raise StateError(path, f"another process held the state's write lock too long ({exc}); try again") from exc
+        self.store_id: str = self.meta("store_id") or ""
+        self.store = store
+        self.rebind = rebind
+
+    def _create(self, store: str | None, rebind: bool) -> None:
+        path = self.path
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with self.transaction():
@@ -70,17 +153,55 @@ class StateDB:
                     self.conn.execute(statement)
             meta = dict(self.conn.execute("SELECT key, value FROM knowtk_meta"))
             if not meta:
+                self.created = True
                 created = format_utc(now_utc())
+                # a lost state.sqlite: the journal knows its identity and its store (one transaction,
+                # so a process opening the state meanwhile never sees another identity)
+                header = self.journal.header if self.journal.read() else None
+                store_id = str(header["store_id"]) if header and header.get("store_id") else str(uuid.uuid4())
                 self.conn.executemany(
                     "INSERT INTO knowtk_meta (key, value) VALUES (?, ?)",
                     [
                         ("format", FORMAT),
                         ("schema_version", str(SCHEMA_VERSION)),
-                        ("store_id", str(uuid.uuid4())),
+                        ("store_id", store_id),
                         ("created_at", created),
                     ],
                 )
-        self.store_id: str = self.meta("store_id") or ""
+                if header is not None:
+                    meta = {"store": header.get("store")}
+            if store is not None:
+                bound = meta.get("store")
+                if bound is None or rebind:
+                    self.conn.execute("INSERT OR REPLACE INTO knowtk_meta (key, value) VALUES ('store', ?)", (store,))
+                elif bound != store:
+                    raise StateError(
+                        path,
+                        f"this state belongs to the store {bound!r}, not {store!r}; give each store its own "
+                        "state_dir (if that store was moved here, open with rebind_state=True)",
+                    )
+
+    def _connect(self) -> set[str]:
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            return {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                self.path,
+                f"not a readable SQLite database ({exc}), and there is no safeguard journal "
+                f"({JOURNAL_FILE}) beside it to restore withdrawals and supersession guards from; {self.hint}",
+            ) from exc
+
+    def _move_aside(self) -> str:
+        with suppress(AttributeError, sqlite3.Error):
+            self.conn.close()
+        stamp = now_utc().strftime("%Y%m%dT%H%M%S%fZ")
+        aside = f"{self.path}.damaged-{stamp}"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.path + suffix):
+                os.replace(self.path + suffix, aside + suffix)
+        return aside
 
     def _check_identity(self, tables: set[str]) -> None:
         if not tables:
@@ -101,15 +222,89 @@ class StateDB:
         row = self.conn.execute("SELECT value FROM knowtk_meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO knowtk_meta (key, value) VALUES (?, ?)", (key, value))
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
+        """A write: ``BEGIN IMMEDIATE`` (one writer at a time), or a savepoint inside the query's transaction.
+
+        A write that another process's commit makes impossible raises ``Contention``.
+        """
+        conn = self.conn
+        self.writes += 1
+        if conn.in_transaction:
+            name = f"knowtk_{id(conn)}_{os.getpid()}"
+            conn.execute(f"SAVEPOINT {name}")
+            try:
+                yield conn
+            except BaseException as exc:
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+                if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                    raise Contention(str(exc)) from exc
+                raise
+            conn.execute(f"RELEASE {name}")
+            return
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise Contention(str(exc)) from exc
             raise
-        self.conn.execute("COMMIT")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read (one snapshot of the database), or the query's own transaction when inside one."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # starts the read snapshot
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def begin_query(self, *, immediate: bool) -> None:
+        """Open the transaction a whole query runs in (see the module docstring)."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if is_busy(exc):
+                raise Contention(str(exc)) from exc
+            raise
+
+    def end_query(self, *, commit: bool) -> None:
+        conn = self.conn
+        if not conn.in_transaction:
+            return
+        if commit:
+            try:
+                conn.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as exc:
+                conn.execute("ROLLBACK")
+                if is_busy(exc):
+                    raise Contention(str(exc)) from exc
+                raise
+        conn.execute("ROLLBACK")
 
     def data_version(self) -> int:
         """Changes when another connection commits: in-memory mirrors must then be reloaded."""
@@ -121,3 +316,124 @@ class StateDB:
 
     def close(self) -> None:
         self.conn.close()
+
+
+# -- the safeguard journal ------------------------------------------------------------------------
+
+# id -> (revision, superseded_by (None for withdrawals), path, seen_at)
+JournalEntries = dict[str, tuple[int, str | None, str, str]]
+
+
+class SafeguardJournal:
+    """``safeguards.jsonl``: a header line, then one JSON line per safeguard written; append-only, fsynced.
+
+    Lines: ``{"format": "knowtk-safeguards", "version": 1, "store_id": ..., "store": ...}`` first, then
+    ``{"w": id, "rev": n, "path": p, "seen": t}`` (a withdrawal) or
+    ``{"g": id, "rev": n, "by": id|null, "path": p, "seen": t}`` (a supersession guard). A guard
+    seen again at a higher revision is appended again; the highest revision wins on reading.
+    Read incrementally: only the lines appended since the last read are parsed.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reset()
+
+    def _reset(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.withdrawn: JournalEntries = {}
+        self.guards: JournalEntries = {}
+        self.problem: str | None = None  # why the journal cannot be trusted (a damaged line)
+        self._offset = 0
+        self._ident: tuple[int, int] | None = None  # (device, inode) read so far
+        self._lines = 0
+
+    def exists(self) -> bool:
+        try:
+            return os.path.getsize(self.path) > 0
+        except OSError:
+            return False
+
+    def read(self) -> bool:
+        """Bring the in-memory entries up to date with the file; False when there is no journal."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._reset()
+            return False
+        ident = (st.st_dev, st.st_ino)
+        if ident != self._ident or st.st_size < self._offset:
+            self._reset()
+            self._ident = ident
+        if st.st_size == self._offset:
+            return self.header is not None or st.st_size > 0
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a torn last line (a crash mid-append) is not read; its write never committed
+        for raw in data[:end].splitlines():
+            self._lines += 1
+            self._take(raw)
+        self._offset += end
+        return True
+
+    def _take(self, raw: bytes) -> None:
+        try:
+            item = json.loads(raw)
+            if not isinstance(item, dict):
+                raise ValueError("not an object")
+            if self._lines == 1:
+                if item.get("format") != JOURNAL_FORMAT:
+                    raise ValueError("no knowtk-safeguards header")
+                self.header = item
+            elif "w" in item:
+                rid = str(item["w"])
+                if rid not in self.withdrawn:
+                    self.withdrawn[rid] = (int(item["rev"]), None, str(item["path"]), str(item["seen"]))
+            elif "g" in item:
+                rid = str(item["g"])
+                known = self.guards.get(rid)
+                if known is None or int(item["rev"]) > known[0]:
+                    by = item.get("by")
+                    self.guards[rid] = (
+                        int(item["rev"]),
+                        None if by is None else str(by),
+                        str(item["path"]),
+                        str(item["seen"]),
+                    )
+            else:
+                raise ValueError("neither a withdrawal nor a guard")
+        except (ValueError, KeyError, TypeError) as exc:
+            if self.problem is None:
+                self.problem = f"line {self._lines} of {self.path} is damaged ({exc})"
+
+    def append(self, withdrawn: JournalEntries, guards: JournalEntries) -> None:
+        """Append entries (one write, fsynced) before the database commits them."""
+        lines = [
+            json.dumps({"w": rid, "rev": rev, "path": path, "seen": seen}, ensure_ascii=False)
+            for rid, (rev, _, path, seen) in withdrawn.items()
+        ]
+        lines += [
+            json.dumps({"g": rid, "rev": rev, "by": by, "path": path, "seen": seen}, ensure_ascii=False)
+            for rid, (rev, by, path, seen) in guards.items()
+        ]
+        if not lines:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def rewrite(self, header: dict[str, Any], withdrawn: JournalEntries, guards: JournalEntries) -> None:
+        """Write the whole journal anew (atomically: a temporary file renamed over it)."""
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"format": JOURNAL_FORMAT, "version": 1, **header}) + "\n")
+        self.path, real = tmp, self.path
+        try:
+            self.append(withdrawn, guards)
+        finally:
+            self.path = real
+        os.replace(tmp, self.path)
+        self._reset()

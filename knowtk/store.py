@@ -6,6 +6,9 @@ dict; the methods (``grep``, ``lookup``, ``records``, ``record``, …) take the
 same arguments in snake_case, keyword-only after the first, and return a
 ``Result`` (``.to_dict()`` is that same dict, ``.to_frame()`` a DataFrame).
 Every call scans the store first; nothing here writes a Markdown file.
+
+A ``Store`` may be shared by threads: each call runs whole under the store's
+lock, inside one transaction of its state (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -33,10 +36,15 @@ def open_store(
     change_source: ChangeSource | None = None,
     max_files: int = DEFAULT_MAX_FILES,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    accept_safeguard_loss: bool = False,
+    rebind_state: bool = False,
 ) -> Store:
     """Open the store at ``path``; its state goes to ``path/.knowtk/`` unless ``state_dir`` says otherwise.
 
-    Use ``state_dir`` for a store you must not write into (a read-only or shared copy).
+    Use ``state_dir`` for a store you must not write into (a read-only or shared copy); a state
+    serves one store. ``accept_safeguard_loss=True`` opens a state whose safeguards were lost
+    (knowtk refuses it otherwise, with a ``StateError`` saying what was lost); ``rebind_state=True``
+    takes over a state made for a store at another path (the store was moved).
     """
     return Store(
         path,
@@ -44,6 +52,8 @@ def open_store(
         change_source=change_source,
         max_files=max_files,
         max_file_bytes=max_file_bytes,
+        accept_safeguard_loss=accept_safeguard_loss,
+        rebind_state=rebind_state,
     )
 
 
@@ -56,6 +66,8 @@ class Store:
         change_source: ChangeSource | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        accept_safeguard_loss: bool = False,
+        rebind_state: bool = False,
     ) -> None:
         self.engine = Engine(
             path,
@@ -63,6 +75,8 @@ class Store:
             change_source=change_source,
             max_files=max_files,
             max_file_bytes=max_file_bytes,
+            accept_safeguard_loss=accept_safeguard_loss,
+            rebind_state=rebind_state,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
 
@@ -85,6 +99,26 @@ class Store:
     def __repr__(self) -> str:
         return f"<Store {self.root!r}>"
 
+    # -- state ---------------------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """Check state.sqlite (``PRAGMA integrity_check``, safeguards against their journal, the scan cache,
+        FTS5 ``integrity-check`` and rows, temporal tables, embeddings) and rebuild what is wrong.
+
+        Returns ``{"ok": bool, "state": path, "integrity": [lines], "found": [...], "repaired": [...],
+        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong.
+        """
+        return self.engine.check()
+
+    def accept_safeguard_loss(self) -> dict[str, Any]:
+        """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
+
+        The journal is written anew from what the state still holds; queries answer again, without
+        the lost withdrawals and supersession guards. Returns ``{"accepted": what was lost (None if
+        nothing was), "withdrawals": n, "guards": n}`` (the safeguards kept).
+        """
+        with self.engine.lock:
+            return self.engine.safeguards.accept_loss()
+
     def close(self) -> None:
         self.engine.close()
 
@@ -104,7 +138,7 @@ class Store:
         if spec is None:
             raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
         checked = validate(tool, spec.params, args, python=python)
-        return Result(tool, spec.run(self.engine, checked, self.verifier), checked)
+        return Result(tool, self.engine.run(lambda: spec.run(self.engine, checked, self.verifier)), checked)
 
     def _method(self, tool: str, given: dict[str, Any]) -> Result:
         return self._run(tool, {k: v for k, v in given.items() if k != "self" and v is not None}, python=True)
@@ -156,7 +190,7 @@ class Store:
         from .explain import explain  # a front end over grep: imported when used, so layers point one way
 
         args = {k: v for k, v in locals().items() if k not in ("self", "id", "query", "explain") and v is not None}
-        return explain(self, id, query=query, **args)
+        return self.engine.run(lambda: explain(self, id, query=query, **args))
 
     def records(
         self,

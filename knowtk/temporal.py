@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from .datevalues import format_utc
 from .records import Record
 from .snapshot import Snapshot
-from .state import StateDB, now_utc
+from .state import Contention, StateDB, now_utc
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -84,13 +84,59 @@ class TemporalProjection:
         self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
         self._version: int | None = None
         self._desired: tuple[int, dict[str, str]] | None = None
+        self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
 
     @property
     def tables(self) -> tuple[str, str, str]:
         return (self.records, self.dates, self.links)
 
+    def invalidate(self) -> None:
+        """Forget the mirror (after a rollback): loaded again at the next use."""
+        self._version = None
+
     def ensure(self) -> None:
-        """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed."""
+        """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed.
+
+        Runs in the query's transaction (or a read transaction of its own): the mirror is the
+        tables exactly as this query reads them.
+        """
+        with self.state.reading():
+            self._ensure()
+
+    def problems(self, snap: Snapshot | None = None) -> list[str]:
+        """Consistency of the three tables with each other (and with ``snap`` when given): [] when whole."""
+        conn, out = self.state.conn, []
+        orphans = [
+            f"{table} has rows of {n} records not in {self.records}"
+            for table in (self.dates, self.links)
+            for (n,) in conn.execute(
+                f"SELECT count(DISTINCT id) FROM {table} WHERE id NOT IN (SELECT id FROM {self.records})"
+            )
+            if n
+        ]
+        out += orphans
+        if snap is not None:
+            desired = self.desired(snap)
+            sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
+            if sigs != desired:
+                out.append(f"{self.records} differs from the snapshot at {len(sigs.keys() ^ desired.keys())} records")
+            want_dates = sum(len(snap.records[rid].dates) for rid in desired)
+            want_links = sum(len(links_of(snap.records[rid])) for rid in desired)
+            have_dates = conn.execute(f"SELECT count(*) FROM {self.dates}").fetchone()[0]
+            have_links = conn.execute(f"SELECT count(*) FROM {self.links}").fetchone()[0]
+            if have_dates != want_dates:
+                out.append(f"{self.dates} holds {have_dates} dates, the snapshot {want_dates}")
+            if have_links != want_links:
+                out.append(f"{self.links} holds {have_links} associations, the snapshot {want_links}")
+        return out
+
+    def rebuild(self) -> None:
+        """Drop and create the tables (the next reconcile projects every record again)."""
+        with self.state.reading(), self.state.transaction() as conn:
+            conn.execute(f"DELETE FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
+        self._version = None
+
+    def _ensure(self) -> None:
         conn = self.state.conn
         names = (STATE_TABLE, *self.tables)
         marks = ",".join("?" * len(names))
@@ -121,6 +167,11 @@ class TemporalProjection:
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
         self._version = self.state.data_version()
+        problems = self.problems()
+        if problems:  # rows of records the records table lost: start again
+            self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
+            self.rebuild()
+            self._ensure()
 
     def desired(self, snap: Snapshot) -> dict[str, str]:
         """{id: signature} of every record this snapshot lets some eligibility show."""
@@ -136,7 +187,21 @@ class TemporalProjection:
         return out
 
     def reconcile(self, snap: Snapshot) -> int:
-        """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten."""
+        """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten.
+
+        When the mirror had to be loaded (the tables changed outside this engine), the tables are
+        also checked against the snapshot once written, and rebuilt if they disagree.
+        """
+        loaded = self._version is None or self._version != self.state.data_version()
+        written = self._reconcile(snap)
+        problems = self.problems(snap) if loaded else []
+        if problems:
+            self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
+            self.rebuild()
+            written = self._reconcile(snap)
+        return written
+
+    def _reconcile(self, snap: Snapshot) -> int:
         self.ensure()
         desired = self.desired(snap)
         stale = [rid for rid, sig in self.sigs.items() if desired.get(rid) != sig]
@@ -153,8 +218,11 @@ class TemporalProjection:
                 dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
             links += [(rid, role, target) for role, target in links_of(r)]
         with self.state.transaction() as conn:
+            if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
+                raise Contention(f"{self.records} changed before it could be written")
+            gone = [(rid,) for rid in {*stale, *fresh}]  # fresh too: no row of theirs may be left over
             for table in self.tables:
-                conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(rid,) for rid in stale])
+                conn.executemany(f"DELETE FROM {table} WHERE id = ?", gone)
             conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
             conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
             conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
@@ -164,7 +232,6 @@ class TemporalProjection:
         for rid in stale:
             del self.sigs[rid]
         self.sigs.update((rid, desired[rid]) for rid in fresh)
-        self._version = self.state.data_version()
         return len(self.written)
 
 

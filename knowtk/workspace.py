@@ -7,6 +7,9 @@ A linked store takes part only while its ``knowtk.yaml`` says ``share: true``
 (read at every query): a private store's records never appear, and its ids
 report as not found. Every store keeps its own index and corpus statistics, so
 a neighbour's records never change how this store's records rank.
+
+A workspace may be shared by threads, and its stores used alone meanwhile: a query
+holds the lock of every store it reads, taken in one global order.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .engine import run_all
 from .errors import InvalidArgument
 from .query.args import validate
 from .query.knowl import KNOWL_PARAMS, Member, run_knowl
@@ -70,7 +74,9 @@ class Workspace:
 
     def _run(self, args: Mapping[str, Any] | None, *, python: bool) -> Result:
         checked = validate(TOOL, KNOWL_PARAMS, args, python=python)
-        return Result(TOOL, run_knowl(self._local, self._linked, checked), checked)
+        # every store's lock, always in one global order (no deadlock between workspaces sharing stores)
+        engines = [m.engine for m in (self._local, *self._linked)]
+        return Result(TOOL, run_all(engines, lambda: run_knowl(self._local, self._linked, checked)), checked)
 
     def knowl(
         self,
