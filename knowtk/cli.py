@@ -364,6 +364,52 @@ def _eval(a: argparse.Namespace) -> int:
     return run_eval(a)
 
 
+def _check_table(r: dict[str, Any]) -> str:
+    lines = [f"state {r['state']}: " + ("ok, nothing found" if r["ok"] else "problems found")]
+    for title, key in (
+        ("repaired by queries since the store was opened", "earlier"),
+        ("found", "found"),
+        ("repaired", "repaired"),
+        ("NOT repaired", "unrepaired"),
+    ):
+        if r.get(key):
+            lines.append(f"{title}:")
+            lines += [f"  {item}" for item in r[key]]
+    return "\n".join(lines)
+
+
+@command("check", "check state.sqlite and the projections against the Markdown, and repair them")
+def _check(a: argparse.Namespace) -> int:
+    report = _store(a).check()
+    print(json.dumps(report, indent=2, ensure_ascii=False) if a.json else _check_table(report))
+    return 1 if report["unrepaired"] else 0  # found and repaired is a healthy state: the report says what
+
+
+@command("state accept-loss", "accept safeguards knowtk reported lost, so that queries answer again")
+def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
+    from .errors import StateError
+    from .store import open_store
+
+    refused = None
+    try:
+        store = open_store(a.store, state_dir=a.state_dir)
+    except StateError as exc:  # the loss is found when the state opens: open it accepting the loss
+        refused = str(exc)
+        store = open_store(a.store, state_dir=a.state_dir, accept_safeguard_loss=True)
+    answer = store.accept_safeguard_loss()
+    if answer.get("accepted") is None and refused is not None:
+        answer["accepted"] = refused
+    return answer
+
+
+@command("state rebind", "bind the state to this store folder (after the store was moved)")
+def _rebind(a: argparse.Namespace) -> dict[str, Any]:
+    from .store import open_store
+
+    store = open_store(a.store, state_dir=a.state_dir, rebind_state=True)
+    return {"store": store.root, "state": store.state_path}
+
+
 # -- parsing and running ------------------------------------------------------------------------
 
 

@@ -178,7 +178,8 @@ class StateDB:
                     raise StateError(
                         path,
                         f"this state belongs to the store {bound!r}, not {store!r}; give each store its own "
-                        "state_dir (if that store was moved here, open with rebind_state=True)",
+                        "state_dir (if that store was moved here, open with rebind_state=True "
+                        "or run `knowtk state rebind`)",
                     )
 
     def _connect(self) -> set[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,49 @@ def test_eval_parser_does_not_import_pandas() -> None:
     probe = "import sys, knowtk.cli; knowtk.cli._parser(); print('pandas' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.stdout == "False\n"
+
+
+def test_check_and_accepting_a_safeguard_loss(builder: StoreBuilder, capsys) -> None:
+    builder.page("a", "Zebra")
+    builder.page("w", "Zebra w", status="withdrawn")
+    root = str(builder.root)
+    assert run(capsys, "--store", root, "grep", "zebra")[0] == 0
+    code, out, _ = run(capsys, "--store", root, "check")
+    assert code == 0 and "ok, nothing found" in out
+    # an FTS5 shadow table emptied behind knowtk's back: check finds it, repairs it, and says so
+    state = builder.root / ".knowtk" / "state.sqlite"
+    con = sqlite3.connect(state)
+    con.execute("DELETE FROM keyword_fts_v1_root_docsize")
+    con.commit()
+    con.close()
+    code, out, _ = run(capsys, "check", "--store", root, "--json")
+    report = json.loads(out)
+    assert code == 0 and not report["ok"] and report["repaired"] and not report["unrepaired"]
+    # the withdrawal is lost with its journal: every query is refused, naming the command that accepts the loss
+    (builder.root / ".knowtk" / "safeguards.jsonl").unlink()
+    con = sqlite3.connect(state)
+    con.execute("DELETE FROM keyword_withdrawals_v1")
+    con.commit()
+    con.close()
+    builder.page("w", "Zebra w")  # a stale copy that the lost withdrawal no longer overrules
+    code, _, err = run(capsys, "--store", root, "grep", "zebra")
+    assert code == 1 and "knowtk state accept-loss" in err
+    code, out, _ = run(capsys, "--store", root, "check")
+    assert code == 1 and "NOT repaired" in out
+    code, out, _ = run(capsys, "--store", root, "--json", "state", "accept-loss")
+    assert code == 0 and json.loads(out)["accepted"]
+    code, out, _ = run(capsys, "--store", root, "--json", "grep", "zebra")
+    assert code == 0 and sorted(h["id"] for h in json.loads(out)["hits"]) == ["a", "w"]
+
+
+def test_state_rebind_after_the_store_moved(builder: StoreBuilder, tmp_path: Path, capsys) -> None:
+    builder.page("a", "Zebra")
+    state = str(tmp_path / "state")
+    assert run(capsys, "--store", str(builder.root), "--state-dir", state, "grep", "zebra")[0] == 0
+    moved = tmp_path / "moved"
+    builder.root.rename(moved)
+    code, _, err = run(capsys, "--store", str(moved), "--state-dir", state, "grep", "zebra")
+    assert code == 1 and "knowtk state rebind" in err
+    code, out, _ = run(capsys, "--store", str(moved), "--state-dir", state, "--json", "state", "rebind")
+    assert code == 0 and json.loads(out)["store"] == str(moved)
+    assert run(capsys, "--store", str(moved), "--state-dir", state, "grep", "zebra")[0] == 0
