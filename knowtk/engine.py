@@ -21,9 +21,10 @@ from .config import CONFIG_FILE, StoreConfig, load_config
 from .errors import StoreUnavailable
 from .keyword import FtsProjection
 from .records import Record
-from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
+from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner
 from .snapshot import Safeguards, Snapshot, build_snapshot
 from .state import STATE_DIR, STATE_FILE, StateDB, now_utc
+from .watch import choose_change_source, freshness_mode
 
 __all__ = ["Engine", "KeywordIndex"]
 
@@ -71,7 +72,7 @@ class Engine:
         root: str | os.PathLike[str],
         *,
         state_dir: str | os.PathLike[str] | None = None,
-        change_source: ChangeSource | None = None,
+        change_source: ChangeSource | type | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
@@ -84,7 +85,7 @@ class Engine:
         self.scanner = Scanner(
             self.root,
             self.state,
-            source=change_source or StatWalk(self.root, max_files=max_files),
+            source=choose_change_source(self.root, change_source, max_files=max_files),
             max_file_bytes=max_file_bytes,
         )
         self.safeguards = Safeguards(self.state)
@@ -104,6 +105,11 @@ class Engine:
     @property
     def state_path(self) -> str:
         return self.state.path
+
+    @property
+    def freshness_mode(self) -> str:
+        """How a query learns what changed: 'inotify' (the OS says) or 'walk' (every file is stat'ed)."""
+        return freshness_mode(self.scanner.source)
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -139,7 +145,8 @@ class Engine:
             stat: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
         except FileNotFoundError:
             stat = None
-        if stat == self._config_stat:
+        config_changed = getattr(self.scanner.source, "config_changed", None)  # an event proves a same-stat edit
+        if stat == self._config_stat and not (config_changed is not None and config_changed()):
             return False
         first = self._config_stat is None and self._snapshot is None
         self._config_stat = stat
@@ -217,4 +224,7 @@ class Engine:
         return self.scanner.read_body(r.path, r.sha256)
 
     def close(self) -> None:
+        close_source = getattr(self.scanner.source, "close", None)
+        if close_source is not None:
+            close_source()
         self.state.close()

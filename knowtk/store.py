@@ -30,13 +30,15 @@ def open_store(
     path: str | os.PathLike[str],
     *,
     state_dir: str | os.PathLike[str] | None = None,
-    change_source: ChangeSource | None = None,
+    change_source: ChangeSource | type | None = None,
     max_files: int = DEFAULT_MAX_FILES,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Store:
     """Open the store at ``path``; its state goes to ``path/.knowtk/`` unless ``state_dir`` says otherwise.
 
-    Use ``state_dir`` for a store you must not write into (a read-only or shared copy).
+    Use ``state_dir`` for a store you must not write into (a read-only or shared copy). Each query
+    learns what changed from inotify on Linux and from a walk elsewhere (``Store.freshness_mode``);
+    ``change_source=StatWalk`` forces the walk.
     """
     return Store(
         path,
@@ -53,7 +55,7 @@ class Store:
         path: str | os.PathLike[str],
         *,
         state_dir: str | os.PathLike[str] | None = None,
-        change_source: ChangeSource | None = None,
+        change_source: ChangeSource | type | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
@@ -77,6 +79,11 @@ class Store:
     @property
     def state_path(self) -> str:
         return self.engine.state_path
+
+    @property
+    def freshness_mode(self) -> str:
+        """'inotify' when the OS tells each query what changed, 'walk' when each query stats every file."""
+        return self.engine.freshness_mode
 
     def snapshot(self) -> Snapshot:
         """Scan now and return the store as a query would see it."""
