@@ -1,0 +1,25 @@
+"""A page is picked without ordering every match: ties at its edge are settled by id, as a full sort would."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import StoreBuilder
+
+
+@pytest.mark.parametrize("filters", [{}, {"kind": "claim"}, {"lifecycle": "all"}])
+def test_pages_cut_through_tied_scores_in_id_order(builder: StoreBuilder, filters: dict) -> None:
+    for i in range(30):  # three groups of identical records: identical scores within each
+        group = i % 3
+        builder.page(f"r{29 - i:02d}", "Same", "tied " * (group + 1) + "filler words", kind=["page", "claim"][i % 2])
+    store = builder.open()
+    whole = store.call("knowledge_grep", {"query": "tied", "limit": 50, **filters})
+    expected = sorted((-h["score"], h["id"]) for h in whole["hits"])
+    assert [h["id"] for h in whole["hits"]] == [rid for _, rid in expected]
+    assert len({h["score"] for h in whole["hits"]}) == 3
+    pages = []
+    for offset in range(0, whole["total"], 7):
+        page = store.call("knowledge_grep", {"query": "tied", "limit": 7, "offset": offset, **filters})
+        assert page["total"] == whole["total"]
+        pages += [h["id"] for h in page["hits"]]
+    assert pages == [h["id"] for h in whole["hits"]]
