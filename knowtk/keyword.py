@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .datevalues import format_utc
+from .progress import progress
 from .state import StateDB, now_utc
 
 __all__ = ["WEIGHTS", "FtsProjection", "Match", "QueryTerms", "Source", "rank", "tokenize_query", "top_matches"]
@@ -198,7 +199,7 @@ class FtsProjection:
 
             def rows() -> Iterator[tuple[Any, ...]]:
                 nonlocal complete
-                for rid in fresh:
+                for rid in progress(fresh, total=len(fresh), desc="knowtk: indexing"):
                     text = text_of(rid)
                     if text is None:  # the file changed again since the scan: the next query indexes it
                         complete = False

@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from .errors import ScanLimitExceeded, StoreUnavailable
+from .progress import progress
 from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter
 from .state import StateDB
 
@@ -176,7 +177,7 @@ class Scanner:
         touched = self._touched  # kept on self until returned, so that a failed scan loses none
         bodies: dict[str, str] = {}
         written: list[str] = []
-        for path, st, loaded in self._load(delta.changed):
+        for path, st, loaded in progress(self._load(delta.changed), total=len(delta.changed), desc="knowtk: reading"):
             entry = self.files.get(path)
             if loaded is None:  # vanished between the walk and the read
                 if path in self.files:
