@@ -50,7 +50,9 @@ def progress(items: Iterable[T], *, total: int, desc: str) -> Iterable[T]:
         from tqdm.auto import tqdm
     except ImportError:  # a broken install must not cost a query
         return items
-    return _closing(tqdm(items, total=total, desc=desc, unit="file", delay=DELAY_SECONDS, leave=False))
+    # no monitor thread: a second thread would make the scan start its parse workers from a fork server
+    bar = type("KnowtkBar", (tqdm,), {"monitor_interval": 0})
+    return _closing(bar(items, total=total, desc=desc, unit="file", delay=DELAY_SECONDS, leave=False))
 
 
 def _closing(bar: Iterable[T]) -> Iterator[T]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from knowtk import progress as progress_module
@@ -39,6 +41,7 @@ def test_a_cold_build_draws_reading_and_indexing(
     err = capsys.readouterr().err
     assert "knowtk: reading" in err and "/12 " in err
     assert "knowtk: indexing" in err
+    assert threading.active_count() == 1  # no tqdm monitor thread (it would change how the scan forks)
     builder.page("r00", "Record 0", "one change", path="f0/r00.md")
     assert store.grep("change").to_dict()["total"] == 1
     assert capsys.readouterr().err == ""  # one file: under MIN_ITEMS
