@@ -28,6 +28,7 @@ against ``bm25()`` on a table that really holds only the filtered records.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import sqlite3
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -484,11 +485,9 @@ def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
 
 
 def _columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """(bm25 values, rowids) of ``SELECT rowid, bm25(...)`` rows."""
-    if not rows:
-        return np.zeros(0), np.zeros(0, dtype=np.int64)
-    rowids, values = zip(*rows, strict=True)
-    return np.array(values, dtype=np.float64), np.array(rowids, dtype=np.int64)
+    """(bm25 values, rowids) of ``SELECT rowid, bm25(...)`` rows (rowids are exact as doubles up to 2**53)."""
+    flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, 2 * len(rows)).reshape(-1, 2)
+    return flat[:, 1].copy(), flat[:, 0].astype(np.int64)
 
 
 def _varints(blob: bytes) -> list[int]:
