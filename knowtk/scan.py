@@ -3,8 +3,8 @@
 Every query scans, so this is the hot path. An unchanged store costs one
 ``os.scandir`` walk with a ``stat`` per file and a dictionary comparison; a
 changed file costs one read, one SHA-256 and one YAML parse. "What changed"
-comes from a ``ChangeSource`` (today ``StatWalk``), the one seam where an OS
-change notification could replace the walk.
+comes from a ``ChangeSource``: ``StatWalk`` here, or ``knowtk.watch.InotifyWatch``,
+which learns it from the kernel and walks only when it must.
 
 Parsed frontmatter is cached in ``scan_files_v1`` (a projection: deleting it
 costs one full parse, never a record), so a new process does not parse YAML

@@ -12,8 +12,10 @@ an answer.
 
 - a new folder (created or moved in) is watched, then walked;
 - a folder deleted or moved out: every known file under it is checked (they are gone);
-- ``IN_Q_OVERFLOW``, a changed permission on a folder, or the store folder
-  replaced: one full walk (``StatWalk.listing``), then notifications again;
+- ``IN_Q_OVERFLOW``: one full walk (``StatWalk.listing``) and every file read and
+  hashed again (a lost event may have been an edit that kept size and mtime; only
+  files whose bytes changed are parsed), then notifications again;
+- a changed permission on a folder, or the store folder replaced: one full walk;
 - ``.md`` symlinks are stat'ed at every query (their target changes elsewhere);
 - no proof possible (not Linux, a network or FUSE file system, no inotify,
   the watch limit reached, a file the walk lists in a folder that is not
@@ -220,6 +222,7 @@ class InotifyWatch:
         self._symlinks: set[str] = set()  # .md symlinks: stat'ed at every query
         self._unconfirmed: set[str] = set()  # the last delta, checked again once
         self._full = True  # next call walks in full (first call, overflow, folder permissions)
+        self._lost = False  # events were lost (overflow): the next walk reads every file again
         self._root_id: tuple[int, int] | None = None
         self._pid = os.getpid()
         self._config_event = False  # knowtk.yaml was named by an event since config_changed() last said
@@ -334,7 +337,7 @@ class InotifyWatch:
     ) -> None:
         if mask & IN_Q_OVERFLOW:
             self.overflows += 1
-            self._full = True
+            self._full = self._lost = True
             return
         folder = self._folders.get(wd)
         if folder is None:  # a watch already dropped (its folder moved out or was deleted)
@@ -470,6 +473,9 @@ class InotifyWatch:
                 raise _Fallback(f"{path} is listed by the walk but its folder cannot be watched")
         self._full = False
         self._unconfirmed = set()
+        if self._lost:  # a lost event may have been an edit that kept size and mtime: every file is read and hashed
+            self._lost = False
+            forced = set(listing)
         if listing == known and not forced:
             return ScanDelta({}, [])
         changed = {path: st for path, st in listing.items() if known.get(path) != st or path in forced}

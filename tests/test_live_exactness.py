@@ -3,12 +3,13 @@
 A seeded random editor changes a store the way people and tools do (edits,
 appends, truncations, same-size rewrites that keep the mtime, renames, moves
 between folders, new, moved and deleted folders, trees moved in and out,
-knowtk.yaml rewritten or removed, files the walk skips), one to three changes
-per step. After every step the long-lived watched store and a freshly opened
-``StatWalk`` engine (its own, empty state; the safeguard sightings copied, as
-they are state Markdown cannot give back) must give the same grep, lookup,
-records and timeline answers; ``freshness`` (the instants of the query) is the
-only part left out.
+knowtk.yaml rewritten or removed, files the walk skips, now and then a flood of
+events that overflows the kernel's queue), one to three changes per step.
+After every step the long-lived watched store and a freshly opened ``StatWalk``
+engine (its own, empty state; the safeguard sightings copied, as they are state
+Markdown cannot give back) must give the same grep, lookup, records and
+timeline answers; ``freshness`` (the instants of the query) is the only part
+left out.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 WORDS = ["alpha", "beta", "gamma", "delta", "and", "river", "stone", "quiet", "orbit", "maple"]
 TYPES = ["note", "memo", "meeting", "call", "decision"]
 SAFEGUARDS = ("keyword_withdrawals_v1", "lifecycle_guards_v1")
+QUEUED = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()) if sys.platform.startswith("linux") else 0
 
 
 class Editor:
@@ -41,6 +43,7 @@ class Editor:
     def __init__(self, root: Path, outside: Path, seed: int) -> None:
         self.root, self.outside, self.rng = root, outside, random.Random(seed)
         self.serial = 0
+        self.floods = 0
         root.mkdir(parents=True)
         outside.mkdir(parents=True)
 
@@ -91,7 +94,9 @@ class Editor:
 
     # -- changes ------------------------------------------------------------------------------
     def step(self) -> list[str]:
-        return [self.change() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]
+        actions = [self.change() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]
+        self.floods += "flood" in actions  # steps that overflowed the queue (once, however many floods)
+        return actions
 
     def change(self) -> str:
         rng = self.rng
@@ -102,6 +107,8 @@ class Editor:
         if folders:
             actions += ["move_folder", "folder_out", "delete_folder", "folder_in"]
         action = rng.choice(actions)
+        if len(files) >= 2 and rng.random() < 0.02:
+            action = "flood"
         if action == "create":
             path = self.new_path()
             path.write_text(self.text(), encoding="utf-8")
@@ -170,6 +177,11 @@ class Editor:
             else:
                 alias = rng.choice(["memo", "call", "minutes"])
                 config.write_text(f"name: live\nontology:\n  note: {{aliases: [{alias}]}}\n", encoding="utf-8")
+        elif action == "flood":  # more events than the kernel queues: the watch must walk once
+            a, b = rng.sample(files, 2)
+            for i in range(QUEUED // 2 + 10):
+                os.utime(a, ns=(i, i))
+                os.utime(b, ns=(i, i + 1))
         elif action == "skipped":  # names the walk skips: nothing may change
             name = rng.choice(["_draft.md", ".hidden.md", "notes.txt"])
             (rng.choice([self.root, *folders]) / name).write_text(self.text(), encoding="utf-8")
@@ -237,5 +249,7 @@ def test_a_watched_store_answers_as_a_fresh_walk(tmp_path: Path, seed: int) -> N
         for name in expected:
             assert seen[name] == expected[name], (step, actions, name)
     assert store.freshness_mode == "inotify"
-    assert source.walks == 1  # every change was learnt from the kernel
+    assert editor.floods >= 1
+    assert source.overflows == editor.floods
+    assert source.walks == 1 + editor.floods  # every other change was learnt from the kernel
     store.close()
