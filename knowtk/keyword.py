@@ -51,6 +51,7 @@ K1, B = 1.2, 0.75
 FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
+PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,9 @@ class FtsProjection:
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
         self._arrays: dict[Hashable, Any] = {}  # numpy views of the mirror: tokens by rowid, allowed masks
+        # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
+        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+        self._phrases_mirror = -1
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -302,6 +306,23 @@ class FtsProjection:
         self, phrase: tuple[str, ...], allowed: set[int] | None
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """``phrase_frequencies`` as (rowids, weighted counts) arrays, evaluated with numpy (same operations)."""
+        rowids, counts = self._phrase_counts(phrase)
+        if allowed is not None and len(rowids):
+            keep = self.allowed_mask(allowed)[rowids]
+            rowids, counts = rowids[keep], counts[keep]
+        return rowids, counts
+
+    def _phrase_counts(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Every row holding the phrase and its weighted count, kept until the rows change (``mirror``).
+
+        A count belongs to a row's text alone, so it stays exact for as long as the rows do; a common
+        word asked again (another filter, another query that holds it) costs no pass over its rows.
+        """
+        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
+            self._phrases, self._phrases_mirror = {}, self.mirror
+        cached = self._phrases.get(phrase)
+        if cached is not None:
+            return cached
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
@@ -317,10 +338,7 @@ class FtsProjection:
         idf = math.log((n_rows - len(rowids) + 0.5) / (len(rowids) + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         sizes = self.token_array()
-        if allowed is not None:
-            keep = self.allowed_mask(allowed)[rowids]
-            rowids, scores = rowids[keep], scores[keep]
-        if rowids.size and int(rowids.max()) >= len(sizes):
+        if int(rowids.max()) >= len(sizes):
             raise self._out_of_step()
         d = sizes[rowids]
         if (d < 0).any():  # a row the mirror does not hold
@@ -328,8 +346,11 @@ class FtsProjection:
         s = -scores / idf
         f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s)
         counts = np.rint(f)
-        if rowids.size and ((counts < 1).any() or (np.abs(f - counts) > 1e-3).any()):
+        if (counts < 1).any() or (np.abs(f - counts) > 1e-3).any():
             raise self._out_of_step()  # the table changed under the mirror (another process)
+        if len(self._phrases) >= PHRASE_ENTRIES:
+            del self._phrases[next(iter(self._phrases))]  # the oldest
+        self._phrases[phrase] = (rowids, counts)
         return rowids, counts
 
     def token_array(self) -> NDArray[np.float64]:

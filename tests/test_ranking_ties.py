@@ -23,3 +23,21 @@ def test_pages_cut_through_tied_scores_in_id_order(builder: StoreBuilder, filter
         assert page["total"] == whole["total"]
         pages += [h["id"] for h in page["hits"]]
     assert pages == [h["id"] for h in whole["hits"]]
+
+
+def test_kept_word_counts_follow_every_edit(builder: StoreBuilder) -> None:
+    """Per-record counts of a word are kept between queries; after an edit, scores are bm25() over the new rows."""
+    from tests.test_bm25 import reference_scores
+
+    for i in range(12):
+        builder.page(f"r{i:02d}", "Note", "word " * (i % 4 + 1) + "rest", kind=["page", "claim"][i % 2])
+    store = builder.open()
+    claims = {"query": "word", "kind": "claim", "limit": 50}
+    for edit in range(3):
+        res = store.call("knowledge_grep", claims)
+        expected = reference_scores(builder, lambda p, m: m["kind"] == "claim", '"word"')
+        assert [(h["id"], h["score"]) for h in res["hits"]] == [
+            (rid, pytest.approx(score, rel=1e-12)) for rid, score in expected
+        ]
+        builder.page("r01", "Note", "word " * (7 + edit), kind="claim")  # its count changes, the others' do not
+        builder.page(f"new{edit}", "Note", "word word", kind="claim")
