@@ -31,6 +31,8 @@ __all__ = ["Engine", "KeywordIndex"]
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
 PENDING_BODY_CHARS = 64 * 2**20
+# objects created while the collector was paused past which they are frozen (see _collector_paused)
+FREEZE_AFTER_OBJECTS = 200_000
 
 
 @contextmanager
@@ -47,6 +49,11 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_count()[0] > FREEZE_AFTER_OBJECTS:
+                # a large load: move what exists to the permanent generation, or the collector's next full
+                # pass walks all of it once (~1 s at 100k records, in whichever query comes next).
+                # Records and snapshots hold no cycles: refcounting still frees them when replaced.
+                gc.freeze()
             gc.enable()
 
 
