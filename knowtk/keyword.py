@@ -312,6 +312,10 @@ class FtsProjection:
             rowids, counts = rowids[keep], counts[keep]
         return rowids, counts
 
+    def has_counts(self, phrase: tuple[str, ...]) -> bool:
+        """True when the phrase's per-row counts are kept for the rows as they are."""
+        return self._phrases_mirror == self.mirror and phrase in self._phrases
+
     def _phrase_counts(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Every row holding the phrase and its weighted count, kept until the rows change (``mirror``).
 
@@ -440,8 +444,13 @@ Scored = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]  # -sc
 
 def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
     if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
-        negated, rowids = sources[0].projection.native_arrays(terms)
-        return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
+        proj = sources[0].projection
+        phrases = terms.phrases
+        if len(phrases) > 1 and not all(proj.has_counts(phrase) for phrase in phrases):
+            negated, rowids = proj.native_arrays(terms)
+            return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
+        # one phrase (the same SQL either way, and its counts are then kept), or every phrase's counts kept:
+        # the same doubles bm25() gives (tests/test_ranking_ties.py compares them bit for bit)
     return _filtered_bm25(sources, terms)
 
 

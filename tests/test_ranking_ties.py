@@ -41,3 +41,23 @@ def test_kept_word_counts_follow_every_edit(builder: StoreBuilder) -> None:
         ]
         builder.page("r01", "Note", "word " * (7 + edit), kind="claim")  # its count changes, the others' do not
         builder.page(f"new{edit}", "Note", "word word", kind="claim")
+
+
+@pytest.mark.parametrize("mode", ["all", "any", "phrase"])
+def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mode: str) -> None:
+    """Unfiltered queries are scored from kept phrase counts when they can: the doubles must be SQLite's own."""
+    import numpy as np
+
+    from knowtk.keyword import QueryTerms, Source, _filtered_bm25
+    from tests.test_bm25 import build_random_store
+
+    build_random_store(builder, 150, seed=3)
+    store = builder.open()
+    index = store.engine.keyword(store.snapshot())
+    for words in (("alpha",), ("beta", "gamma"), ("sigma", "omega", "cafe"), ("naive", "alpha")):
+        terms = QueryTerms(words, mode)
+        native, rowids = index.main.native_arrays(terms)
+        counted, counted_rowids, _ = _filtered_bm25([Source(index.main, None)], terms)
+        order, counted_order = np.argsort(rowids), np.argsort(counted_rowids)
+        assert rowids[order].tolist() == counted_rowids[counted_order].tolist()
+        assert native[order].tolist() == counted[counted_order].tolist()  # equal doubles, not approximately
