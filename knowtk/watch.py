@@ -271,6 +271,9 @@ class InotifyWatch:
                     return self._changes(known)
                 except _Fallback as exc:
                     self._give_up(str(exc))
+                except BaseException:
+                    self._full = True  # events drained for this call are gone: the next call walks
+                    raise
             return self.walk.changes(known)
 
     def _give_up(self, reason: str) -> None:

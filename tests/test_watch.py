@@ -295,3 +295,17 @@ def test_a_scan_that_failed_loses_no_change(
     assert ids(store) == ["a", "b"]
     assert source.walks == 1  # the change was kept by the watch, not found again by a walk
     store.close()
+
+
+def test_a_store_over_max_files_stays_refused(builder: StoreBuilder, tmp_path: Path) -> None:
+    for i in range(3):
+        builder.page(f"r{i}", f"Record {i}")
+    store = builder.open(state_dir=tmp_path / "state", max_files=3)
+    assert ids(store) == ["r0", "r1", "r2"]
+    builder.page("r3", "One too many")
+    for _ in range(2):  # the second query has no new event: it must not forget the first's refusal
+        with pytest.raises(knowtk.ScanLimitExceeded):
+            store.records()
+    builder.remove("r0.md")
+    assert ids(store) == ["r1", "r2", "r3"]
+    store.close()
