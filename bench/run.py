@@ -361,8 +361,8 @@ def targets(kt: dict[str, Any], floor: dict[str, Any]) -> list[str]:
         (
             "query after one file changed",
             fmt_s(kt["changed"]),
-            f"<= warm + 50 ms ({fmt_s(kt['warm'] + 0.05)})",
-            kt["changed"] <= kt["warm"] + 0.05,
+            f"<= warm (the p50 above) + 50 ms ({fmt_s(p50 + 0.05)})",
+            kt["changed"] <= p50 + 0.05,
         ),
         (
             "first query, new process, built state",

@@ -52,6 +52,7 @@ FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-q
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,40 +323,57 @@ class FtsProjection:
         A count belongs to a row's text alone, so it stays exact for as long as the rows do; a common
         word asked again (another filter, another query that holds it) costs no pass over its rows.
         """
-        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
-            self._phrases, self._phrases_mirror = {}, self.mirror
-        cached = self._phrases.get(phrase)
-        if cached is not None:
-            return cached
+        if self.has_counts(phrase):
+            return self._phrases[phrase]
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ?"
         )
         scores, rowids = _columns(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall())
+        counts = self._counts(scores, rowids)
+        if counts is None:
+            raise self._out_of_step()
+        self.keep_counts(phrase, rowids, counts)
+        return rowids, counts
+
+    def counts_from_scores(
+        self, phrase: tuple[str, ...], scores: NDArray[np.float64], rowids: NDArray[np.int64]
+    ) -> None:
+        """Keep the phrase's counts read back from ``bm25()`` of the phrase alone (rows a query already fetched)."""
+        counts = self._counts(scores, rowids)
+        if counts is not None:  # rows out of step with the mirror are simply not kept
+            self.keep_counts(phrase, rowids, counts)
+
+    def keep_counts(self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64]) -> None:
+        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
+            self._phrases, self._phrases_mirror = {}, self.mirror
+        if len(self._phrases) >= PHRASE_ENTRIES:
+            del self._phrases[next(iter(self._phrases))]  # the oldest
+        self._phrases[phrase] = (rowids, counts)
+
+    def _counts(self, scores: NDArray[np.float64], rowids: NDArray[np.int64]) -> NDArray[np.float64] | None:
+        """Weighted counts solved from ``bm25()`` of one phrase over the whole table; None if out of step."""
         if not len(rowids):
-            return rowids, scores
+            return scores
         n_rows = len(self.tokens)
         if not n_rows or not self.total_tokens:
-            raise self._out_of_step()
+            return None
         avgdl = float(self.total_tokens) / float(n_rows)
         idf = math.log((n_rows - len(rowids) + 0.5) / (len(rowids) + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         sizes = self.token_array()
         if int(rowids.max()) >= len(sizes):
-            raise self._out_of_step()
+            return None
         d = sizes[rowids]
         if (d < 0).any():  # a row the mirror does not hold
-            raise self._out_of_step()
+            return None
         s = -scores / idf
         f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s)
         counts = np.rint(f)
         if (counts < 1).any() or (np.abs(f - counts) > 1e-3).any():
-            raise self._out_of_step()  # the table changed under the mirror (another process)
-        if len(self._phrases) >= PHRASE_ENTRIES:
-            del self._phrases[next(iter(self._phrases))]  # the oldest
-        self._phrases[phrase] = (rowids, counts)
-        return rowids, counts
+            return None  # the table changed under the mirror (another process)
+        return counts
 
     def token_array(self) -> NDArray[np.float64]:
         """Tokens per row indexed by rowid (-1 where no row), as floats: kept until the rows change."""
@@ -446,11 +464,12 @@ def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
     if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
         proj = sources[0].projection
         phrases = terms.phrases
-        if len(phrases) > 1 and not all(proj.has_counts(phrase) for phrase in phrases):
+        if not all(proj.has_counts(phrase) for phrase in phrases):
             negated, rowids = proj.native_arrays(terms)
+            if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
+                proj.counts_from_scores(phrases[0], negated, rowids)
             return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
-        # one phrase (the same SQL either way, and its counts are then kept), or every phrase's counts kept:
-        # the same doubles bm25() gives (tests/test_ranking_ties.py compares them bit for bit)
+        # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
     return _filtered_bm25(sources, terms)
 
 

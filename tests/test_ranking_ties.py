@@ -61,3 +61,24 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
         order, counted_order = np.argsort(rowids), np.argsort(counted_rowids)
         assert rowids[order].tolist() == counted_rowids[counted_order].tolist()
         assert native[order].tolist() == counted[counted_order].tolist()  # equal doubles, not approximately
+
+
+def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowtk import keyword
+    from tests.test_bm25 import build_random_store
+
+    monkeypatch.setattr(keyword, "KEEP_FROM_ROWS", 1)
+    build_random_store(builder, 120, seed=5)
+    store = builder.open()
+    args = {"query": "alpha", "limit": 50}
+    first = store.call("knowledge_grep", args)
+    main = store.engine._keyword.main
+    assert main.has_counts(("alpha",))  # kept from the rows bm25() gave
+    again = store.call("knowledge_grep", args)  # now scored from the kept counts
+    assert [(h["id"], h["score"]) for h in again["hits"]] == [(h["id"], h["score"]) for h in first["hits"]]
+    assert again["total"] == first["total"]
+    builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change: nothing kept is used
+    after = store.call("knowledge_grep", args)
+    assert after["total"] == first["total"] + 1 and after["hits"][0]["id"] == "zz"
