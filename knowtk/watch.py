@@ -387,7 +387,9 @@ class InotifyWatch:
         """Watch one folder ('' or 'a/b/'); False when it is no longer a folder."""
         assert self._inotify is not None
         try:
-            wd = self._inotify.add_watch(os.path.join(self.root, folder) if folder else self.root, WATCH_MASK)
+            # the store folder may be reached through a symlink (IN_DONT_FOLLOW applies to the last part only)
+            path = os.path.join(self.root, folder) if folder else os.path.realpath(self.root)
+            wd = self._inotify.add_watch(path, WATCH_MASK)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise _Fallback("the inotify watch limit is reached (sysctl fs.inotify.max_user_watches)") from None

@@ -309,3 +309,16 @@ def test_a_store_over_max_files_stays_refused(builder: StoreBuilder, tmp_path: P
     builder.remove("r0.md")
     assert ids(store) == ["r1", "r2", "r3"]
     store.close()
+
+
+def test_a_store_opened_through_a_symlink_is_watched(builder: StoreBuilder, tmp_path: Path) -> None:
+    builder.page("a", "Alpha", path="sub/a.md")
+    link = tmp_path / "link"
+    os.symlink(builder.root, link)
+    store = knowtk.open_store(link, state_dir=tmp_path / "state")
+    assert ids(store) == ["a"]
+    builder.page("b", "Beta")
+    builder.page("c", "Gamma", path="sub/c.md")
+    assert ids(store) == ["a", "b", "c"]
+    assert store.freshness_mode == "inotify" and store.engine.scanner.source.walks == 1
+    store.close()
