@@ -15,7 +15,7 @@ an answer.
 - ``IN_Q_OVERFLOW``: one full walk (``StatWalk.listing``) and every file read and
   hashed again (a lost event may have been an edit that kept size and mtime; only
   files whose bytes changed are parsed), then notifications again;
-- a changed permission on a folder, or the store folder replaced: one full walk;
+- a folder's mode, owner or group changed, or the store folder replaced: one full walk;
 - ``.md`` symlinks are stat'ed at every query (their target changes elsewhere);
 - no proof possible (not Linux, a network or FUSE file system, no inotify,
   the watch limit reached, a file the walk lists in a folder that is not
@@ -219,6 +219,7 @@ class InotifyWatch:
         self._inotify: _Inotify | None = None
         self._folders: dict[int, str] = {}  # wd -> folder ('' or 'a/b/')
         self._wd_of: dict[str, int] = {}
+        self._owners: dict[str, tuple[int, int, int] | None] = {}  # folder -> (mode, uid, gid) when watched
         self._symlinks: set[str] = set()  # .md symlinks: stat'ed at every query
         self._unconfirmed: set[str] = set()  # the last delta, checked again once
         self._full = True  # next call walks in full (first call, overflow, folder permissions)
@@ -364,7 +365,7 @@ class InotifyWatch:
                 self._unwatch_tree(path + "/")
                 prefix = path + "/"
                 candidates.update(p for p in known if p.startswith(prefix))
-            elif mask & IN_ATTRIB:
+            elif mask & IN_ATTRIB and self._owner(path + "/") != self._owners.get(path + "/"):
                 self._full = True  # permissions decide what the walk can list: let it decide
             return
         if name.endswith(".md"):
@@ -380,6 +381,7 @@ class InotifyWatch:
         for folder in [f for f in self._wd_of if f.startswith(prefix)]:
             wd = self._wd_of.pop(folder)
             self._folders.pop(wd, None)
+            self._owners.pop(folder, None)
             if inotify is not None:
                 inotify.rm_watch(wd)
 
@@ -401,7 +403,17 @@ class InotifyWatch:
             self._folders.pop(old, None)
         self._folders[wd] = folder
         self._wd_of[folder] = wd
+        self._owners[folder] = self._owner(folder)
         return True
+
+    def _owner(self, folder: str) -> tuple[int, int, int] | None:
+        """(mode, uid, gid) of a folder: what decides whether the walk can list it (an mtime set by
+        tar, rsync or git moves nothing here)."""
+        try:
+            st = os.stat(os.path.join(self.root, folder) if folder else self.root)
+        except OSError:
+            return None
+        return (st.st_mode, st.st_uid, st.st_gid)
 
     def _watch_tree(self, prefix: str, files: set[str]) -> None:
         """Watch ``prefix`` and the folders under it (watch first, then list: nothing falls between);

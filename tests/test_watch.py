@@ -322,3 +322,15 @@ def test_a_store_opened_through_a_symlink_is_watched(builder: StoreBuilder, tmp_
     assert ids(store) == ["a", "b", "c"]
     assert store.freshness_mode == "inotify" and store.engine.scanner.source.walks == 1
     store.close()
+
+
+def test_a_folder_permission_change_walks_and_a_folder_mtime_does_not(builder: StoreBuilder, tmp_path: Path) -> None:
+    builder.page("a", "Alpha", path="sub/a.md")
+    store, source = watched(builder, tmp_path)
+    os.utime(builder.root / "sub", ns=(10**18, 10**18))  # as tar, rsync or git set it
+    in_step(store)
+    assert source.walks == 1
+    os.chmod(builder.root / "sub", 0o700)  # may decide whether the walk can list it: the walk decides
+    in_step(store)
+    assert source.walks == 2
+    store.close()
