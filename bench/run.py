@@ -15,9 +15,14 @@ process so that its peak RSS is its own:
            (the floor's words; modes all/any/phrase; some filtered by kind, type,
            tag, scope or lifecycle all), each the median of --runs calls;
 - changed: one record's body rewritten with a new word, then a query for that word
-           (it must be found), --runs times; the file is restored afterwards.
+           (it must be found), --runs times; the file is restored afterwards;
+- walk:    warm and mixed again with ``change_source=StatWalk`` (every query walks),
+           the path every query took before change notification;
+- cli:     the whole process ``knowtk grep WORD`` on the built state, --runs times.
 
-The table prints knowtk beside the floor and the targets of issue 2. knowtk's state
+warm, mixed and changed use the change source ``open_store`` picks (inotify on Linux;
+its ``freshness_mode`` is printed). The tables print knowtk beside the floor, and the
+targets of issue 11 (live store). knowtk's state
 goes to --out/state-N-sS, never into the generated store. Results are also written
 to --out/results-N-sS.json.
 """
@@ -158,10 +163,10 @@ def child_floor(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def open_store(a: argparse.Namespace) -> Any:
+def open_store(a: argparse.Namespace, **options: Any) -> Any:
     import knowtk  # imported by the child before any timer starts (pandas makes it take ~0.5 s)
 
-    return knowtk.open_store(a.store, state_dir=a.state)
+    return knowtk.open_store(a.store, state_dir=a.state, **options)
 
 
 def child_cold(a: argparse.Namespace) -> dict[str, Any]:
@@ -182,16 +187,46 @@ def child_warm(a: argparse.Namespace) -> dict[str, Any]:
     store = open_store(a)
     store.call("knowledge_grep", {"query": specs[0]["query"]})
     out: dict[str, Any] = {"reopen": time.perf_counter() - t, "parses": store.engine.scanner.parses}
+    out["mode"] = store.freshness_mode
     first = {"query": specs[0]["query"]}
     out["warm"] = median_time(lambda: store.call("knowledge_grep", first), a.runs)
-    lat, totals = [], []
+    lat, firsts, totals = [], [], []
+    for spec in specs:
+        args = {k: v for k, v in spec.items() if k != "words"}
+        firsts.append(median_time(lambda args=args: store.call("knowledge_grep", args), 1))  # nothing kept for it yet
+        lat.append(median_time(lambda args=args: store.call("knowledge_grep", args), a.runs))
+        totals.append(store.call("knowledge_grep", args)["total"])
+    out["mixed"], out["mixed_first"], out["totals"] = lat, firsts, totals
+    out["rss"] = peak_rss()
+    return out
+
+
+def child_walk(a: argparse.Namespace) -> dict[str, Any]:
+    """warm and mixed as before change notification: every query walks and stats the store."""
+    from knowtk.scan import StatWalk
+
+    specs = json.loads(a.spec)
+    store = open_store(a, change_source=StatWalk)
+    first = {"query": specs[0]["query"]}
+    store.call("knowledge_grep", first)
+    out: dict[str, Any] = {"warm": median_time(lambda: store.call("knowledge_grep", first), a.runs)}
+    lat = []
     for spec in specs:
         args = {k: v for k, v in spec.items() if k != "words"}
         lat.append(median_time(lambda args=args: store.call("knowledge_grep", args), a.runs))
-        totals.append(store.call("knowledge_grep", args)["total"])
-    out["mixed"], out["totals"] = lat, totals
-    out["rss"] = peak_rss()
+    out["mixed"] = lat
     return out
+
+
+def measure_cli(a: argparse.Namespace, store: Path, state: Path, word: str) -> float:
+    """Median seconds of the whole process ``knowtk grep WORD`` on a built state."""
+    cmd = [sys.executable, "-m", "knowtk", "--store", str(store), "--state-dir", str(state), "grep", word]
+    times = []
+    for _ in range(a.runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 def child_changed(a: argparse.Namespace) -> dict[str, Any]:
@@ -227,6 +262,7 @@ def child_changed(a: argparse.Namespace) -> dict[str, Any]:
         store.call("knowledge_grep", {"query": "the"})
     return {
         "changed": statistics.median(times),
+        "mode": store.freshness_mode,
         "found": all(found),
         "parses": parses,
         "written": written,
@@ -234,7 +270,13 @@ def child_changed(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-CHILDREN = {"floor": child_floor, "cold": child_cold, "warm": child_warm, "changed": child_changed}
+CHILDREN = {
+    "floor": child_floor,
+    "cold": child_cold,
+    "warm": child_warm,
+    "changed": child_changed,
+    "walk": child_walk,
+}
 
 
 def run_child(group: str, a: argparse.Namespace, store: Path, state: Path, specs: list[dict[str, Any]]) -> Any:
@@ -303,6 +345,65 @@ def table(n: int, floor: dict[str, Any], kt: dict[str, Any], specs: list[dict[st
     return lines
 
 
+def targets(kt: dict[str, Any], floor: dict[str, Any]) -> list[str]:
+    """The targets of issue 11 (live store), from this run's figures."""
+    rg = floor.get("rg")
+    p50, p95 = pct(kt["mixed"], 50), pct(kt["mixed"], 95)
+    raw = floor["parse"] + floor["build"]
+    rows: list[tuple[str, str, str, bool | None]] = [
+        (
+            "warm query, nothing changed (p50 of the mixed queries)",
+            fmt_s(p50),
+            f"<= 10% of rg -l -i -w ({fmt_s(0.1 * rg)})" if rg else "<= 10% of rg (no rg here)",
+            p50 <= 0.1 * rg if rg else None,
+        ),
+        ("mixed p95", fmt_s(p95), "<= 100 ms", p95 <= 0.1),
+        (
+            "query after one file changed",
+            fmt_s(kt["changed"]),
+            f"<= warm (the p50 above) + 50 ms ({fmt_s(p50 + 0.05)})",
+            kt["changed"] <= p50 + 0.05,
+        ),
+        (
+            "first query, new process, built state",
+            fmt_s(kt["reopen"]),
+            f"<= 3x the stat walk ({fmt_s(3 * floor['walk'])})",
+            kt["reopen"] <= 3 * floor["walk"],
+        ),
+        ("whole-process `knowtk grep` (CLI), built state", fmt_s(kt["cli"]), "<= 1.5 s", kt["cli"] <= 1.5),
+        (
+            "cold build throughput / raw parse + insert",
+            f"{raw / kt['cold']:.2f}x ({fmt_s(kt['cold'])})",
+            ">= 0.8x",
+            raw / kt["cold"] >= 0.8,
+        ),
+        (
+            "peak memory",
+            f"{max(kt['rss_cold'], kt['rss_warm'], kt['rss_changed']) / 2**20:.0f} MiB",
+            "< 1 GiB",
+            max(kt["rss_cold"], kt["rss_warm"], kt["rss_changed"]) < GIB,
+        ),
+    ]
+    lines = [
+        f"Targets (issue 11), freshness mode {kt['mode']}:",
+        "",
+        "| measure | knowtk | target | result |",
+        "|---|---:|---|---|",
+    ]
+    for name, value, text, ok in rows:
+        lines.append(f"| {name} | {value} | {text} | {'' if ok is None else ('PASS' if ok else 'MISS')} |")
+    walk = kt["walk"]
+    first = kt["mixed_first"]
+    lines += [
+        "",
+        f"First call of each mixed query (before anything is kept for its words): p50 {fmt_s(pct(first, 50))}, "
+        f"p95 {fmt_s(pct(first, 95))}, max {fmt_s(max(first))}.",
+        f"The same with `change_source=StatWalk` (every query walks): warm {fmt_s(walk['warm'])}, "
+        f"mixed p50 {fmt_s(pct(walk['mixed'], 50))}, p95 {fmt_s(pct(walk['mixed'], 95))}.",
+    ]
+    return lines
+
+
 def describe(spec: dict[str, Any]) -> str:
     filters = "".join(f" {k}={v}" for k, v in spec.items() if k not in ("query", "words", "mode"))
     return f"{spec['mode']}:{spec['query']}{filters}"
@@ -347,12 +448,17 @@ def main() -> None:
         warm = run_child("warm", a, store, state, specs)
         print(f"# {n:,}: knowtk one file changed ...", flush=True)
         changed = run_child("changed", a, store, state, specs)
+        print(f"# {n:,}: knowtk with every query walking ...", flush=True)
+        walked = run_child("walk", a, store, state, specs)
+        print(f"# {n:,}: whole-process CLI ...", flush=True)
+        cli = measure_cli(a, store, state, specs[0]["words"][0])
         kt = {
             "cold": cold["cold"],
             "cold_parses": cold["parses"],
             "reopen": warm["reopen"],
             "warm": warm["warm"],
             "mixed": warm["mixed"],
+            "mixed_first": warm["mixed_first"],
             "changed": changed["changed"],
             "found": changed["found"],
             "changed_parses": changed["parses"],
@@ -360,8 +466,12 @@ def main() -> None:
             "rss_cold": cold["rss"],
             "rss_warm": warm["rss"],
             "rss_changed": changed["rss"],
+            "mode": warm["mode"] if warm["mode"] == changed["mode"] else f"{warm['mode']}/{changed['mode']}",
+            "walk": walked,
+            "cli": cli,
         }
         lines = table(n, floor, kt, specs)
+        lines += ["", *targets(kt, floor)]
         queries = "; ".join(
             f"{describe(s)} ({t} hits, {lat * 1e3:.0f} ms)"
             for s, t, lat in zip(specs, warm["totals"], warm["mixed"], strict=True)

@@ -26,9 +26,10 @@ from .config import CONFIG_FILE, StoreConfig, load_config
 from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
 from .records import Record
-from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, StatWalk
+from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner
 from .snapshot import Safeguards, Snapshot, build_snapshot
 from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
+from .watch import choose_change_source, freshness_mode
 
 __all__ = ["Engine", "KeywordIndex", "run_all"]
 
@@ -41,6 +42,8 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
 PENDING_BODY_CHARS = 64 * 2**20
+# objects created while the collector was paused past which they are frozen (see _collector_paused)
+FREEZE_AFTER_OBJECTS = 200_000
 
 
 @contextmanager
@@ -57,6 +60,11 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_count()[0] > FREEZE_AFTER_OBJECTS:
+                # a large load: move what exists to the permanent generation, or the collector's next full
+                # pass walks all of it once (~1 s at 100k records, in whichever query comes next).
+                # Records and snapshots hold no cycles: refcounting still frees them when replaced.
+                gc.freeze()
             gc.enable()
 
 
@@ -82,7 +90,7 @@ class Engine:
         root: str | os.PathLike[str],
         *,
         state_dir: str | os.PathLike[str] | None = None,
-        change_source: ChangeSource | None = None,
+        change_source: ChangeSource | type | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         accept_safeguard_loss: bool = False,
@@ -112,7 +120,7 @@ class Engine:
         self.scanner = Scanner(
             self.root,
             self.state,
-            source=change_source or StatWalk(self.root, max_files=max_files),
+            source=choose_change_source(self.root, change_source, max_files=max_files),
             max_file_bytes=max_file_bytes,
         )
         try:
@@ -139,6 +147,11 @@ class Engine:
     @property
     def state_path(self) -> str:
         return self.state.path
+
+    @property
+    def freshness_mode(self) -> str:
+        """How a query learns what changed: 'inotify' (the OS says) or 'walk' (every file is stat'ed)."""
+        return freshness_mode(self.scanner.source)
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -207,7 +220,8 @@ class Engine:
             stat: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
         except FileNotFoundError:
             stat = None
-        if stat == self._config_stat:
+        config_changed = getattr(self.scanner.source, "config_changed", None)  # an event proves a same-stat edit
+        if stat == self._config_stat and not (config_changed is not None and config_changed()):
             return False
         first = self._config_stat is None and self._snapshot is None
         self._config_stat = stat
@@ -456,6 +470,9 @@ class Engine:
 
     def close(self) -> None:
         with self.lock:
+            close_source = getattr(self.scanner.source, "close", None)
+            if close_source is not None:
+                close_source()
             self.state.close()
 
 

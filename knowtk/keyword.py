@@ -28,14 +28,18 @@ against ``bm25()`` on a table that really holds only the filtered records.
 from __future__ import annotations
 
 import hashlib
-import heapq
+import itertools
 import math
 import sqlite3
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from .datevalues import format_utc
+from .progress import progress
 from .state import Contention, StateDB, now_utc
 
 __all__ = [
@@ -57,6 +61,8 @@ K1, B = 1.2, 0.75
 FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
+PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,10 @@ class FtsProjection:
         self._rebuilt_out_of_step = False  # the last rebuild was for a score that disagreed with the rows
         self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
         self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
+        self._arrays: dict[Hashable, Any] = {}  # numpy views of the mirror: tokens by rowid, allowed masks
+        # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
+        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+        self._phrases_mirror = -1
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -258,7 +268,7 @@ class FtsProjection:
 
             def rows() -> Iterator[tuple[Any, ...]]:
                 nonlocal complete
-                for rid in fresh:
+                for rid in progress(fresh, total=len(fresh), desc="knowtk: indexing"):
                     text = text_of(rid)
                     if text is None:  # the file changed again since the scan: the next query indexes it
                         complete = False
@@ -330,14 +340,14 @@ class FtsProjection:
         return out
 
     # -- scoring ------------------------------------------------------------------------------
-    def native_scores(self, terms: QueryTerms) -> list[tuple[float, int]]:
-        """(score, rowid) of every match by SQLite's bm25(): the whole table is the corpus."""
+    def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """(bm25() as SQLite gives it, i.e. minus the score; rowid) of every match, as arrays."""
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ?"
         )
-        return [(-s, rowid) for rowid, s in self.conn.execute(sql, (terms.expression,))]
+        return _columns(self.conn.execute(sql, (terms.expression,)).fetchall())
 
     def term_frequencies(self, term: str, allowed: set[int] | None) -> dict[int, float]:
         """rowid -> weighted count of the term's instances (title 8, aliases 6, body 1)."""
@@ -352,32 +362,110 @@ class FtsProjection:
         gives it exactly. Phrase matching stays SQLite's, and a common word costs one pass over
         the rows that hold it instead of reading each of its (perhaps a million) instances.
         """
+        rowids, counts = self.phrase_arrays(phrase, allowed)
+        return dict(zip(rowids.tolist(), counts.tolist(), strict=True))
+
+    def phrase_arrays(
+        self, phrase: tuple[str, ...], allowed: set[int] | None
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """``phrase_frequencies`` as (rowids, weighted counts) arrays, evaluated with numpy (same operations)."""
+        rowids, counts = self._phrase_counts(phrase)
+        if allowed is not None and len(rowids):
+            keep = self.allowed_mask(allowed)[rowids]
+            rowids, counts = rowids[keep], counts[keep]
+        return rowids, counts
+
+    def has_counts(self, phrase: tuple[str, ...]) -> bool:
+        """True when the phrase's per-row counts are kept for the rows as they are."""
+        return self._phrases_mirror == self.mirror and phrase in self._phrases
+
+    def _phrase_counts(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Every row holding the phrase and its weighted count, kept until the rows change (``mirror``).
+
+        A count belongs to a row's text alone, so it stays exact for as long as the rows do; a common
+        word asked again (another filter, another query that holds it) costs no pass over its rows.
+        """
+        if self.has_counts(phrase):
+            return self._phrases[phrase]
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ?"
         )
-        rows = self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall()
-        if not rows:
-            return {}
-        n_rows, tokens = len(self.tokens), self.tokens
-        if not n_rows or not self.total_tokens:
+        scores, rowids = _columns(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall())
+        counts = self._counts(scores, rowids)
+        if counts is None:
             raise self._out_of_step()
+        self.keep_counts(phrase, rowids, counts)
+        return rowids, counts
+
+    def counts_from_scores(
+        self, phrase: tuple[str, ...], scores: NDArray[np.float64], rowids: NDArray[np.int64]
+    ) -> None:
+        """Keep the phrase's counts read back from ``bm25()`` of the phrase alone (rows a query already fetched)."""
+        counts = self._counts(scores, rowids)
+        if counts is not None:  # rows out of step with the mirror are simply not kept
+            self.keep_counts(phrase, rowids, counts)
+
+    def keep_counts(self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64]) -> None:
+        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
+            self._phrases, self._phrases_mirror = {}, self.mirror
+        if len(self._phrases) >= PHRASE_ENTRIES:
+            del self._phrases[next(iter(self._phrases))]  # the oldest
+        self._phrases[phrase] = (rowids, counts)
+
+    def _counts(self, scores: NDArray[np.float64], rowids: NDArray[np.int64]) -> NDArray[np.float64] | None:
+        """Weighted counts solved from ``bm25()`` of one phrase over the whole table; None if out of step."""
+        if not len(rowids):
+            return scores
+        n_rows = len(self.tokens)
+        if not n_rows or not self.total_tokens:
+            return None
         avgdl = float(self.total_tokens) / float(n_rows)
-        idf = math.log((n_rows - len(rows) + 0.5) / (len(rows) + 0.5))
+        idf = math.log((n_rows - len(rowids) + 0.5) / (len(rowids) + 0.5))
         idf = idf if idf > 0.0 else 1e-6
-        freq: dict[int, float] = {}
-        for rowid, score in rows:
-            if allowed is not None and rowid not in allowed:
-                continue
-            d = tokens.get(rowid)
-            s = -score / idf
-            f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s) if d is not None else 0.0
-            count = round(f)
-            if count < 1 or abs(f - count) > 1e-3:  # the table changed under the mirror (another process)
-                raise self._out_of_step()
-            freq[rowid] = float(count)
-        return freq
+        sizes = self.token_array()
+        if int(rowids.max()) >= len(sizes):
+            return None
+        d = sizes[rowids]
+        if (d < 0).any():  # a row the mirror does not hold
+            return None
+        s = -scores / idf
+        f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s)
+        counts = np.rint(f)
+        if (counts < 1).any() or (np.abs(f - counts) > 1e-3).any():
+            return None  # the table changed under the mirror (another process)
+        return counts
+
+    def token_array(self) -> NDArray[np.float64]:
+        """Tokens per row indexed by rowid (-1 where no row), as floats: kept until the rows change."""
+        cached = self._arrays.get("tokens")
+        if cached is None or cached[0] != self.mirror:
+            size = max(self.tokens, default=0) + 1
+            sizes = np.full(size, -1.0)
+            if self.tokens:
+                sizes[np.fromiter(self.tokens.keys(), np.int64, len(self.tokens))] = np.fromiter(
+                    self.tokens.values(), np.float64, len(self.tokens)
+                )
+            cached = self._arrays["tokens"] = (self.mirror, sizes)
+        return cached[1]
+
+    def allowed_mask(self, allowed: set[int]) -> NDArray[np.bool_]:
+        """A boolean array over rowids: True for the allowed rows (kept while the same set object is asked)."""
+        key = id(allowed)
+        cached = self._arrays.get(key)
+        if cached is None or cached[1] is not allowed or cached[0] != self.mirror:
+            mask = np.zeros(len(self.token_array()), dtype=bool)
+            if allowed:
+                mask[np.fromiter(allowed, np.int64, len(allowed))] = True
+            if len(self._arrays) > 2 * MEMO_ENTRIES:
+                self._arrays = {"tokens": self._arrays["tokens"]}
+            cached = self._arrays[key] = (self.mirror, allowed, mask)
+        return cached[2]
+
+    def allowed_tokens(self, allowed: set[int]) -> int:
+        """Tokens in the allowed rows (the filtered corpus length)."""
+        return int(self.token_array()[self.allowed_mask(allowed)].sum())
 
     def _out_of_step(self) -> Exception:
         # the query reads one transaction, so the tables cannot have changed under the mirror:
@@ -445,25 +533,49 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     A common word matches most of the store; a page needs only its first k, so the rest
     are counted but never ordered.
     """
-    keyed = _scored(sources, terms)
-    best = sorted(keyed) if k is None else heapq.nsmallest(k, keyed)
-    return len(keyed), [Match(-negated, rid, rowid, sources[i].projection) for negated, rid, rowid, i in best]
+    negated, rowids, which = _scored(sources, terms)
+    count = len(rowids)
+    if k is not None and k < count:
+        # every row scoring at least the k-th best score (ties included), then ordered by (score, id)
+        kth = np.partition(negated, k - 1)[k - 1] if k > 0 else -np.inf
+        chosen = np.flatnonzero(negated <= kth)
+    else:
+        chosen = np.arange(count)
+    keyed: list[Keyed] = []
+    negs, rows, srcs = negated[chosen].tolist(), rowids[chosen].tolist(), which[chosen].tolist()
+    for neg, rowid, i in zip(negs, rows, srcs, strict=True):
+        keyed.append((neg, sources[i].projection.id_of[rowid], rowid, i))
+    keyed.sort()
+    if k is not None:
+        del keyed[k:]
+    return count, [Match(-neg, rid, rowid, sources[i].projection) for neg, rid, rowid, i in keyed]
 
 
 # (-score, id, rowid, source index): sorts in rank order as plain tuples (ids are unique across sources)
 Keyed = tuple[float, str, int, int]
+Scored = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]  # -score, rowid, source index
 
 
-def _scored(sources: list[Source], terms: QueryTerms) -> list[Keyed]:
+def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
     if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
         proj = sources[0].projection
-        id_of = proj.id_of
-        return [(-score, id_of[rowid], rowid, 0) for score, rowid in proj.native_scores(terms)]
+        phrases = terms.phrases
+        if not all(proj.has_counts(phrase) for phrase in phrases):
+            negated, rowids = proj.native_arrays(terms)
+            if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
+                proj.counts_from_scores(phrases[0], negated, rowids)
+            return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
+        # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
     return _filtered_bm25(sources, terms)
 
 
-def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Keyed]:
-    """bm25() as SQLite computes it, over a corpus made only of the allowed rows of the sources."""
+def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
+    """bm25() as SQLite computes it, over a corpus made only of the allowed rows of the sources.
+
+    Evaluated on numpy arrays with the operations, in the order, of fts5_aux.c's loop (so the
+    doubles are the same): one pass per phrase over the rows that hold it.
+    """
+    empty: Scored = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     n_rows = 0
     n_tokens = 0
     for src in sources:
@@ -473,41 +585,54 @@ def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> list[Keyed]:
             n_tokens += proj.total_tokens
         else:
             n_rows += len(src.allowed)
-            n_tokens += sum(proj.tokens.get(r, 0) for r in src.allowed)
+            n_tokens += proj.allowed_tokens(src.allowed)
     if n_rows == 0:
-        return []
+        return empty
     avgdl = float(n_tokens) / float(n_rows)
+    span = max(len(src.projection.token_array()) for src in sources)  # (source, rowid) -> source * span + rowid
     phrases = terms.phrases
-    freqs: list[dict[tuple[int, int], float]] = []  # per phrase: (source index, rowid) -> weighted freq
-    for phrase in phrases:
-        merged: dict[tuple[int, int], float] = {}
-        for i, src in enumerate(sources):
-            for rowid, f in src.projection.phrase_frequencies(phrase, src.allowed).items():
-                merged[(i, rowid)] = f
-        freqs.append(merged)
+    keys: list[NDArray[np.int64]] = []  # per phrase: sorted keys of the allowed rows holding it
+    counts: list[NDArray[np.float64]] = []  # the weighted count of each, aligned
     idf = []
-    for merged in freqs:
-        n_hit = len(merged)
+    for phrase in phrases:
+        parts_k, parts_f = [], []
+        for i, src in enumerate(sources):
+            rowids, freq = src.projection.phrase_arrays(phrase, src.allowed)
+            parts_k.append(rowids + i * span)
+            parts_f.append(freq)
+        key, freq = np.concatenate(parts_k), np.concatenate(parts_f)
+        order = np.argsort(key, kind="stable")
+        keys.append(key[order])
+        counts.append(freq[order])
+        n_hit = len(key)
         value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf.append(value if value > 0.0 else 1e-6)
-    keys = [set(f) for f in freqs]
-    if terms.mode == "any":
-        candidates = set().union(*keys)
-    elif keys:
-        candidates = keys[0].intersection(*keys[1:])
-    else:
-        candidates = set()
-    out: list[Keyed] = []
-    for key in candidates:
-        i, rowid = key
-        proj = sources[i].projection
-        d = float(proj.tokens.get(rowid, 0))
-        score = 0.0
-        for p in range(len(phrases)):
-            f = freqs[p].get(key, 0.0)
-            score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-        out.append((-score, proj.id_of[rowid], rowid, i))
-    return out
+    if not phrases:
+        return empty
+    candidates = keys[0]
+    for key in keys[1:]:
+        candidates = np.union1d(candidates, key) if terms.mode == "any" else np.intersect1d(candidates, key)
+    which = candidates // span
+    rowids = candidates - which * span
+    d = np.empty(len(candidates))
+    for i, src in enumerate(sources):
+        here = which == i
+        d[here] = np.maximum(src.projection.token_array()[rowids[here]], 0.0)
+    score = np.zeros(len(candidates))
+    for p in range(len(phrases)):
+        at = np.searchsorted(keys[p], candidates)
+        hit = at < len(keys[p])
+        hit[hit] = keys[p][at[hit]] == candidates[hit]
+        f = np.zeros(len(candidates))
+        f[hit] = counts[p][at[hit]]
+        score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+    return -score, rowids, which
+
+
+def _columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """(bm25 values, rowids) of ``SELECT rowid, bm25(...)`` rows (rowids are exact as doubles up to 2**53)."""
+    flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, 2 * len(rows)).reshape(-1, 2)
+    return flat[:, 1].copy(), flat[:, 0].astype(np.int64)
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -3,8 +3,8 @@
 Every query scans, so this is the hot path. An unchanged store costs one
 ``os.scandir`` walk with a ``stat`` per file and a dictionary comparison; a
 changed file costs one read, one SHA-256 and one YAML parse. "What changed"
-comes from a ``ChangeSource`` (today ``StatWalk``), the one seam where an OS
-change notification could replace the walk.
+comes from a ``ChangeSource``: ``StatWalk`` here, or ``knowtk.watch.InotifyWatch``,
+which learns it from the kernel and walks only when it must.
 
 Parsed frontmatter is cached in ``scan_files_v1`` (a projection: deleting it
 costs one full parse, never a record), so a new process does not parse YAML
@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from .errors import ScanLimitExceeded, StoreUnavailable
+from .progress import progress
 from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter
 from .state import Contention, StateDB
 
@@ -183,7 +184,7 @@ class Scanner:
         bodies: dict[str, str] = {}
         written = self._unsaved  # kept on self until committed, so that a failed write is made again
         removed = self._unremoved
-        for path, st, loaded in self._load(delta.changed):
+        for path, st, loaded in progress(self._load(delta.changed), total=len(delta.changed), desc="knowtk: reading"):
             entry = self.files.get(path)
             if loaded is None:  # vanished between the walk and the read
                 if path in self.files:

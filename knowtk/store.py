@@ -33,7 +33,7 @@ def open_store(
     path: str | os.PathLike[str],
     *,
     state_dir: str | os.PathLike[str] | None = None,
-    change_source: ChangeSource | None = None,
+    change_source: ChangeSource | type | None = None,
     max_files: int = DEFAULT_MAX_FILES,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     accept_safeguard_loss: bool = False,
@@ -44,7 +44,9 @@ def open_store(
     Use ``state_dir`` for a store you must not write into (a read-only or shared copy); a state
     serves one store. ``accept_safeguard_loss=True`` opens a state whose safeguards were lost
     (knowtk refuses it otherwise, with a ``StateError`` saying what was lost); ``rebind_state=True``
-    takes over a state made for a store at another path (the store was moved).
+    takes over a state made for a store at another path (the store was moved). Each query
+    learns what changed from inotify on Linux and from a walk elsewhere (``Store.freshness_mode``);
+    ``change_source=StatWalk`` forces the walk.
     """
     return Store(
         path,
@@ -63,7 +65,7 @@ class Store:
         path: str | os.PathLike[str],
         *,
         state_dir: str | os.PathLike[str] | None = None,
-        change_source: ChangeSource | None = None,
+        change_source: ChangeSource | type | None = None,
         max_files: int = DEFAULT_MAX_FILES,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         accept_safeguard_loss: bool = False,
@@ -91,6 +93,11 @@ class Store:
     @property
     def state_path(self) -> str:
         return self.engine.state_path
+
+    @property
+    def freshness_mode(self) -> str:
+        """'inotify' when the OS tells each query what changed, 'walk' when each query stats every file."""
+        return self.engine.freshness_mode
 
     def snapshot(self) -> Snapshot:
         """Scan now and return the store as a query would see it."""

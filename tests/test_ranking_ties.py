@@ -1,0 +1,84 @@
+"""A page is picked without ordering every match: ties at its edge are settled by id, as a full sort would."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import StoreBuilder
+
+
+@pytest.mark.parametrize("filters", [{}, {"kind": "claim"}, {"lifecycle": "all"}])
+def test_pages_cut_through_tied_scores_in_id_order(builder: StoreBuilder, filters: dict) -> None:
+    for i in range(30):  # three groups of identical records: identical scores within each
+        group = i % 3
+        builder.page(f"r{29 - i:02d}", "Same", "tied " * (group + 1) + "filler words", kind=["page", "claim"][i % 2])
+    store = builder.open()
+    whole = store.call("knowledge_grep", {"query": "tied", "limit": 50, **filters})
+    expected = sorted((-h["score"], h["id"]) for h in whole["hits"])
+    assert [h["id"] for h in whole["hits"]] == [rid for _, rid in expected]
+    assert len({h["score"] for h in whole["hits"]}) == 3
+    pages = []
+    for offset in range(0, whole["total"], 7):
+        page = store.call("knowledge_grep", {"query": "tied", "limit": 7, "offset": offset, **filters})
+        assert page["total"] == whole["total"]
+        pages += [h["id"] for h in page["hits"]]
+    assert pages == [h["id"] for h in whole["hits"]]
+
+
+def test_kept_word_counts_follow_every_edit(builder: StoreBuilder) -> None:
+    """Per-record counts of a word are kept between queries; after an edit, scores are bm25() over the new rows."""
+    from tests.test_bm25 import reference_scores
+
+    for i in range(12):
+        builder.page(f"r{i:02d}", "Note", "word " * (i % 4 + 1) + "rest", kind=["page", "claim"][i % 2])
+    store = builder.open()
+    claims = {"query": "word", "kind": "claim", "limit": 50}
+    for edit in range(3):
+        res = store.call("knowledge_grep", claims)
+        expected = reference_scores(builder, lambda p, m: m["kind"] == "claim", '"word"')
+        assert [(h["id"], h["score"]) for h in res["hits"]] == [
+            (rid, pytest.approx(score, rel=1e-12)) for rid, score in expected
+        ]
+        builder.page("r01", "Note", "word " * (7 + edit), kind="claim")  # its count changes, the others' do not
+        builder.page(f"new{edit}", "Note", "word word", kind="claim")
+
+
+@pytest.mark.parametrize("mode", ["all", "any", "phrase"])
+def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mode: str) -> None:
+    """Unfiltered queries are scored from kept phrase counts when they can: the doubles must be SQLite's own."""
+    import numpy as np
+
+    from knowtk.keyword import QueryTerms, Source, _filtered_bm25
+    from tests.test_bm25 import build_random_store
+
+    build_random_store(builder, 150, seed=3)
+    store = builder.open()
+    index = store.engine.keyword(store.snapshot())
+    for words in (("alpha",), ("beta", "gamma"), ("sigma", "omega", "cafe"), ("naive", "alpha")):
+        terms = QueryTerms(words, mode)
+        native, rowids = index.main.native_arrays(terms)
+        counted, counted_rowids, _ = _filtered_bm25([Source(index.main, None)], terms)
+        order, counted_order = np.argsort(rowids), np.argsort(counted_rowids)
+        assert rowids[order].tolist() == counted_rowids[counted_order].tolist()
+        assert native[order].tolist() == counted[counted_order].tolist()  # equal doubles, not approximately
+
+
+def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowtk import keyword
+    from tests.test_bm25 import build_random_store
+
+    monkeypatch.setattr(keyword, "KEEP_FROM_ROWS", 1)
+    build_random_store(builder, 120, seed=5)
+    store = builder.open()
+    args = {"query": "alpha", "limit": 50}
+    first = store.call("knowledge_grep", args)
+    main = store.engine._keyword.main
+    assert main.has_counts(("alpha",))  # kept from the rows bm25() gave
+    again = store.call("knowledge_grep", args)  # now scored from the kept counts
+    assert [(h["id"], h["score"]) for h in again["hits"]] == [(h["id"], h["score"]) for h in first["hits"]]
+    assert again["total"] == first["total"]
+    builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change: nothing kept is used
+    after = store.call("knowledge_grep", args)
+    assert after["total"] == first["total"] + 1 and after["hits"][0]["id"] == "zz"
