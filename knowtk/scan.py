@@ -221,6 +221,9 @@ class Scanner:
         """Read these files again at the next scan (their cached entry proved wrong)."""
         for path in paths:
             self._stats[path] = (-1, -1)
+        recheck = getattr(self.source, "recheck", None)
+        if recheck is not None:  # a notified source looks only at the paths it is told about
+            recheck(paths)
 
     def save(self) -> None:
         """Write the parsed files not yet in ``scan_files_v1`` (a projection: a failure here fails no query)."""

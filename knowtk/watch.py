@@ -277,6 +277,11 @@ class InotifyWatch:
                     raise
             return self.walk.changes(known)
 
+    def recheck(self, paths: Iterable[str]) -> None:
+        """Compare these paths by stat at the next call, as if an event had named them (``Scanner.forget``)."""
+        with self._lock:
+            self._unconfirmed |= set(paths)
+
     def _give_up(self, reason: str) -> None:
         self.fallback_reason = reason
         if self._inotify is not None:
