@@ -132,6 +132,13 @@ def test_explain_is_visible_in_each_row_and_the_table(store: knowtk.Store) -> No
     first = w.rows.rows[0]
     assert first.key == "dec" and f"bm25 {ex['bm25']:.2f} (rank 1)" in first.meta and "“sqlite”: title 1" in first.meta
     assert "<th>why</th>" in w.table.value and f"bm25 {ex['bm25']:.2f}" in w.table.value
+    # an item open when explain is toggled stays open, with its "why" at the top
+    w.rows.buttons["wal"].click()
+    w.explain.value = False
+    assert w.id_picker.value == "wal" and w.rows.selected == "wal" and "WHY" not in w.detail.value
+    w.explain.value = True
+    assert w.rows.selected == "wal" and "WHY" in w.detail.value and "SQLite WAL checkpoint" in w.detail.value
+    assert "bm25 " in w.detail.value.split("WHY")[1]
 
 
 def test_clicking_a_row_opens_the_item_under_it_with_provenance_and_evidence(tmp_path: Path) -> None:

@@ -407,7 +407,8 @@ def plot_chains(
         for life in order + sorted(lifecycles_seen - set(order))
         if life in lifecycles_seen
     ]
-    handles.append(Patch(facecolor="#ffffff", edgecolor=_GREEN, linewidth=2.2, label="current end"))
+    if any(c.end == "current" for c in shown):
+        handles.append(Patch(facecolor="#ffffff", edgecolor=_GREEN, linewidth=2.2, label="current end"))
     if n_dead:
         handles.append(Patch(facecolor="#ffffff", edgecolor=_RED, linewidth=1.6, label="dead end"))
     _legend_below(ax, handles, 0.5)

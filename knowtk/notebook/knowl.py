@@ -111,6 +111,7 @@ class KnowlWidget(Front):
             self.reading.value = self.table.value = self.detail.value = ""
             self._fill([])
             return None
+        picked = self.id_picker.value
         self.result, self.error, self.item = result, None, None
         data = result.to_dict()
         notes = "".join(f"<p>{escape(note)}</p>" for note in data["notes"])
@@ -121,6 +122,8 @@ class KnowlWidget(Front):
         self.table.value = table_html(data)
         self._fill(_rows(data))
         self.detail.value = ""
+        if picked is not None and picked in self.rows.boxes:  # the item open before stays open
+            self.id_picker.value = picked
         return result
 
     def fetch(self, item_id: str) -> Result | None:
@@ -130,7 +133,10 @@ class KnowlWidget(Front):
         except KnowtkError as exc:
             self.detail.value = wrap(banner("bad", "REFUSED", escape(exc)))
             return None
-        self.detail.value = detail_html(self.item.to_dict())
+        row = next((r for r in _rows(self.result.to_dict()) if r["id"] == item_id), None) if self.result else None
+        why = explain_text((row or {}).get("explain"))
+        head = wrap(banner("good", "WHY", escape(why))) if why else ""
+        self.detail.value = head + detail_html(self.item.to_dict())
         return self.item
 
     # -- rows and the picker ------------------------------------------------------------------------
