@@ -28,9 +28,12 @@ _HOMES = {
     "KnowlWidget": "knowl",
     "LANES": "_draw",
     "LookupWidget": "lookup",
+    "diff_answers": "grep",
+    "diff_frame": "grep",
     "plot_chains": "chain_plot",
     "plot_chronicle": "chronicle",
     "plot_timeline": "timeline",
+    "readable_edges": "chain_widget",
 }
 
 __all__ = sorted(_HOMES)
