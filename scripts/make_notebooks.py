@@ -233,7 +233,7 @@ QUICKSTART: list[Cell] = [
     answer.to_frame()[["id", "title", "score", "cosine", "truncated", "category", "status"]]
     """),
     code("""
-    KnowlWidget(store)
+    KnowlWidget(store, "vector index sqlite")
     """),
 ]
 

@@ -347,8 +347,8 @@ def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo: knowt
         expect(lookup.locator(".knowtk-inline")).to_contain_text(demo.record(current)["record"]["title"])
 
         knowl = widget(page, KNOWL_BOX)
-        expected = demo.knowl("vector index sqlite")
-        send(page, knowl.get_by_placeholder(KNOWL_BOX), "vector index sqlite")  # Enter searches
+        expected = demo.knowl("vector index")
+        send(page, knowl.get_by_placeholder(KNOWL_BOX), "vector index")  # Enter searches
         rows = knowl.locator(".knowtk-row")
         expect(rows).to_have_count(len(expected["results"]))
         first = expected["results"][0]
@@ -417,5 +417,32 @@ def test_pictures_are_shown_at_their_own_size_in_the_column(browser: Any, lab: d
             assert abs(s["shown"] - s["natural"]) <= 1 and s["shown"] <= column, (s, column)
         for s in chain_widget:  # sharp on a high-density screen, and not stretched to the column
             assert abs(s["shown"] - s["natural"] / 2) <= 1, s
+    finally:
+        page.close()
+
+
+def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: dict[str, Any]) -> None:
+    """Opened as stored (no cell run): each widget's HTML copy of its last state, never a ``VBox(...)`` repr."""
+    from playwright.sync_api import expect
+
+    set_theme(lab, "JupyterLab Light")
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{lab['url']}/lab/tree/notebooks/01_quickstart.ipynb?reset&token={TOKEN}")
+        page.wait_for_selector(".jp-Notebook")
+        page.wait_for_function(IDLE)
+        outputs = page.locator(f"{SHOWN} .jp-OutputArea-output")
+        expect(outputs.filter(has_text="KnowlWidget · query 'vector index sqlite'")).to_have_count(1)
+        texts = [o.inner_text() for o in outputs.all()]
+        assert not [t for t in texts if t.lstrip().startswith(("VBox(", "HBox("))], texts
+        assert not [t for t in texts if "Error displaying widget" in t]
+        knowl = outputs.filter(has_text="KnowlWidget · query")
+        expect(knowl).to_contain_text("dec-2026-021")  # the stored answer's rows
+        expect(knowl).to_contain_text("PROVENANCE")
+        grep = outputs.filter(has_text="GrepWidget · query 'search'")
+        expect(grep).to_contain_text("COVERAGE INCOMPLETE")
+        expect(outputs.filter(has_text="LookupWidget · 'dec-2025-012'")).to_contain_text("dec-2026-021")
+        shot(knowl, "stored-1-knowl-before-running")
     finally:
         page.close()

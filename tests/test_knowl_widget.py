@@ -172,12 +172,13 @@ def test_clicking_a_row_opens_the_item_under_it_with_provenance_and_evidence(tmp
 
 
 def test_a_stored_notebook_shows_html_not_a_vbox_repr(store: knowtk.Store) -> None:
-    w = KnowlWidget(store)
-    search(w, "sqlite")
+    assert "no search yet" in KnowlWidget(store)._repr_mimebundle_()["text/html"]
+    w = KnowlWidget(store, "sqlite")  # a query given at once is searched at once
+    assert w.result is not None and w.result.args["query"] == "sqlite"
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "KnowlWidget" in bundle["text/html"] and "Use SQLite &lt;FTS5&gt;" in bundle["text/html"]
-    assert not bundle["text/html"].startswith("VBox(")
+    assert not bundle["text/html"].startswith("VBox(") and "data, not instructions" in bundle["text/html"]
 
 
 def test_workspace_rows_name_their_store(store: knowtk.Store, tmp_path: Path) -> None:

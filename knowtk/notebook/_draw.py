@@ -23,6 +23,17 @@ from matplotlib.patches import Patch
 
 from ..errors import InvalidArgument
 
+# the pictures also import this module's underscored helpers: they are private to knowtk.notebook
+__all__ = [
+    "COLUMN_INCHES",
+    "EMPTY_CHAINS_TEXT",
+    "EMPTY_TIMELINE_TEXT",
+    "LANES",
+    "MIN_FONT",
+    "NO_LANE",
+    "DateAxisFormatter",
+]
+
 #: Allowed values of ``plot_timeline(lanes=...)``.
 LANES: tuple[str, ...] = ("type", "kind", "lifecycle", "entity")
 
@@ -351,19 +362,20 @@ def _set_title(ax: Axes, main: str, notes: Sequence[str], width_in: float) -> No
     ax.set_title(_shorten(main, chars) + "\n" + _wrap_text(" · ".join(notes), chars, 1), fontsize=11)
 
 
-class DateAxisFormatter(mdates.DateFormatter):
+class DateAxisFormatter(mdates.ConciseDateFormatter):
     """Tick labels that name the day (when ticks are days apart), the month and the year.
 
     Every label names its month; the first label, and any label where the year changes,
-    also names the year, so no axis leaves the reader to guess either (``ConciseDateFormatter``
-    puts the year in a corner offset, or only under January).
+    also names the year, so no axis leaves the reader to guess either (the plain
+    ``ConciseDateFormatter`` puts the year in a corner offset, or only under January).
     """
 
-    def __init__(self, tz: tzinfo) -> None:
-        super().__init__("%Y-%m-%d", tz=tz)
+    def __init__(self, locator: mdates.DateLocator, tz: tzinfo) -> None:
+        super().__init__(locator, tz=tz, show_offset=False)
+        self.zone = tz
 
     def format_ticks(self, values: Any) -> list[str]:
-        stamps = [mdates.num2date(v, tz=self.tz) for v in values]
+        stamps = [mdates.num2date(v, tz=self.zone) for v in values]
         if not stamps:
             return []
         step = (float(values[-1]) - float(values[0])) / max(len(values) - 1, 1)
@@ -383,14 +395,14 @@ class DateAxisFormatter(mdates.DateFormatter):
         return labels
 
     def __call__(self, x: float, pos: int | None = 0) -> str:
-        stamp = mdates.num2date(x, tz=self.tz)
+        stamp = mdates.num2date(x, tz=self.zone)
         return f"{stamp.day} {stamp:%b %Y}"
 
 
 def _date_axis(ax: Axes, zone: tzinfo) -> None:
     locator = mdates.AutoDateLocator(tz=zone, minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(DateAxisFormatter(zone))
+    ax.xaxis.set_major_formatter(DateAxisFormatter(locator, zone))
     ax.tick_params(axis="x", labelsize=MIN_FONT)
 
 

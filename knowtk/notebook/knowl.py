@@ -39,12 +39,12 @@ SHA_CHARS = 12  # a sha256 shown in a table: enough to tell files apart, short e
 class KnowlWidget(Front):
     """Query, filters and results of knowl_query over a Store or a Workspace."""
 
-    def __init__(self, target: Store | Workspace, *, limit: int = 3) -> None:
+    def __init__(self, target: Store | Workspace, query: str = "", *, limit: int = 3) -> None:
         self.target = target
         self.result: Result | None = None
         self.item: Result | None = None
         self.error: str | None = None
-        self.query = text_control("query", "the words that name the subject, then Enter", "", "420px")
+        self.query = text_control("query", "the words that name the subject, then Enter", query, "420px")
         self.tags = text_control("tags", "all of: tag1, tag2")
         self.status = W.Dropdown(description="status", options=list(STATUSES), value="active")
         self.category = text_control("category", "optional hint")
@@ -84,6 +84,8 @@ class KnowlWidget(Front):
             choice.observe(lambda _change: self.search() if self.result is not None or self.error else None, "value")
         self.id_picker.observe(self._picked, names="value")
         self.box = self  # the widget itself: what older code displayed
+        if query:
+            self.search()
 
     @property
     def frame(self) -> pd.DataFrame | None:
@@ -166,7 +168,10 @@ class KnowlWidget(Front):
     def html(self) -> str:
         """The widget's state as static HTML: what a stored notebook shows where widgets do not run."""
         head = wrap(f"<p><b>KnowlWidget</b> · query {escape(repr(self.query.value))}</p>")
-        return head + self.message.value + self.reading.value + wrap(self.table.value) + self.detail.value
+        if self.result is None and self.error is None:
+            head += wrap("<p class='muted'>no search yet: type words and press Enter</p>")
+        parts = [self.message.value, self.reading.value, wrap(self.table.value), self.detail.value]
+        return head + "".join(parts) + self.provenance.value
 
     def __repr__(self) -> str:
         answer = self.result.summary() if self.result else ("refused: " + self.error if self.error else "no answer")
