@@ -574,7 +574,13 @@ def main(argv: list[str] | None = None) -> int:
         nb = build(BOOKS[name])
         if not args.no_execute and name not in WITHOUT_OUTPUTS:
             NotebookClient(
-                nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+                nb,
+                timeout=TIMEOUT,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(NOTEBOOKS)}},
+                # each widget output carries its own text/html copy, which is what GitHub, nbviewer and an
+                # unrun JupyterLab show; the live models' state (hundreds of buttons and layouts) is not kept
+                store_widget_state=False,
             ).execute()
         nbformat.write(nb, NOTEBOOKS / name)
         print("wrote", (NOTEBOOKS / name).relative_to(REPO))
