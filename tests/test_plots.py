@@ -470,6 +470,22 @@ def test_past_the_label_limit_the_first_rows_are_labelled_and_the_rest_counted()
     assert "43 records" in title and "3 unlabelled" in title and title.count("\n") == 1  # two lines
 
 
+def test_a_crowded_lane_leaves_labels_out_rather_than_overlap_them() -> None:
+    rows = [
+        _row(f"r{i}", f"2026-03-{1 + i // 6:02d}T{8 + i % 6:02d}:00:00Z", title=f"A long title number {i}")
+        for i in range(60)
+    ]
+    ax = plot_timeline(_frame(rows), max_labels=60)
+    ax.figure.canvas.draw()
+    drawn = [t for t in ax.texts if t.get_gid() == "label"]
+    boxes = [t.get_window_extent() for t in drawn]
+    overlapping = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a.overlaps(b)]
+    assert not overlapping
+    crowded = 60 - len(drawn)
+    assert crowded > 0 and f"{crowded} more unlabelled where labels would overlap" in ax.get_title()
+    assert point_count(ax) == 60  # every record is still drawn
+
+
 def _all_texts(ax: Axes) -> list:
     ax.figure.canvas.draw()
     found = [t for t in ax.figure.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))]

@@ -341,12 +341,11 @@ def _wrap_text(text: str, width: int, lines: int = 2) -> str:
         if len(candidate) <= width or not current:
             current = candidate
             continue
+        if len(out) == lines - 1:  # the last line allowed: the rest of the text, elided
+            out.append(_shorten(" ".join([current, *words[i:]]), width))
+            return "\n".join(out)
         out.append(current)
         current = word
-        if len(out) == lines - 1:
-            rest = " ".join([current, *words[i + 1 :]])
-            out.append(_shorten(rest, width))
-            return "\n".join(out)
     out.append(current)
     return "\n".join(_shorten(line, width) for line in out if line)
 
@@ -357,9 +356,9 @@ def _chars_for(inches: float, fontsize: float) -> int:
 
 
 def _set_title(ax: Axes, main: str, notes: Sequence[str], width_in: float) -> None:
-    """The title on two lines: what is drawn, then the notes (counts, zone, what was left out)."""
+    """The title: what is drawn on one line, then the notes (counts, zone, what was left out) on one or two."""
     chars = _chars_for(width_in, 11.0)
-    ax.set_title(_shorten(main, chars) + "\n" + _wrap_text(" · ".join(notes), chars, 1), fontsize=11)
+    ax.set_title(_shorten(main, chars) + "\n" + _wrap_text(" · ".join(notes), chars, 2), fontsize=11)
 
 
 class DateAxisFormatter(mdates.ConciseDateFormatter):

@@ -6,7 +6,8 @@ date-only record is visibly an interval rather than a claimed instant. Every bar
 ``"instants:<style>"``; per-row labels ``"label"``.
 
 Past ``max_labels`` rows the first ``max_labels`` (in date order) are labelled and the title says
-how many are not; the date axis names the month and the year.
+how many are not (and how many labels were left out where a crowded lane had no room for them);
+the date axis names the month and the year.
 """
 
 from __future__ import annotations
@@ -156,8 +157,10 @@ def plot_timeline(
     days_per_in = x_range * 1.03 / axes_w
     gap = 0.012 * x_range
 
-    # pack each lane's items into tracks so that points, bars and labels do not collide
-    max_tracks = 8 if labelled else 3
+    # pack each lane's items into tracks so that points, bars and labels do not collide; when a lane
+    # has no track left, an item is drawn without its label (a point over text, never text over text)
+    max_tracks = 12 if labelled else 3
+    crowded = 0
     tracks_in_lane: dict[str, int] = {}
     by_lane: dict[str, list[_Item]] = defaultdict(list)
     for it in items:
@@ -166,8 +169,7 @@ def plot_timeline(
         ends: list[float] = []
         for it in sorted(by_lane[name], key=lambda i: (i.row.x0, i.row.x1, i.row.rid)):
             anchor = it.row.x1 if it.row.bar else it.row.x0
-            occupied = anchor + gap
-            occupied += label_in(it) * days_per_in
+            occupied = anchor + gap + label_in(it) * days_per_in
             free = [t for t, e in enumerate(ends) if e <= it.row.x0]
             if free:
                 track = free[0]
@@ -176,6 +178,9 @@ def plot_timeline(
                 ends.append(0.0)
             else:
                 track = min(range(len(ends)), key=lambda t: ends[t])
+                if label_texts.pop(id(it), None) is not None:
+                    crowded += 1
+                occupied = anchor + gap
             ends[track] = max(ends[track], occupied)
             it.track = track
         tracks_in_lane[name] = max(len(ends), 1)
@@ -277,6 +282,8 @@ def plot_timeline(
     notes = [f"{len(rows):,} record{'s' if len(rows) != 1 else ''}", _zone_name(zone)]
     if unlabelled:
         notes.append(_unlabelled_note(len(with_label), unlabelled))
+    if crowded:
+        notes.append(f"{crowded} more unlabelled where labels would overlap")
     if folded:
         notes.append(f"{folded} small lanes folded")
     if skipped:
