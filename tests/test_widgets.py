@@ -317,6 +317,10 @@ def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(d
     assert w.query.value == "dec-2026-021" and w.status == "found" and w.follow_button.layout.display == "none"
     w.query.value = "dec-2025-009"  # superseded, and its chain ends in nothing
     assert w.status == "missing" and w.current is None and "ends in nothing" in w.head.value
+    title = demo.snapshot().records["dec-2025-012"].title
+    w.query.value = title  # its title: the same answer, and the same note
+    assert w.status == "missing" and w.current == "dec-2026-021"
+    assert f"“{title}” names <b>dec-2025-012</b>, which exists and is superseded." in w.head.value
     w.query.value = "no-such-record"  # no file carries it: plainly missing
     assert w.known is None and "SUPERSEDED" not in w.head.value and "never fuzzy" in w.head.value
 

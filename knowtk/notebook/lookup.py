@@ -40,7 +40,10 @@ def known_html(known: dict[str, Any]) -> str:
         what = "withdrawn"
     else:
         what = "not eligible here"
-    text = f"<b>{rid}</b> exists, and is {what}. {escape(known.get('message') or '')}"
+    lead = f"<b>{rid}</b> exists, and is {what}."
+    if known.get("asked") and known["asked"] != known["id"]:  # asked by title or alias
+        lead = f"“{escape(known['asked'])}” names <b>{rid}</b>, which exists and is {what}."
+    text = f"{lead} {escape(known.get('message') or '')}"
     if chain.get("current"):
         steps = " → ".join(escape(s) for s in chain.get("steps") or [])
         text += (
@@ -161,12 +164,19 @@ class LookupWidget(Front):
             return None
         data = self.result.to_dict()
         if data["status"] == "missing":
-            try:
-                self.known = self.store.explain(query, lifecycle=self.lifecycle.value)
-            except RecordNotFound:  # no file carries the id: truly missing
-                self.known = None
+            self.known = self._known(query)
         self._render(lookup_html(data, query=query, known=self.known))
         return self.result
+
+    def _known(self, query: str) -> dict[str, Any] | None:
+        """``store.explain`` of the one record a missing query names (its id, or else its title or alias)."""
+        named = self.store.snapshot().lookup_names(query)
+        for rid in (query, *(named if len(named) == 1 else ())):
+            try:
+                return {**self.store.explain(rid, lifecycle=self.lifecycle.value), "asked": query}
+            except RecordNotFound:  # no file carries it
+                continue
+        return None
 
     def follow(self) -> Result | None:
         """Look up the current record a superseded id's chain ends at."""
