@@ -329,7 +329,7 @@ def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo: knowt
     page = run_notebook(browser, lab, "01_quickstart.ipynb")
     try:
         lookup = widget(page, LOOKUP_BOX)
-        expect(lookup).to_contain_text("AMBIGUOUS")  # the notebook's "Sam"
+        expect(lookup).to_contain_text("AMBIGUOUS “Sam”: 2 records share this name")  # the notebook's "Sam"
         candidates = lookup.locator(".knowtk-row")
         expect(candidates).to_have_count(2)
         candidates.nth(1).locator(".knowtk-pick").click()

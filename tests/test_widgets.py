@@ -328,6 +328,8 @@ def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(d
 def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk.Store) -> None:
     w = LookupWidget(demo, "Sam")
     assert [r.key for r in w.rows.rows] == ["person-samantha-reyes", "person-samir-haddad"]
+    assert "AMBIGUOUS" in w.head.value and "2 records share this name" in w.head.value
+    assert "<table>" not in w.head.value  # the candidates are the rows below, not a second table
     assert w.rows.selected is None and w.detail.value == ""  # ambiguous: the reader picks
     w.rows.buttons["person-samir-haddad"].click()
     children = list(w.rows.children)

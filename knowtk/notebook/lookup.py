@@ -58,12 +58,15 @@ def known_html(known: dict[str, Any]) -> str:
 _LOOKUP_COLUMNS = ("id", "title", "type", "lifecycle", "path", "aliases")
 
 
-def lookup_html(data: dict[str, Any], *, query: str | None = None, known: dict[str, Any] | None = None) -> str:
+def lookup_html(
+    data: dict[str, Any], *, query: str | None = None, known: dict[str, Any] | None = None, table: bool = True
+) -> str:
     """A knowledge_lookup dict: FOUND, AMBIGUOUS (with every candidate) or MISSING, each shown its own way.
 
     ``known`` is ``store.explain(query)`` when a MISSING query is nonetheless a record's id (a
     superseded, withdrawn or unavailable record): it is shown under the MISSING banner, with the
-    record the chain ends at. The answer itself stays ``missing``.
+    record the chain ends at. The answer itself stays ``missing``. ``table=False`` leaves the
+    candidates' table out (the widget lists them as rows).
     """
     status, asked = data["status"], f" “{escape(query)}”" if query else ""
     candidates = data.get("candidates") or []
@@ -81,7 +84,7 @@ def lookup_html(data: dict[str, Any], *, query: str | None = None, known: dict[s
         )
     if known is not None:
         head += known_html(known)
-    if not candidates:
+    if not candidates or not table:  # table=False: the widget shows the candidates as rows
         return wrap(head)
     cells = "".join(f"<th>{c}</th>" for c in (*_LOOKUP_COLUMNS, "cite"))
     rows = "".join(
@@ -193,7 +196,7 @@ class LookupWidget(Front):
         else:
             # the banner (and what is known of a missing id) above the rows; the rows are the candidates
             asked = self.query.value.strip()
-            self.head.value = lookup_html({**data, "candidates": []}, query=asked, known=self.known)
+            self.head.value = lookup_html(data, query=asked, known=self.known, table=False)
         current = self.current
         self.follow_button.description = f"→ look up {current}" if current else ""
         self.follow_button.layout.display = None if current else "none"
