@@ -378,20 +378,25 @@ def test_every_text_is_readable_in_the_theme(browser: Any, lab: dict[str, Any], 
     try:
         light = page.evaluate("document.body.dataset.jpThemeLight")
         assert light == ("true" if theme == "JupyterLab Light" else "false"), f"{theme} is not applied"
+        failures = []
+
+        def measure(name: str, target: Any) -> None:
+            shot(target, f"theme-{slug}-{name}")
+            failures.extend((name, t) for t in worst_contrast(page, target) if t["ratio"] < AA)
+
         grep = widget(page, GREP_BOX)
         grep.locator(".knowtk-row .knowtk-pick").nth(1).click()  # a selected row, its why and record body
         expect(grep.locator(".knowtk-inline pre")).to_be_visible()
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
+        measure("grep", grep)  # with the clicked row still focused and under the pointer
         lookup = widget(page, LOOKUP_BOX)
         expect(lookup).to_contain_text("AMBIGUOUS")
+        lookup.locator(".knowtk-row .knowtk-pick").first.hover()
+        measure("lookup", lookup)
         knowl = widget(page, KNOWL_BOX)
         send(page, knowl.get_by_placeholder(KNOWL_BOX), "vector index")
         expect(knowl.locator(".knowtk-row").first).to_be_visible()
-        failures = []
-        for name, target in (("grep", grep), ("lookup", lookup), ("knowl", knowl)):
-            shot(target, f"theme-{slug}-{name}")
-            texts = worst_contrast(page, target)
-            failures += [(name, t) for t in texts if t["ratio"] < AA]
+        measure("knowl", knowl)
         assert not failures, "\n".join(
             f"{name}: {t['ratio']:.2f} {t['text']!r} {t['color']} on {t['background']} ({t['where']})"
             for name, t in failures[:20]
