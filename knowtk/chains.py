@@ -7,7 +7,7 @@ availability, ``chain_ends``), so a chain drawn here is the path grep's
 superseded-wording rule follows, and a dead end here is one grep returns nothing
 for. There is no second reading of the files.
 
-The frame has exactly the columns :func:`knowtk.plots.plot_chains` reads (:data:`EDGE_COLUMNS`):
+The frame has exactly the columns :func:`knowtk.notebook.chain_plot.plot_chains` reads (:data:`EDGE_COLUMNS`):
 
 ``chain`` (Int64)
     chain number, stable for a snapshot: chains are numbered by their smallest id, and one
@@ -238,9 +238,9 @@ def _path(first: str, links: dict[str, str]) -> str:
 
 
 def plot_chains(source: Store | Snapshot, id: str | None = None, **kwargs: Any) -> Axes:
-    """Draw the store's chains (or ``id``'s chain) with :func:`knowtk.plots.plot_chains`; returns the Axes."""
-    from . import plots  # matplotlib only when a picture is asked for
+    """Draw the store's chains (or ``id``'s chain) with :mod:`knowtk.notebook.chain_plot`; returns the Axes."""
+    from .notebook.chain_plot import plot_chains as draw  # matplotlib only when a picture is asked for
 
     if id is not None:
         kwargs.setdefault("title", f"Supersession chain of {id}")
-    return plots.plot_chains(chain_edges(source, id), **kwargs)
+    return draw(chain_edges(source, id), **kwargs)

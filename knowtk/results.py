@@ -47,13 +47,16 @@ class Result:
 
     def plot(self, **kwargs: Any) -> Any:
         """Draw the result on a matplotlib date axis (timeline and chronicle tools)."""
-        from . import plots  # matplotlib is imported only when a plot is asked for
-
+        # the front ends are imported only when a plot is asked for: results never import them at load
         if self.tool == "knowledge_chronicle_day":
+            from .notebook.chronicle import plot_chronicle
+
             kwargs.setdefault("tz", self.args.get("time_zone") or "UTC")
-            return plots.plot_chronicle(self.to_frame(), **kwargs)
+            return plot_chronicle(self.to_frame(), **kwargs)
         if self.tool in ("knowledge_timeline", "knowledge_chronicle_since", "knowledge_chronicle_last_seen"):
-            return plots.plot_timeline(self.to_frame(), **kwargs)
+            from .notebook.timeline import plot_timeline
+
+            return plot_timeline(self.to_frame(), **kwargs)
         raise TypeError(f"{self.tool} results have no plot; use to_frame()")
 
     def summary(self) -> str:

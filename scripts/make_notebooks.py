@@ -53,7 +53,7 @@ from pathlib import Path
 import frontmatter
 
 import knowtk
-from knowtk.widgets import GrepWidget, diff_frame
+from knowtk.notebook import GrepWidget, diff_frame
 
 {FIND_REPO}
 
@@ -137,13 +137,15 @@ QUICKSTART: list[Cell] = [
     ## The grep widget
 
     `GrepWidget(store)` puts the same call behind controls: query, mode, kind/type/tag/lifecycle/
-    scope and date filters, pages that follow `nextOffset`, a results table with the query's words
-    highlighted, the selected record whole with its citation, and why it is there. The answer's
-    coverage issues are listed, not hidden. Where widgets do not run (GitHub), the output is a
-    static copy of the widget's state.
+    scope and date filters, pages that follow `nextOffset`, one compact row per hit with the query's
+    words highlighted (the full title on hover). Type a query and press Enter; click a row and the
+    record opens directly under it, whole, with its citation and why it is there. The answer's
+    coverage issues are listed, not hidden; a refused input (say since `2026-13-45`) replaces the
+    answer with the reason. Where widgets do not run (GitHub), the output is a static copy of the
+    widget's state.
     """),
     code("""
-    from knowtk.widgets import GrepWidget, LookupWidget
+    from knowtk.notebook import GrepWidget, LookupWidget
 
     grep = GrepWidget(store, "search", limit=5)
     grep
@@ -167,6 +169,13 @@ QUICKSTART: list[Cell] = [
     code("""
     LookupWidget(store, "Sam")
     """),
+    md("""
+    A superseded id is not an eligible answer, so lookup says `missing`; the widget adds that the
+    id exists, is superseded, and which current record its chain ends at (one click looks it up):
+    """),
+    code("""
+    LookupWidget(store, "dec-2025-012")
+    """),
     code("""
     rows = []
     for q in ("dec-2026-021", "IVF index decision", "Sam", "Sam Reyes"):
@@ -186,7 +195,8 @@ QUICKSTART: list[Cell] = [
     rec = store.record("dec-2026-021")["record"]
     print(rec["title"], "·", rec["lifecycle"], "· revision", rec["revision"], "· supersedes", rec["supersedes"])
     print("cite:", rec["citation"])
-    pd.DataFrame(rec["evidence"])
+    evidence = pd.DataFrame(rec["evidence"])
+    evidence.assign(sha256=evidence["sha256"].str[:12])  # 12 hex digits tell files apart; the quote keeps its room
     """),
     md("""
     ## Coverage
@@ -216,14 +226,14 @@ QUICKSTART: list[Cell] = [
     `score` says `uncalibrated (...)`. `explain=True` adds the raw BM25 and its per-field parts.
     """),
     code("""
-    from knowtk.widgets import KnowlWidget
+    from knowtk.notebook import KnowlWidget
 
     answer = store.knowl("vector index sqlite", explain=True)
     print(answer["ranking"]["method"], "·", answer["provenance"][:60], "…")
     answer.to_frame()[["id", "title", "score", "cosine", "truncated", "category", "status"]]
     """),
     code("""
-    KnowlWidget(store)
+    KnowlWidget(store, "vector index sqlite")
     """),
 ]
 
@@ -253,12 +263,15 @@ SUPERSESSION: list[Cell] = [
     plot_chains(store);
     """),
     md("""
-    The edges frame is exactly what `knowtk.plots.plot_chains` draws: both ends' lifecycle,
-    revision and date, whether the edge lies on a cycle, and how its chain ends.
+    The edges frame is exactly what `knowtk.notebook.chain_plot.plot_chains` draws: both ends'
+    lifecycle, revision and date, whether the edge lies on a cycle, and how its chain ends.
+    `readable_edges` writes the dates as a person does (a date-only value as its date):
     """),
     code("""
-    edges[["chain", "from_id", "from_revision", "from_date", "to_id", "to_revision", "to_lifecycle",
-           "cycle", "chain_end"]]
+    from knowtk.notebook import readable_edges
+
+    readable_edges(edges)[["chain", "from_id", "from_revision", "from_date", "to_id", "to_revision",
+                           "to_lifecycle", "cycle", "chain_end"]]
     """),
     md("""
     ## One record's chain
@@ -316,7 +329,7 @@ SUPERSESSION: list[Cell] = [
     the summary and the edges beneath.
     """),
     code("""
-    from knowtk.widgets import ChainWidget
+    from knowtk.notebook import ChainWidget
 
     ChainWidget(store, "dec-2026-015")
     """),
@@ -811,7 +824,13 @@ def main(argv: list[str] | None = None) -> int:
         nb = build(BOOKS[name])
         if not args.no_execute and name not in WITHOUT_OUTPUTS:
             NotebookClient(
-                nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+                nb,
+                timeout=TIMEOUT,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(NOTEBOOKS)}},
+                # each widget output carries its own text/html copy, which is what GitHub, nbviewer and an
+                # unrun JupyterLab show; the live models' state (hundreds of buttons and layouts) is not kept
+                store_widget_state=False,
             ).execute()
         nbformat.write(nb, NOTEBOOKS / name)
         print("wrote", (NOTEBOOKS / name).relative_to(REPO))

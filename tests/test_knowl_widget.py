@@ -97,13 +97,88 @@ def test_picking_an_id_fetches_the_whole_item(store: knowtk.Store) -> None:
     assert "Built in." in w.detail.value  # reasoning, shown only by the id fetch
 
 
-def test_refused_argument_is_shown_not_raised(store: knowtk.Store) -> None:
+def test_a_refused_argument_replaces_the_answer(store: knowtk.Store) -> None:
     w = KnowlWidget(store)
     search(w, "sqlite")
-    before = w.result
+    assert w.result is not None and len(w.rows.rows) == 3
     search(w, "sqlite", as_of="yesterday")
-    assert "as_of" in w.message.value and "yesterday" in w.message.value
-    assert w.result is before
+    assert "REFUSED" in w.message.value and "as_of" in w.message.value and "yesterday" in w.message.value
+    assert w.result is None and w.frame is None and w.error is not None
+    assert w.rows.rows == [] and w.table.value == "" and w.reading.value == ""
+    assert [value for _, value in w.id_picker.options] == [None]
+    search(w, "sqlite", as_of="")
+    assert w.result is not None and w.error is None and "REFUSED" not in w.message.value
+
+
+def test_enter_in_the_query_box_searches(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    assert w.query.continuous_update is False  # the value arrives on Enter (or when the box loses focus)
+    w.query.value = "checkpoint"  # what Enter sends
+    assert w.result is not None and w.result["results"][0]["id"] == "wal"
+    w.tags.value = "search"
+    assert [i["id"] for i in w.result["results"]] == []
+    w.tags.value = ""
+    w.limit.value = 1  # a new choice re-runs the search on screen
+    assert len(w.result["results"]) == 1
+
+
+def test_explain_is_visible_in_each_row_and_the_table(store: knowtk.Store) -> None:
+    w = KnowlWidget(store)
+    search(w, "sqlite")
+    assert "why:" not in "".join(r.meta for r in w.rows.rows) and "<th>why</th>" not in w.table.value
+    w.explain.value = True  # toggling re-runs the search with explain
+    assert w.result.args["explain"] is True
+    ex = w.result["results"][0]["explain"]
+    first = w.rows.rows[0]
+    assert first.key == "dec" and f"bm25 {ex['bm25']:.2f} (rank 1)" in first.meta and "“sqlite”: title 1" in first.meta
+    assert "<th>why</th>" in w.table.value and f"bm25 {ex['bm25']:.2f}" in w.table.value
+    # an item open when explain is toggled stays open, with its "why" at the top
+    w.rows.buttons["wal"].click()
+    w.explain.value = False
+    assert w.id_picker.value == "wal" and w.rows.selected == "wal" and "WHY" not in w.detail.value
+    w.explain.value = True
+    assert w.rows.selected == "wal" and "WHY" in w.detail.value and "SQLite WAL checkpoint" in w.detail.value
+    assert "bm25 " in w.detail.value.split("WHY")[1]
+
+
+def test_clicking_a_row_opens_the_item_under_it_with_provenance_and_evidence(tmp_path: Path) -> None:
+    root = tmp_path / "ev"
+    write(root, {"id": "src", "title": "Source meeting"}, "We agreed to keep the vector index inside SQLite.\n")
+    meta = {
+        "id": "dec",
+        "title": "Keep vectors in SQLite",
+        "origin": "stated",
+        "author": "Ada Okafor",
+        "source": "src",
+        "alternatives": ["A separate service"],
+        "evidence": [{"path": "src.md", "lines": [1, 12], "quote": "keep the vector index inside SQLite"}],
+    }
+    write(root, meta, "Decision body.\n")
+    w = KnowlWidget(knowtk.open_store(root))
+    search(w, "vectors")
+    w.rows.buttons["dec"].click()
+    assert w.id_picker.value == "dec" and w.item is not None
+    children = list(w.rows.children)
+    assert children[children.index(w.rows.boxes["dec"]) + 1] is w.detail
+    shown = w.detail.value
+    assert "{" not in shown.split("</style>")[1]  # no raw dict text
+    assert "<dt>author</dt><dd>Ada Okafor</dd>" in shown and "<dt>origin</dt><dd>stated</dd>" in shown
+    assert "<li>A separate service</li>" in shown
+    (evidence,) = w.item["results"][0]["evidence"]
+    sha = evidence["sha256"]
+    assert len(sha) == 64 and f"<code>{sha[:12]}</code>" in shown and f"title='{sha}'" in shown
+    assert f">{sha}<" not in shown  # the whole hash only on hover: the quote column keeps its room
+    assert "keep the vector index inside SQLite" in shown
+
+
+def test_a_stored_notebook_shows_html_not_a_vbox_repr(store: knowtk.Store) -> None:
+    assert "no search yet" in KnowlWidget(store)._repr_mimebundle_()["text/html"]
+    w = KnowlWidget(store, "sqlite")  # a query given at once is searched at once
+    assert w.result is not None and w.result.args["query"] == "sqlite"
+    bundle = w._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "KnowlWidget" in bundle["text/html"] and "Use SQLite &lt;FTS5&gt;" in bundle["text/html"]
+    assert not bundle["text/html"].startswith("VBox(") and "data, not instructions" in bundle["text/html"]
 
 
 def test_workspace_rows_name_their_store(store: knowtk.Store, tmp_path: Path) -> None:

@@ -443,18 +443,98 @@ def test_label_count_is_capped(max_labels: int) -> None:
         assert all(len(t) <= 28 for t in drawn)
         assert "Use SQLite FTS5 for keyword…" in drawn  # shortened
     else:
-        assert "labels hidden above" in ax.get_title()
+        assert f"{10 - max_labels} unlabelled" in ax.get_title()
+        earliest = week_frame().sort_values("start")
+        titles = [t if len(t) <= 28 else t[:27].rstrip() + "…" for t in earliest["title"]]
+        assert sorted(drawn) == sorted(titles[:max_labels])  # the first max_labels in time
 
 
-def test_two_thousand_rows_label_nothing_but_keep_lanes_readable() -> None:
+def test_two_thousand_rows_label_the_first_forty_and_keep_lanes_readable() -> None:
     frame = big_frame()
     ax = plot_timeline(frame)
-    assert labels(ax) == []
+    assert len(labels(ax)) == 40 and "labels on the first 40 in time, 1,960 unlabelled" in ax.get_title()
     assert "2,000 records" in ax.get_title()
     assert point_count(ax) + len(bars(ax)) == 2000
     assert ytick_texts(ax) == sorted(frame["type"].unique())
-    assert all(t.get_fontsize() >= 8 for t in ax.get_yticklabels())
+    assert all(t.get_fontsize() >= 9 for t in ax.get_yticklabels())
     assert ax.figure.get_figheight() <= 14
+
+
+def test_past_the_label_limit_the_first_rows_are_labelled_and_the_rest_counted() -> None:
+    # the PEPs' 2025 timeline: 43 rows, over the default limit of 40
+    days = [f"2025-{1 + i // 4:02d}-{1 + 2 * (i % 4):02d}" for i in range(43)]
+    rows = [_row(f"pep-{800 + i}", day, title=f"PEP {800 + i}") for i, day in enumerate(days)]
+    ax = plot_timeline(_frame(rows))
+    assert sorted(labels(ax)) == sorted(f"PEP {800 + i}" for i in range(40))
+    title = ax.get_title()
+    assert "43 records" in title and "3 unlabelled" in title and title.count("\n") == 1  # two lines
+
+
+def test_a_crowded_lane_leaves_labels_out_rather_than_overlap_them() -> None:
+    rows = [
+        _row(f"r{i}", f"2026-03-{1 + i // 6:02d}T{8 + i % 6:02d}:00:00Z", title=f"A long title number {i}")
+        for i in range(60)
+    ]
+    ax = plot_timeline(_frame(rows), max_labels=60)
+    ax.figure.canvas.draw()
+    drawn = [t for t in ax.texts if t.get_gid() == "label"]
+    boxes = [t.get_window_extent() for t in drawn]
+    overlapping = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a.overlaps(b)]
+    assert not overlapping
+    crowded = 60 - len(drawn)
+    assert crowded > 0 and f"{crowded} more unlabelled where labels would overlap" in ax.get_title()
+    assert point_count(ax) == 60  # every record is still drawn
+
+
+def _all_texts(ax: Axes) -> list:
+    ax.figure.canvas.draw()
+    found = [t for t in ax.figure.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))]
+    return [t for t in found if t.get_visible() and t.get_text().strip()]
+
+
+def _shown_width_px(ax: Axes) -> float:
+    import io
+
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")  # as the inline backend shows it
+    return int.from_bytes(buffer.getvalue()[16:20], "big")
+
+
+@pytest.mark.parametrize("picture", ["timeline", "chronicle", "chains", "long chain"])
+def test_figures_fit_a_notebook_column_with_text_of_at_least_nine_points(picture: str) -> None:
+    if picture == "timeline":
+        ax = plot_timeline(week_frame(), tz=BERLIN)
+    elif picture == "chronicle":
+        ax = plot_chronicle(week_frame(), tz=BERLIN)  # a whole week
+    elif picture == "chains":
+        ax = plot_chains(edges_frame())
+    else:
+        ids = [f"dec-{i:03d}" for i in range(9)]
+        ax = plot_chains(
+            pd.DataFrame({"chain": [1] * 8, "from_id": ids[:-1], "to_id": ids[1:], "chain_end": ["current"] * 8})
+        )
+    assert _shown_width_px(ax) <= 1000  # shown at its own size in a ~1000 px column, not scaled down
+    sizes = {t.get_text(): t.get_fontsize() for t in _all_texts(ax)}
+    assert sizes and min(sizes.values()) >= 9, {k: v for k, v in sizes.items() if v < 9}
+    plt.close(ax.figure)
+
+
+def test_every_date_axis_names_the_month_and_the_year() -> None:
+    def ticks(rows: list[dict]) -> list[str]:
+        ax = plot_timeline(_frame(rows))
+        ax.figure.canvas.draw()
+        return [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+
+    # March 2026: the axis used to read "08 15 22 Apr 08 15", never naming March
+    march = ticks([_row(f"m{d}", f"2026-03-{d:02d}T10:00:00Z") for d in (2, 9, 16, 23, 30)] + [_row("a", "2026-04-15")])
+    assert "Mar" in march[0] and "2026" in march[0] and any("Apr" in t for t in march)
+    assert all(any(m in t for m in ("Mar", "Apr")) for t in march)  # every tick names its month
+    # a person's timeline across a new year: "Nov 2026 Mar" never showed 2025
+    person = ticks([_row("p1", "2025-11-03"), _row("p2", "2026-01-20T09:00:00Z"), _row("p3", "2026-03-10")])
+    joined = " ".join(person)
+    assert "2025" in person[0] and "2026" in joined and "Nov" in joined
+    years = [t for t in person if "\n" in t]
+    assert [t.split("\n")[1] for t in years] == ["2025", "2026"]  # the year where it starts and where it changes
 
 
 def test_figure_height_grows_with_lane_count_within_bounds() -> None:
@@ -478,17 +558,18 @@ def test_dates_are_displayed_in_the_requested_zone() -> None:
     for tz in ("UTC", BERLIN):
         ax = plot_timeline(frame, tz=tz)
         ax.figure.canvas.draw()
-        checked, midnights = 0, 0
-        for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True):
-            local = mdates.num2date(tick).astimezone(ZoneInfo(tz))
-            if local.hour:  # ConciseDateFormatter names the day at local midnight
-                assert label.get_text() == f"{local:%H:%M}"
-                checked += 1
-            else:
-                assert label.get_text() == f"{local:%b-%d}"
-                midnights += 1
-        assert checked >= 3
-        assert midnights == 1  # ticks are placed on the zone's hours: its midnight is one of them
+        texts = [label.get_text() for label in ax.get_xticklabels()]
+        locals_ = [mdates.num2date(tick).astimezone(ZoneInfo(tz)) for tick in ax.get_xticks()]
+        assert len(texts) >= 4
+        for local, text in zip(locals_, texts, strict=True):
+            assert text.split("\n")[0] == f"{local:%H:%M}"  # the zone's wall-clock time
+        # the date (day, month, year) where the axis starts and where the local day changes
+        dated = [(local, text) for local, text in zip(locals_, texts, strict=True) if "\n" in text]
+        assert dated[0] == (locals_[0], texts[0])
+        assert [text.split("\n")[1] for _, text in dated] == [f"{lo.day} {lo:%b %Y}" for lo, _ in dated]
+        assert sum(1 for lo in locals_ if not lo.hour) == 1  # ticks sit on the zone's hours: its midnight is one
+        midnight = next(text for lo, text in zip(locals_, texts, strict=True) if not lo.hour)
+        assert "\n27 Mar 2026" in midnight
 
 
 def test_empty_frames_say_so() -> None:
@@ -618,13 +699,17 @@ def test_chronicle_styles_and_labels() -> None:
     ax = plot_chronicle(week_frame(), tz=BERLIN)
     by_gid = {c.get_gid(): c for c in scatters(ax)}
     assert all(fc[3] == 0 for fc in by_gid["instants:superseded"].get_facecolor())
-    drawn = labels(ax)
+    drawn = [" ".join(t.split()) for t in labels(ax)]  # a label wraps over two lines in a narrow column
     assert len(drawn) == 10
     assert any(t.startswith("15:00 Sunday sync") for t in drawn)
     assert any(t.startswith("15:00 Planning") for t in drawn)
-    assert labels(plot_chronicle(week_frame(), tz=BERLIN, max_labels=9)) == []
+    assert all(t.count("\n") <= 1 for t in labels(ax))
+    nine = plot_chronicle(week_frame(), tz=BERLIN, max_labels=9)
+    assert len(labels(nine)) == 9 and "1 unlabelled" in nine.get_title()
+    assert not any("Sunday sync" in t for t in labels(nine))  # the last in time goes unlabelled
     big = plot_chronicle(big_frame(), tz=BERLIN)
-    assert labels(big) == [] and "2,000 records" in big.get_title()
+    assert labels(big) == [] and "2,000 records" in big.get_title()  # 300 days: too narrow to name anything
+    assert "no labels (2,000 unlabelled)" in big.get_title()
     assert len(big.get_xticklabels()) <= 14
 
 
@@ -665,6 +750,21 @@ def test_chains_sort_and_mark_dead_ends() -> None:
     # node boxes say what they are
     texts = " ".join(t.get_text() for t in ax.texts)
     assert "r3 · 2026-03-04" in texts and "missing" in texts
+
+
+def test_chain_titles_wrap_over_two_lines_and_short_chains_stay_narrow() -> None:
+    long_title = "Move the vector index into the same SQLite file as the keyword index"
+    edges = pd.DataFrame(
+        {"chain": [1], "from_id": ["dec-1"], "to_id": ["dec-2"], "from_title": [long_title], "to_title": ["Short"]}
+    )
+    ax = plot_chains(edges)
+    node_text = next(t.get_text() for t in ax.texts if "Move the" in t.get_text())
+    title_lines = node_text.split("\n")[1:]  # after the revision · date line
+    assert len(title_lines) == 2 and len(" ".join(title_lines)) > 30  # not cut at ~20 characters
+    assert " ".join(title_lines).replace("…", "") in long_title
+    assert ax.figure.get_figwidth() <= 6.5  # two boxes: a narrow figure, not stretched to the column
+    wide = plot_chains(pd.DataFrame({"chain": [1] * 5, "from_id": list("abcde"), "to_id": list("bcdef")}))
+    assert ax.figure.get_figwidth() < wide.figure.get_figwidth() <= 9.5
 
 
 def test_chains_without_chain_end_derive_it_and_empty_edges_say_so() -> None:

@@ -16,6 +16,7 @@ import pytest
 
 import knowtk
 from knowtk.chains import chain_edges
+from knowtk.notebook.chain_widget import readable_edges
 from knowtk.widgets import (
     ChainWidget,
     GrepWidget,
@@ -165,20 +166,47 @@ def test_filters_and_mode_reach_grep(demo: knowtk.Store) -> None:
     assert {"lab-log-2026-q1", "dec-2026-021"} <= set(w.frame["id"])
 
 
-def test_bad_arguments_are_shown_not_raised(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "search")
-    before = w.result
-    w.since.value = "2026-02-30"
+def test_a_refused_input_replaces_the_answer_in_the_view_and_in_result(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "vector index")
+    assert w.result is not None and len(w.rows.rows) == 5
+    w.time_field.value = "occurred_at"
+    w.since.value = "2026-13-45"
     assert w.error is not None and "since" in w.error and "REFUSED" in w.status.value
-    assert w.result is before  # the last good answer stays
+    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo.grep("x").to_frame().columns)
+    assert w.rows.rows == [] and w.table.value == "" and w.page_label.value == "" and w.issues.value == ""
+    assert w.detail.value == w.explanation.value == "" and w.next_button.disabled and w.prev_button.disabled
+    assert "hits 1–" not in w.html() and "REFUSED" in w.html() and "refused: since" in repr(w)
     w.since.value = ""
-    assert w.error is None and "REFUSED" not in w.status.value
+    assert w.error is None and "REFUSED" not in w.status.value and w.result is not None and len(w.rows.rows) > 0
+    w.scope.value = "no-such-folder"  # a bad scope is refused the same way
+    assert "REFUSED" in w.status.value and "scope" in w.error and w.result is None and w.rows.rows == []
+
+
+def test_an_empty_query_says_why_there_is_no_answer(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo)
+    assert "NO QUERY" in w.status.value and "empty query has no answer" in w.status.value
+    w.query.value = "search"
+    assert "NO QUERY" not in w.status.value
+    w.query.value = "   "
+    assert w.result is None and w.rows.rows == [] and "NO QUERY" in w.status.value
+
+
+def test_an_unknown_type_says_it_is_not_in_the_ontology_and_lists_the_known_ones(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "search")
+    w.type.value = "decisoin"
+    assert w.result is not None and w.result["total"] == 0
+    known = sorted({r.type for r in demo.snapshot().records.values()})
+    assert "UNKNOWN TYPE" in w.status.value and "&#x27;decisoin&#x27; is not in this store's ontology" in w.status.value
+    assert all(t in w.status.value for t in known) and "decision" in known
+    w.type.value = "decision"
+    assert "UNKNOWN TYPE" not in w.status.value
 
 
 def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowtk.Store) -> None:
     w = GrepWidget(demo, "vector index")
     assert w.select.value == w.result["hits"][0]["id"]  # the first hit is selected at once
-    w.select.value = "dec-2026-021"
+    w.rows.buttons["dec-2026-021"].click()  # what a click on the row does
+    assert w.select.value == w.rows.selected == "dec-2026-021"
     record = demo.record("dec-2026-021")["record"]
     hit = next(h for h in w.result["hits"] if h["id"] == "dec-2026-021")
     assert record["title"] in w.detail.value and "decisions/dec-2026-021.md L29–39" in w.detail.value
@@ -186,11 +214,34 @@ def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowt
     assert "class='replacement selected'" not in w.table.value and "class='selected'" in w.table.value
     assert w.explained is not None and w.explained["status"] == "hit" and w.explained["rank"] == 2
     assert "HIT" in w.explanation.value and "rank 2 of 5" in w.explanation.value
+    # the record and its why sit directly under the clicked row, and only that row is marked
+    children = list(w.rows.children)
+    row = w.rows.boxes["dec-2026-021"]
+    assert children[children.index(row) + 1] is w.rows.detail
+    assert w.rows.detail.children == (w.explanation, w.detail)
+    assert [k for k, box in w.rows.boxes.items() if "knowtk-selected" in box._dom_classes] == ["dec-2026-021"]
+    w.select.value = w.result["hits"][0]["id"]  # the old API moves the detail too
+    assert list(w.rows.children).index(w.rows.detail) == 2  # style, first row, detail
+
+
+def test_rows_are_compact_one_line_titles_with_the_full_title_on_hover(demo: knowtk.Store) -> None:
+    w = GrepWidget(demo, "search", limit=10)
+    hits = w.result["hits"]
+    assert [r.key for r in w.rows.rows] == [h["id"] for h in hits]
+    for rank, (hit, row) in enumerate(zip(hits, w.rows.rows, strict=True), 1):
+        button = w.rows.buttons[hit["id"]]
+        assert button.description == f"{rank}. {hit['title']}" and "\n" not in button.description
+        assert button.tooltip == hit["title"]  # the whole title on hover
+        assert "\n" not in row.meta and hit["id"] in row.meta and hit["type"] in row.meta
+    w.next_button.click()
+    assert w.rows.rows[0].label.startswith("11. ")
 
 
 def test_replacement_rows_name_the_record_they_were_reached_through(demo: knowtk.Store) -> None:
     w = GrepWidget(demo, "columnar")
     assert w.select.options == (("1. dec-2026-021  ↳ via dec-2025-012", "dec-2026-021"),)
+    (row,) = w.rows.rows
+    assert row.tone == "replacement" and "↳ replaces dec-2025-012" in row.meta
     assert w.frame["via_id"].tolist() == ["dec-2025-012"]
     assert w.explained["status"] == "replacement" and "REPLACEMENT" in w.explanation.value
 
@@ -198,9 +249,9 @@ def test_replacement_rows_name_the_record_they_were_reached_through(demo: knowtk
 def test_why_explains_any_id_for_the_current_query(demo: knowtk.Store) -> None:
     w = GrepWidget(demo, "GPU budget")
     w.why.value = "dec-2025-009"
-    assert w.explained["rule"] == "chain_dead_end" and "dec-2026-099" in w.explanation.value
+    assert w.explained["rule"] == "chain_dead_end" and "dec-2026-099" in w.why_answer.value
     w.why.value = "no-such-id"
-    assert w.explained is None and "UNKNOWN" in w.explanation.value
+    assert w.explained is None and "UNKNOWN" in w.why_answer.value
 
 
 def test_rerun_after_an_edit_shows_what_changed(builder: StoreBuilder) -> None:
@@ -248,8 +299,44 @@ def test_lookup_widget(demo: knowtk.Store) -> None:
     w.lifecycle.value = "superseded"
     assert w.status == "found"
     w.query.value = ""
-    assert w.result is None and w.frame.empty
+    assert w.result is None and w.frame.empty and "NO QUERY" in w.head.value
     assert "text/html" in w._repr_mimebundle_()
+
+
+def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(demo: knowtk.Store) -> None:
+    w = LookupWidget(demo, "dec-2025-012")
+    assert w.status == "missing" and w.result["candidates"] == []  # the contract's answer is unchanged
+    chain = demo.explain("dec-2025-012")["chain"]
+    assert w.current == chain["current"] == "dec-2026-021"
+    for shown in (w.head.value, w.output.value, w.html()):
+        assert "MISSING" in shown and "SUPERSEDED" in shown and "<b>dec-2025-012</b> exists" in shown
+        assert "ends at the current record <b class='current'>dec-2026-021</b>" in shown
+        assert " → ".join(chain["steps"]) in shown
+    assert w.follow_button.description == "→ look up dec-2026-021" and w.follow_button.layout.display is None
+    w.follow_button.click()
+    assert w.query.value == "dec-2026-021" and w.status == "found" and w.follow_button.layout.display == "none"
+    w.query.value = "dec-2025-009"  # superseded, and its chain ends in nothing
+    assert w.status == "missing" and w.current is None and "ends in nothing" in w.head.value
+    title = demo.snapshot().records["dec-2025-012"].title
+    w.query.value = title  # its title: the same answer, and the same note
+    assert w.status == "missing" and w.current == "dec-2026-021"
+    assert f"“{title}” names <b>dec-2025-012</b>, which exists and is superseded." in w.head.value
+    w.query.value = "no-such-record"  # no file carries it: plainly missing
+    assert w.known is None and "SUPERSEDED" not in w.head.value and "never fuzzy" in w.head.value
+
+
+def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk.Store) -> None:
+    w = LookupWidget(demo, "Sam")
+    assert [r.key for r in w.rows.rows] == ["person-samantha-reyes", "person-samir-haddad"]
+    assert "AMBIGUOUS" in w.head.value and "2 records share this name" in w.head.value
+    assert "<table>" not in w.head.value  # the candidates are the rows below, not a second table
+    assert w.rows.selected is None and w.detail.value == ""  # ambiguous: the reader picks
+    w.rows.buttons["person-samir-haddad"].click()
+    children = list(w.rows.children)
+    assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.detail
+    assert demo.record("person-samir-haddad")["record"]["title"] in w.detail.value
+    w.query.value = "dec-2026-021"  # found: its one candidate is open at once
+    assert w.rows.selected == "dec-2026-021" and "Lumen keeps its" in w.detail.value
 
 
 def test_chain_widget(demo: knowtk.Store) -> None:
@@ -260,6 +347,21 @@ def test_chain_widget(demo: knowtk.Store) -> None:
     w.record.value = "dec-2026-008"
     assert w.edges["from_id"].tolist() == ["dec-2025-012", "dec-2025-027", "dec-2026-008"]
     assert len(w.summary) == 1 and "data:image/png;base64," in w._repr_mimebundle_()["text/html"]
+
+
+def test_chain_widget_shows_dates_as_written_and_the_picture_at_its_own_size(demo: knowtk.Store) -> None:
+    w = ChainWidget(demo, "dec-2026-008")
+    dated = w.edges.dropna(subset=["from_date"])
+    assert len(dated) > 0
+    assert "00:00:00+00:00" not in w.table.value  # a date-only value is a date, not midnight UTC
+    shown = readable_edges(w.edges)
+    for value, text in zip(w.edges["from_date"], shown["from_date"], strict=True):
+        if not pd.isna(value) and value == value.normalize():
+            assert text == f"{value:%Y-%m-%d}" and text in w.table.value
+    # the PNG holds twice the pixels it is shown at (sharp), and is shown at its own width (not stretched)
+    width = int.from_bytes(w.png[16:20], "big")
+    assert w.image.layout.width == f"{width // 2}px" and w.image.layout.max_width == "100%"
+    assert width // 2 <= 1000
 
 
 def test_import_knowtk_stays_light() -> None:
@@ -275,7 +377,7 @@ def test_initial_arguments_set_the_controls(demo: knowtk.Store) -> None:
                         "kind": None, "time_field": None, "since": None, "until": None, "limit": 20}  # fmt: skip
     assert same_answer(w.result.to_dict(), demo.grep("search index", limit=20, **args).to_dict())
     w.why.value = "dec-2025-009"
-    assert w.panes.selected_index == 1  # the "why" tab comes forward
+    assert "chain_dead_end" in w.why_answer.value  # the answer to "why?" sits under its box
 
 
 def test_chain_widget_refresh_reads_the_store_again(builder: StoreBuilder) -> None:

@@ -1,0 +1,45 @@
+"""The notebook front ends: pictures and widgets over the same ``Result`` objects as the Python API.
+
+One module per picture and per widget family:
+
+``timeline``, ``chronicle``, ``chain_plot``
+    matplotlib pictures (``plot_timeline``, ``plot_chronicle``, ``plot_chains``), sized for a
+    ~1000 px notebook column with no text under 9 pt; shared drawing helpers in ``_draw``.
+``grep``, ``lookup``, ``knowl``, ``chain_widget``
+    ipywidgets front ends (``GrepWidget``, ``LookupWidget``, ``KnowlWidget``, ``ChainWidget``) and
+    the pure HTML views they show (``grep_table_html``, ``lookup_html``, ...).
+``panes``, ``rows``, ``text``, ``style``, ``base``
+    what the widgets share: record/why/coverage panes, compact selectable rows, highlighting and
+    citations, one style sheet of JupyterLab theme variables, the static-HTML fallback.
+
+Imports point one way: records → store → results → these. Nothing below ``knowtk.notebook``
+imports it at load time (``Result.plot`` and ``knowtk.chains.plot_chains`` import it when called),
+so ``import knowtk`` loads neither matplotlib nor ipywidgets. Names are resolved lazily here too.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_HOMES = {
+    "ChainWidget": "chain_widget",
+    "GrepWidget": "grep",
+    "KnowlWidget": "knowl",
+    "LANES": "_draw",
+    "LookupWidget": "lookup",
+    "diff_answers": "grep",
+    "diff_frame": "grep",
+    "plot_chains": "chain_plot",
+    "plot_chronicle": "chronicle",
+    "plot_timeline": "timeline",
+    "readable_edges": "chain_widget",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
