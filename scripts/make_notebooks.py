@@ -29,6 +29,15 @@ FIND_REPO = """\
 REPO = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "data" / "fixtures" / "demo").is_dir())
 DEMO = REPO / "data" / "fixtures" / "demo\""""
 
+# a notebook that edits a scratch copy of the demo store shows that the bundled one stayed untouched
+DIGEST = """\
+def digest(root):
+    \"\"\"One hash over every Markdown file's path and bytes (to show the bundled store stays untouched).\"\"\"
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.md")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\\0" + p.read_bytes())
+    return h.hexdigest()"""
+
 SETUP = f"""\
 import tempfile
 from pathlib import Path
