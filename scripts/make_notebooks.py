@@ -1,4 +1,4 @@
-"""Write notebooks 01, 02, 04 and 05 from the cells below and execute them, so they are stored with outputs.
+"""Write notebooks 01, 02, 04, 05 and 06 from the cells below and execute them, so they are stored with outputs.
 
     python scripts/make_notebooks.py               # write and execute (as GitHub shows them)
     python scripts/make_notebooks.py --no-execute  # write the cells only
@@ -827,7 +827,7 @@ def build(cells: list[Cell]) -> nbformat.NotebookNode:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-execute", action="store_true", help="write the cells without running them")
-    parser.add_argument("names", nargs="*", help="notebooks to write (default: all four)")
+    parser.add_argument("names", nargs="*", help="notebooks to write (default: all of them)")
     args = parser.parse_args(argv)
     for name in args.names or list(BOOKS):
         nb = build(BOOKS[name])
