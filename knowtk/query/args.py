@@ -23,6 +23,7 @@ __all__ = [
     "bound",
     "choice",
     "integer",
+    "plain_text",
     "snake",
     "strings",
     "text",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 Check = Callable[[str, Any], Any]
+_ZONE_KEY = re.compile(r"(?=.{1,64}$)[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*", re.S)
 
 
 def snake(name: str) -> str:
@@ -58,7 +60,10 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
     by_name = {(p.py if python else p.name): p for p in params}
     unknown = [k for k in args if k not in by_name]
     if unknown:
-        raise InvalidArgument(unknown[0], f"{tool} has no such argument", allowed=sorted(by_name))
+        shown = unknown[0] if isinstance(unknown[0], str) else repr(unknown[0])
+        raise InvalidArgument(shown, f"{tool} has no such argument", allowed=sorted(by_name))
+    for key, value in args.items():  # before any check runs: no argument of any tool holds non-text
+        plain_text(key, value)
     out = {}
     for key, p in by_name.items():
         value = args.get(key)
@@ -69,6 +74,29 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
         else:
             out[p.py] = p.check(key, value)
     return out
+
+
+def plain_text(name: str, value: Any, *, _depth: int = 0) -> None:
+    """Refuse a string (or one inside a list) that is not text: a lone surrogate, or a NUL, which no word holds.
+
+    A lone surrogate cannot be encoded as UTF-8, so SQLite and the files could never hold it.
+    """
+    if isinstance(value, str):
+        if "\0" in value:
+            raise InvalidArgument(name, "holds a NUL character", allowed="text without NUL characters", value=value)
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidArgument(
+                    name,
+                    f"holds a lone surrogate ({value[exc.start]!r} at {exc.start})",
+                    allowed="Unicode text (no unpaired surrogates)",
+                    value=value,
+                ) from None
+    elif isinstance(value, list | tuple) and _depth < 2:
+        for item in value:
+            plain_text(name, item, _depth=_depth + 1)
 
 
 def text(max_len: int, *, min_len: int = 1) -> Check:
@@ -97,7 +125,8 @@ def integer(low: int, high: int | None = None) -> Check:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidArgument(name, f"must be an integer, not {value!r}", allowed=_range(low, high), value=value)
         if value < low or (high is not None and value > high):
-            raise InvalidArgument(name, f"{value} is out of range", allowed=_range(low, high), value=value)
+            shown = value if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"  # str() may refuse it
+            raise InvalidArgument(name, f"{shown} is out of range", allowed=_range(low, high), value=value)
         return value
 
     return check
@@ -139,10 +168,12 @@ def bound(*, upper: bool) -> Check:
 
 
 def time_zone(name: str, value: Any) -> ZoneInfo:
-    if isinstance(value, str) and value and not value.startswith(("/", ".")):
+    # an IANA key is a few path-like words; anything else (a folder like "Europe", a 300-character
+    # name, "../x") never reaches the tz database's files
+    if isinstance(value, str) and _ZONE_KEY.fullmatch(value):
         try:
             return ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
     examples = ("UTC", "Europe/Berlin", "America/New_York", f"… {len(available_timezones())} IANA names")
     raise InvalidArgument(name, f"{value!r} is not an IANA time zone", allowed=examples, value=value)

@@ -48,6 +48,7 @@ LAST_SEEN_ROWS = 5
 OCCURRED = "occurred_at"
 UTC_ZONE = ZoneInfo("UTC")
 DAY_US = 86_400_000_000
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _OFFSET = re.compile(r"(?:Z|([+-])(\d{2}):(\d{2}))$")
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 
@@ -416,12 +417,15 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
     first: date = a["date"]
     if a["week"]:
         first -= timedelta(days=first.weekday())
-    after = first + timedelta(days=7 if a["week"] else 1)
+    days = 7 if a["week"] else 1
 
-    def midnight(d: date, tz: tzinfo) -> int:
-        return to_us(datetime.combine(d, time(), tz).astimezone(UTC))
+    def midnight(d: date, later: int, tz: tzinfo) -> int:
+        """Local midnight ``later`` days after ``d`` in UTC µs; counted, not built, past 9999-12-31."""
+        ordinal = d.toordinal() + later
+        near = datetime.combine(date.fromordinal(min(ordinal, date.max.toordinal())), time(), tz)
+        return (ordinal - EPOCH_ORDINAL) * DAY_US - (near.utcoffset() or timedelta(0)) // timedelta(microseconds=1)
 
-    window = (midnight(first, UTC), midnight(after, UTC), midnight(first, zone), midnight(after, zone))
+    window = (midnight(first, 0, UTC), midnight(first, days, UTC), midnight(first, 0, zone), midnight(first, days, zone))
     s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
     snap = engine.snapshot()
     queried_at = now_utc()
@@ -431,7 +435,8 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
         row = _row(snap, h, OCCURRED)
         if h.date_only:  # a calendar date in any zone: no instant to convert
             day = date.fromisoformat(h.value)
-            row.update(localStart=day.isoformat(), localEnd=(day + timedelta(days=1)).isoformat())
+            end = (day + timedelta(days=1)).isoformat() if day < date.max else "10000-01-01"
+            row.update(localStart=day.isoformat(), localEnd=end)
         else:
             local = from_us(h.start).astimezone(zone).isoformat()
             row.update(localStart=local, localEnd=local)
