@@ -425,7 +425,12 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
         near = datetime.combine(date.fromordinal(min(ordinal, date.max.toordinal())), time(), tz)
         return (ordinal - EPOCH_ORDINAL) * DAY_US - (near.utcoffset() or timedelta(0)) // timedelta(microseconds=1)
 
-    window = (midnight(first, 0, UTC), midnight(first, days, UTC), midnight(first, 0, zone), midnight(first, days, zone))
+    window = (
+        midnight(first, 0, UTC),
+        midnight(first, days, UTC),
+        midnight(first, 0, zone),
+        midnight(first, days, zone),
+    )
     s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
     snap = engine.snapshot()
     queried_at = now_utc()
