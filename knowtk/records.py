@@ -32,6 +32,7 @@ __all__ = [
     "body_of",
     "build_record",
     "load_frontmatter",
+    "parse_yaml",
     "read_regular",
 ]
 
@@ -218,14 +219,22 @@ def load_frontmatter(data: bytes) -> tuple[dict[str, Any], str, int] | FileProbl
     if isinstance(split, FileProblem):
         return split
     yaml_text, body, _, body_line = split
-    try:
-        meta = yaml.load(yaml_text, Loader=_Loader)
-    except _LOADER_ERRORS as exc:
-        return FileProblem("frontmatter_invalid", f"the frontmatter is not valid YAML: {_one_line(exc)}")
+    meta = parse_yaml(yaml_text)
+    if isinstance(meta, FileProblem):
+        return meta
     if not isinstance(meta, dict):
         return FileProblem("frontmatter_not_mapping", "the frontmatter must be a YAML mapping")
+    return meta, body, body_line
+
+
+def parse_yaml(text: str, *, what: str = "the frontmatter") -> Any:
+    """YAML text as JSON-safe data (dates left as text), or a FileProblem saying why it cannot be."""
     try:
-        return _JsonSafe(MIN_VALUES + len(yaml_text)).convert(meta, 0), body, body_line
+        data = yaml.load(text, Loader=_Loader)
+    except _LOADER_ERRORS as exc:
+        return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {_one_line(exc)}")
+    try:
+        return _JsonSafe(MIN_VALUES + len(text)).convert(data, 0)
     except _Refused as refused:
         return refused.problem
 

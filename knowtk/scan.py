@@ -103,7 +103,9 @@ class StatWalk:
                 raise ScanLimitExceeded("max_files", len(out), limit)
         return out
 
-    def _list_entry(self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat], stack: list[tuple[str, str]]) -> None:
+    def _list_entry(
+        self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat], stack: list[tuple[str, str]]
+    ) -> None:
         name = entry.name
         if name[0] in "._":
             return
