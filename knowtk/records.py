@@ -442,9 +442,7 @@ class _JsonSafe:
     def convert(self, value: Any, depth: int) -> Any:
         self.budget -= 1
         if self.budget < 0:
-            raise _Refused(
-                FileProblem("frontmatter_too_large", "the frontmatter's aliases expand to too many values")
-            )
+            raise _Refused(FileProblem("frontmatter_too_large", "the frontmatter's aliases expand to too many values"))
         if value is None or isinstance(value, bool | float):
             return value
         if isinstance(value, str):

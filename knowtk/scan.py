@@ -345,8 +345,8 @@ LISTED_PROBLEMS = {
     6: ("path_too_long", "the path is longer than the system allows; not read"),
     7: ("unreadable", "the file's status cannot be read"),
 }
-_NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = (
-    range(1, 8)
+_NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = range(
+    1, 8
 )
 
 
