@@ -62,8 +62,9 @@ MAX_DEPTH = 64  # nesting of the frontmatter's mappings and lists
 MIN_VALUES = 10_000
 MAX_INT_BITS = 14_000  # about 4,200 decimal digits: below the limit of Python's int <-> str conversion
 MAX_REVISION = 2**63 - 1  # SQLite's largest integer
-# what PyYAML's constructors raise on a tagged value they cannot build (!!int x, !!float y, deep nesting)
-_LOADER_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError)
+# what PyYAML's constructors raise on a tagged value they cannot build (!!int x, !!bool maybe, !!int '-',
+# deep nesting): the file's fault, never a reason to fail the query
+_LOADER_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, LookupError, ArithmeticError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
