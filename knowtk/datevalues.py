@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from .errors import InvalidArgument
 
-__all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value"]
+__all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "shown"]
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})")
@@ -90,7 +90,7 @@ def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None
     if parsed is None:
         raise InvalidArgument(
             argument,
-            f"{value!r} is not a real date or a timestamp with seconds and an explicit offset "
+            f"{shown(value)} is not a real date or a timestamp with seconds and an explicit offset "
             "whose UTC instant lies in the years 0001 to 9999",
             allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS(.fff) with Z or ±HH:MM",
             value=value,
@@ -98,6 +98,16 @@ def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None
     if parsed.date_only and upper:
         return parsed.end if parsed.end == LAST_INSTANT else parsed.end - timedelta(microseconds=1)
     return parsed.start
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """An argument's repr for a message: cut to ``limit`` characters, and never failing (an int of
+    10**5000 digits has no str() under Python's digit limit)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to show"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def format_utc(instant: datetime) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from ..datevalues import parse_bound
+from ..datevalues import parse_bound, shown
 from ..errors import InvalidArgument
 
 __all__ = [
@@ -60,7 +60,7 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
     by_name = {(p.py if python else p.name): p for p in params}
     unknown = [k for k in args if k not in by_name]
     if unknown:
-        shown = unknown[0] if isinstance(unknown[0], str) else repr(unknown[0])
+        shown = unknown[0] if isinstance(unknown[0], str) and unknown[0] else repr(unknown[0])
         raise InvalidArgument(shown, f"{tool} has no such argument", allowed=sorted(by_name))
     for key, value in args.items():  # before any check runs: no argument of any tool holds non-text
         plain_text(key, value)
@@ -114,7 +114,7 @@ def text(max_len: int, *, min_len: int = 1) -> Check:
 def choice(*allowed: str) -> Check:
     def check(name: str, value: Any) -> str:
         if value not in allowed:
-            raise InvalidArgument(name, f"{value!r} is not a known value", allowed=allowed, value=value)
+            raise InvalidArgument(name, f"{shown(value)} is not a known value", allowed=allowed, value=value)
         return str(value)
 
     return check
@@ -123,10 +123,11 @@ def choice(*allowed: str) -> Check:
 def integer(low: int, high: int | None = None) -> Check:
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgument(name, f"must be an integer, not {value!r}", allowed=_range(low, high), value=value)
+            message = f"must be an integer, not {shown(value)}"
+            raise InvalidArgument(name, message, allowed=_range(low, high), value=value)
         if value < low or (high is not None and value > high):
-            shown = value if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"  # str() may refuse it
-            raise InvalidArgument(name, f"{shown} is out of range", allowed=_range(low, high), value=value)
+            size = value if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"  # str() may refuse it
+            raise InvalidArgument(name, f"{size} is out of range", allowed=_range(low, high), value=value)
         return value
 
     return check
@@ -138,7 +139,7 @@ def _range(low: int, high: int | None) -> str:
 
 def boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidArgument(name, f"must be true or false, not {value!r}", allowed=(True, False), value=value)
+        raise InvalidArgument(name, f"must be true or false, not {shown(value)}", allowed=(True, False), value=value)
     return value
 
 
@@ -154,7 +155,7 @@ def strings(*, allowed: tuple[str, ...] | None = None, max_items: int = 64) -> C
         if allowed is not None:
             for v in items:
                 if v not in allowed:
-                    raise InvalidArgument(name, f"{v!r} is not a known value", allowed=allowed, value=value)
+                    raise InvalidArgument(name, f"{shown(v)} is not a known value", allowed=allowed, value=value)
         return tuple(dict.fromkeys(items))
 
     return check
@@ -176,4 +177,4 @@ def time_zone(name: str, value: Any) -> ZoneInfo:
         except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
     examples = ("UTC", "Europe/Berlin", "America/New_York", f"… {len(available_timezones())} IANA names")
-    raise InvalidArgument(name, f"{value!r} is not an IANA time zone", allowed=examples, value=value)
+    raise InvalidArgument(name, f"{shown(value)} is not an IANA time zone", allowed=examples, value=value)

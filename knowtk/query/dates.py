@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..datevalues import format_utc, parse_date_value
+from ..datevalues import format_utc, parse_date_value, shown
 from ..engine import Engine
 from ..errors import InvalidArgument, StateError
 from ..records import Record
@@ -56,7 +56,7 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 def calendar_date(name: str, value: Any) -> date:
     parsed = parse_date_value(value)
     if parsed is None or not parsed.date_only:
-        raise InvalidArgument(name, f"{value!r} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
+        raise InvalidArgument(name, f"{shown(value)} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
     return parsed.start.date()
 
 
