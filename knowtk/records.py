@@ -233,7 +233,10 @@ def parse_yaml(text: str, *, what: str = "the frontmatter") -> Any:
     try:
         data = yaml.load(text, Loader=_Loader)
     except _LOADER_ERRORS as exc:
-        return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {_one_line(exc)}")
+        reason = _one_line(exc)
+        if isinstance(exc, ValueError) and "integer string conversion" in reason:
+            reason = "an integer has more than 4,300 digits, past what Python reads as a number"
+        return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {reason}")
     try:
         return _JsonSafe(MIN_VALUES + len(text)).convert(data, 0)
     except _Refused as refused:
