@@ -451,27 +451,25 @@ def _close_arg_store() -> Iterator[None]:
 # -- a campaign, for the figures in docs/reliability.md ------------------------------------------
 
 
-def campaign(n: int) -> dict[str, int]:  # pragma: no cover - run by hand
+def campaign(n: int) -> dict[str, dict[str, int]]:  # pragma: no cover - run by hand
     """n file cases and 5n argument cases (the same seeded cases as the tests), counted, never stopping."""
-    figures = {"file cases": 0, "argument cases": 0, "crashes": 0, "hangs": 0, "wrong answers": 0}
-    kinds: dict[str, int] = {}
+    figures: dict[str, dict[str, int]] = {}
 
     def count(key: str, check: Any, case: Any) -> None:
-        figures[key] += 1
+        tally = figures.setdefault(key, {"cases": 0, "crashes": 0, "hangs": 0, "wrong answers": 0})
+        tally["cases"] += 1
         try:
             check(case)
         except TimeoutError:
-            figures["hangs"] += 1
+            tally["hangs"] += 1
         except AssertionError:
-            figures["wrong answers"] += 1
+            tally["wrong answers"] += 1
         except Exception as exc:
-            figures["crashes"] += 1
-            name = type(exc).__name__
-            kinds[name] = kinds.get(name, 0) + 1
+            tally["crashes"] += 1
+            tally[type(exc).__name__] = tally.get(type(exc).__name__, 0) + 1
 
-    given(files=hostile_files())(fuzz_settings(n)(lambda files: count("file cases", check_files, files)))()
-    given(call=tool_calls())(fuzz_settings(5 * n)(lambda call: count("argument cases", check_call, call)))()
-    print("crashes by exception:", kinds)
+    given(files=hostile_files())(fuzz_settings(n)(lambda files: count("files", check_files, files)))()
+    given(call=tool_calls())(fuzz_settings(5 * n)(lambda call: count("arguments", check_call, call)))()
     return figures
 
 
