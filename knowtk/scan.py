@@ -98,7 +98,9 @@ class StatWalk:
                     for entry in it:
                         self._list_entry(prefix, entry, out, stack)
             except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
-                out[prefix] = _problem_stat(_FOLDER_UNREADABLE, getattr(exc, "errno", 0) or 0)
+                if not prefix:
+                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+                out[prefix] = _problem_stat(_FOLDER_UNREADABLE, exc.errno or 0)
             if len(out) > limit:
                 raise ScanLimitExceeded("max_files", len(out), limit)
         return out
@@ -111,7 +113,9 @@ class StatWalk:
             return
         if not name.isascii() and not _is_text(name):  # bytes that are not UTF-8 (surrogate-escaped)
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            if entry.is_dir(follow_symlinks=False) or shown.endswith(".md"):
+            if entry.is_dir(follow_symlinks=False):
+                out[prefix + shown + "/"] = _problem_stat(_NAME_NOT_UTF8)
+            elif shown.endswith(".md"):
                 out[prefix + shown] = _problem_stat(_NAME_NOT_UTF8)
             return
         if entry.is_symlink():

@@ -147,7 +147,7 @@ def test_names_that_are_not_utf8(store: StoreBuilder) -> None:
     with open(os.path.join(notes, b"dir\xfe", b"x.md"), "wb") as f:
         f.write(SECRET.encode())
     out, issues = answer(store.root)
-    assert issues == {"notes/bad\\xff.md": "name_invalid", "notes/dir\\xfe": "name_invalid"}
+    assert issues == {"notes/bad\\xff.md": "name_invalid", "notes/dir\\xfe/": "name_invalid"}
     assert ids(out) == ["also", "good"]
     json.dumps(out, ensure_ascii=False).encode("utf-8")  # every path in the answer is text
 
