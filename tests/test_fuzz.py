@@ -68,7 +68,11 @@ QUERIES = (
 
 @contextlib.contextmanager
 def time_limit(seconds: int = CALL_TIMEOUT) -> Iterator[None]:
-    """Fail a call that takes longer than ``seconds`` (a hang), where the platform can interrupt it."""
+    """Fail a call that takes longer than ``seconds`` (a hang), where the platform can interrupt it.
+
+    The alarm is sent to the main thread itself (``pthread_kill``): a signal sent to the process
+    may land on another thread, leaving a main thread blocked in ``open()`` of a FIFO asleep.
+    """
     if not POSIX or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -76,12 +80,17 @@ def time_limit(seconds: int = CALL_TIMEOUT) -> Iterator[None]:
     def hung(signum: int, frame: Any) -> None:
         raise TimeoutError(f"a call ran for more than {seconds} s")
 
+    main = threading.main_thread().ident
+    assert main is not None
     previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
+    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGALRM))
+    timer.daemon = True
+    timer.start()
     try:
         yield
     finally:
-        signal.alarm(0)
+        timer.cancel()
+        timer.join()  # a late alarm lands while `hung` still handles it
         signal.signal(signal.SIGALRM, previous)
 
 
