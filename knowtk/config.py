@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import yaml
+from .records import FileProblem, parse_yaml, read_regular
 
 __all__ = ["CONFIG_FILE", "StoreConfig", "load_config"]
 
 CONFIG_FILE = "knowtk.yaml"
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,17 @@ def load_config(root: str) -> StoreConfig:
     """Read knowtk.yaml; a missing file means defaults, a broken one means defaults plus a problem."""
     default_name = os.path.basename(os.path.abspath(root))
     path = os.path.join(root, CONFIG_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
+    raw = read_regular(path, MAX_CONFIG_BYTES)  # a regular file, not a symlink, read within the limit
+    if raw is None:
         return StoreConfig(name=default_name)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} cannot be read: {exc}")
+    try:
+        if isinstance(raw, FileProblem):
+            raise ValueError(raw.message)
+        data = parse_yaml(raw.decode("utf-8"), what=CONFIG_FILE)
+        if isinstance(data, FileProblem):
+            raise ValueError(data.message)
+    except ValueError as exc:  # UnicodeDecodeError too
+        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} cannot be used: {exc}")
     if data is None:
         return StoreConfig(name=default_name)
     if not isinstance(data, dict):

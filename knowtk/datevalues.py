@@ -5,6 +5,12 @@ and claims no instant) or a timestamp with seconds and an explicit offset
 (``2026-03-04T15:00:00+01:00``, ``...Z``), which is an instant. Anything
 else is refused. Dates are validated from their text: the YAML loader leaves
 them as strings, so one impossible date never costs a whole record.
+
+Python's datetime holds UTC instants from 0001-01-01 to 9999-12-31T23:59:59.999999.
+A timestamp whose UTC instant falls outside that range (``0001-01-01T00:00:00+01:00``)
+is refused like any impossible date. The one day whose end lies past it, 9999-12-31,
+ends at ``LAST_INSTANT`` (9999-12-31T23:59:59.999999Z) instead of 10000-01-01T00:00Z,
+and that interval is closed at its end, so every instant of the day still overlaps it.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ from datetime import UTC, date, datetime, timedelta
 
 from .errors import InvalidArgument
 
-__all__ = ["DateValue", "format_utc", "parse_bound", "parse_date_value"]
+__all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "shown"]
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})")
 ONE_DAY = timedelta(days=1)
+LAST_INSTANT = datetime.max.replace(tzinfo=UTC)  # stands for 10000-01-01T00:00Z, the end of 9999-12-31
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +34,13 @@ class DateValue:
     text: str  # as authored
     date_only: bool
     start: datetime  # UTC
-    end: datetime  # UTC; start + 1 day for a date, == start for an instant
+    end: datetime  # UTC; start + 1 day for a date (LAST_INSTANT for 9999-12-31), == start for an instant
 
     def overlaps(self, since: datetime | None, until: datetime | None) -> bool:
         """Inclusive bounds; a date-only value matches any overlapping range."""
         if self.date_only:
-            return (until is None or self.start <= until) and (since is None or self.end > since)
+            ends_after = since is None or self.end > since or self.end == LAST_INSTANT
+            return (until is None or self.start <= until) and ends_after
         return (until is None or self.start <= until) and (since is None or self.start >= since)
 
     def to_json(self) -> dict[str, object]:
@@ -55,7 +63,7 @@ def parse_date_value(text: object) -> DateValue | None:
         except ValueError:
             return None
         start = datetime(d.year, d.month, d.day, tzinfo=UTC)
-        return DateValue(text, True, start, start + ONE_DAY)
+        return DateValue(text, True, start, start + ONE_DAY if d < date.max else LAST_INSTANT)
     m = _STAMP.fullmatch(text)
     if not m:
         return None
@@ -68,9 +76,9 @@ def parse_date_value(text: object) -> DateValue | None:
                 return None
             offset = timedelta(hours=hours, minutes=minutes) * (1 if m[8][0] == "+" else -1)
         local = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), micro)
-    except ValueError:
+        instant = (local - offset).replace(tzinfo=UTC)
+    except (ValueError, OverflowError):  # not a real time, or its UTC instant is outside years 1 to 9999
         return None
-    instant = (local - offset).replace(tzinfo=UTC)
     return DateValue(text, False, instant, instant)
 
 
@@ -82,13 +90,24 @@ def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None
     if parsed is None:
         raise InvalidArgument(
             argument,
-            f"{value!r} is not a real date or a timestamp with seconds and an explicit offset",
+            f"{shown(value)} is not a real date or a timestamp with seconds and an explicit offset "
+            "whose UTC instant lies in the years 0001 to 9999",
             allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS(.fff) with Z or ±HH:MM",
             value=value,
         )
     if parsed.date_only and upper:
-        return parsed.end - timedelta(microseconds=1)
+        return parsed.end if parsed.end == LAST_INSTANT else parsed.end - timedelta(microseconds=1)
     return parsed.start
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """An argument's repr for a message: cut to ``limit`` characters, and never failing (an int of
+    10**5000 digits has no str() under Python's digit limit)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to show"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def format_utc(instant: datetime) -> str:

@@ -14,9 +14,9 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from .engine import KeywordIndex
-from .errors import RecordNotFound
+from .errors import InvalidArgument, RecordNotFound
 from .keyword import FtsProjection, Match, QueryTerms
-from .query.args import validate
+from .query.args import plain_text, validate
 from .query.common import RecordFilter
 from .query.grep import GREP_PARAMS, MAX_OFFSET, parse_terms, ranked_matches
 from .records import Issue
@@ -70,6 +70,9 @@ def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any
     ``message``
         one sentence for people.
     """
+    if not isinstance(id, str) or not id:
+        raise InvalidArgument("id", f"must be a record id or a file path, not {id!r}", allowed="a non-empty string")
+    plain_text("id", id)
     if "offset" in grep_args:
         raise TypeError("explain() takes no offset: it finds the record's page itself")
     if query is None:

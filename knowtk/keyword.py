@@ -60,6 +60,7 @@ WEIGHTS = {"title": 8.0, "aliases": 6.0, "body": 1.0}
 K1, B = 1.2, 0.75
 FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
+OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
 KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
@@ -128,6 +129,9 @@ class FtsProjection:
         # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
         self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         self._phrases_mirror = -1
+        self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
+        self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
+        self._openings: dict[int, str] = {}  # rowid -> opening of a body over the limit
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -309,24 +313,113 @@ class FtsProjection:
         return {rowid: sum(_varints(blob)) for rowid, blob in self.conn.execute(sql, (first,))}
 
     # -- reading ------------------------------------------------------------------------------
-    def texts(self, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+    def texts(self, rowids: Iterable[int], *, body_limit: int | None = None) -> dict[int, tuple[str, str, str]]:
+        """Title, aliases and body of these rows; a body over ``body_limit`` bytes is cut to its opening."""
         rowids = list(rowids)
         if not rowids:
             return {}
-        marks = ",".join("?" * len(rowids))
-        sql = f"SELECT rowid, {', '.join(COLUMNS)} FROM {self.fts} WHERE rowid IN ({marks})"
-        return {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, rowids)}
+        large = self._large_bodies(rowids, body_limit)
+        small = [r for r in rowids if r not in large]
+        out = {}
+        if small:
+            marks = ",".join("?" * len(small))
+            sql = f"SELECT rowid, {', '.join(COLUMNS)} FROM {self.fts} WHERE rowid IN ({marks})"
+            out = {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, small)}
+        for rowid, (title, aliases) in self._heads(large).items():
+            out[rowid] = (title, aliases, large[rowid])
+        return out
 
-    def highlights(self, terms: QueryTerms, rowids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
-        """Each column of these rows with every matched phrase instance wrapped in marker characters."""
+    def highlights(
+        self, terms: QueryTerms, rowids: Iterable[int], *, body_limit: int | None = None
+    ) -> dict[int, tuple[str, str, str | None]]:
+        """Each column of these rows with every matched phrase instance wrapped in marker characters.
+
+        A body over ``body_limit`` bytes is not highlighted (None), nor even read: highlight()
+        re-tokenizes a whole column and its cost grows with every instance (minutes for a 10 MB
+        body). The title and aliases of such a row are highlighted in a scratch FTS5 table.
+        """
+        rowids = list(rowids)
+        if not rowids:
+            return {}
+        large = self._large_bodies(rowids, body_limit)
+        small = [r for r in rowids if r not in large]
+        out: dict[int, tuple[str, str, str | None]] = {}
+        if small:
+            marks = ",".join("?" * len(small))
+            cols = ", ".join(f"highlight({self.fts}, {i}, ?, ?)" for i in range(len(COLUMNS)))
+            sql = f"SELECT rowid, {cols} FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
+            params = [HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE] * len(COLUMNS) + [terms.expression, *small]
+            out = {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, params)}
+        if large:
+            heads = self._heads(large)
+            conn = self.conn
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.knowtk_heads "
+                f"USING fts5(title, aliases, tokenize='{TOKENIZER}')"
+            )
+            conn.execute("DELETE FROM temp.knowtk_heads")
+            conn.executemany(
+                "INSERT INTO temp.knowtk_heads (rowid, title, aliases) VALUES (?, ?, ?)",
+                ((rowid, *head) for rowid, head in heads.items()),
+            )
+            any_phrase = " OR ".join('"' + " ".join(p) + '"' for p in terms.phrases)
+            sql = (
+                "SELECT rowid, highlight(knowtk_heads, 0, ?, ?), highlight(knowtk_heads, 1, ?, ?) "
+                "FROM temp.knowtk_heads WHERE knowtk_heads MATCH ?"
+            )
+            marked = {
+                row[0]: (row[1], row[2])
+                for row in conn.execute(sql, [HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE] * 2 + [any_phrase])
+            }
+            conn.execute("DELETE FROM temp.knowtk_heads")
+            for rowid, head in heads.items():
+                title, aliases = marked.get(rowid, head)
+                out[rowid] = (title, aliases, None)
+        return out
+
+    def _large_bodies(self, rowids: list[int], body_limit: int | None) -> dict[int, str]:
+        """The rows among ``rowids`` whose body is over ``body_limit`` bytes, each with its opening.
+
+        Sizes and openings are remembered until the rows change, so that a large body is read
+        once, not at every query that finds it.
+        """
+        if body_limit is None:
+            return {}
+        if self._sizes_key != (self.mirror, body_limit):
+            self._sizes_key, self._sizes, self._openings = (self.mirror, body_limit), {}, {}
+        unknown = [r for r in rowids if r not in self._sizes]
+        for i in range(0, len(unknown), 500):
+            chunk = unknown[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = (
+                "SELECT id, length(CAST(c2 AS BLOB)), "
+                f"CASE WHEN length(CAST(c2 AS BLOB)) > ? THEN substr(c2, 1, ?) END FROM {self.fts}_content "
+                f"WHERE id IN ({marks})"
+            )
+            for rowid, size, opening in self.conn.execute(sql, [body_limit, OPENING_CHARS, *chunk]):
+                self._sizes[rowid] = size or 0
+                if opening is not None:
+                    self._openings[rowid] = opening
+        return {r: self._openings[r] for r in rowids if self._sizes.get(r, 0) > body_limit}
+
+    def _heads(self, rowids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """Title and aliases of these rows, read without the body (the content table's first columns)."""
         rowids = list(rowids)
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        cols = ", ".join(f"highlight({self.fts}, {i}, ?, ?)" for i in range(len(COLUMNS)))
-        sql = f"SELECT rowid, {cols} FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
-        params = [HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE] * len(COLUMNS) + [terms.expression, *rowids]
-        return {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, params)}
+        sql = f"SELECT id, c0, c1 FROM {self.fts}_content WHERE id IN ({marks})"
+        return {row[0]: (row[1], row[2]) for row in self.conn.execute(sql, rowids)}
+
+    def body_matches(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
+        """The rows among ``rowids`` where some phrase of the query stands in the body (from the index alone)."""
+        rowids = list(rowids)
+        if not rowids:
+            return set()
+        phrases = " OR ".join('"' + " ".join(p) + '"' for p in terms.phrases)
+        marks = ",".join("?" * len(rowids))
+        sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
+        return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
         """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters)."""

@@ -10,7 +10,10 @@ chains, safeguards) live in ``snapshot.py``.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +32,8 @@ __all__ = [
     "body_of",
     "build_record",
     "load_frontmatter",
+    "parse_yaml",
+    "read_regular",
 ]
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -48,6 +53,18 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# an explicit !!timestamp stays text too: the date rules judge it, and a bad one costs only that date
+_Loader.add_constructor(_TIMESTAMP_TAG, lambda loader, node: loader.construct_scalar(node))
+
+MAX_DEPTH = 64  # nesting of the frontmatter's mappings and lists
+# values the frontmatter may hold once aliases are expanded: what its text could spell out without
+# aliases, plus room; an alias bomb (a kilobyte that expands to billions) is refused within this
+MIN_VALUES = 10_000
+MAX_INT_BITS = 14_000  # about 4,200 decimal digits: below the limit of Python's int <-> str conversion
+MAX_REVISION = 2**63 - 1  # SQLite's largest integer
+# what PyYAML's constructors raise on a tagged value they cannot build (!!int x, !!bool maybe, !!int '-',
+# deep nesting): the file's fault, never a reason to fail the query
+_LOADER_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, LookupError, ArithmeticError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,19 +156,91 @@ def _split(data: bytes) -> tuple[str, str, str, int] | FileProblem:
     return text[first_end + 1 : fence.start()], text[body_start:], text, body_line
 
 
+# open without waiting (a FIFO would block an ordinary open), without following a final symlink,
+# and without making a terminal the controlling one; the flags a platform lacks are left out
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS |= getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_READ_CHUNK = 1 << 20
+
+
+def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
+    """The bytes of the regular file at ``path``, or why they cannot be read; None when it is gone.
+
+    Only a regular file is read: a FIFO, socket or device is reported, never waited on, and a
+    symlink is not followed. At most ``max_bytes`` are read, whatever ``stat`` said before.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return FileProblem("symlink_skipped", "the file became a symlink, which is not followed")
+        if exc.errno == errno.ENXIO:  # a socket
+            return FileProblem("not_regular_file", "not a regular file (a socket); not opened")
+        if exc.errno == errno.ENAMETOOLONG:
+            return FileProblem("path_too_long", "the path is longer than the system allows; not read")
+        return FileProblem("unreadable", f"cannot read the file ({exc.strerror})")
+    except ValueError:  # a NUL in the path
+        return FileProblem("unreadable", "the path holds a NUL character")
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return FileProblem("not_regular_file", f"not a regular file ({_kind_of(mode)}); not read")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(_READ_CHUNK, max_bytes + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        return FileProblem("file_too_large", f"over the {max_bytes:,}-byte limit for a record; read no further")
+    except OSError as exc:
+        return FileProblem("unreadable", f"cannot read the file ({exc.strerror})")
+    finally:
+        os.close(fd)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
 def load_frontmatter(data: bytes) -> tuple[dict[str, Any], str, int] | FileProblem:
     """(frontmatter, body, body_line) of a record file, or why it is not one."""
     split = _split(data)
     if isinstance(split, FileProblem):
         return split
     yaml_text, body, _, body_line = split
-    try:
-        meta = yaml.load(yaml_text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        return FileProblem("frontmatter_invalid", f"the frontmatter is not valid YAML: {_one_line(exc)}")
+    meta = parse_yaml(yaml_text)
+    if isinstance(meta, FileProblem):
+        return meta
     if not isinstance(meta, dict):
         return FileProblem("frontmatter_not_mapping", "the frontmatter must be a YAML mapping")
-    return _json_safe(meta), body, body_line
+    return meta, body, body_line
+
+
+def parse_yaml(text: str, *, what: str = "the frontmatter") -> Any:
+    """YAML text as JSON-safe data (dates left as text), or a FileProblem saying why it cannot be."""
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except _LOADER_ERRORS as exc:
+        reason = _one_line(exc)
+        if isinstance(exc, ValueError) and "integer string conversion" in reason:
+            reason = "an integer has more than 4,300 digits, past what Python reads as a number"
+        return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {reason}")
+    try:
+        return _JsonSafe(MIN_VALUES + len(text)).convert(data, 0)
+    except _Refused as refused:
+        return refused.problem
 
 
 def body_of(data: bytes) -> str | None:
@@ -182,8 +271,8 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
     if status not in STATUSES:
         return bad("status_invalid", f"status must be one of {', '.join(STATUSES)}, not {status!r}")
     revision = meta.get("revision", 1)
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
-        return bad("revision_invalid", f"revision must be an integer >= 1, not {revision!r}")
+    if isinstance(revision, bool) or not isinstance(revision, int) or not 1 <= revision <= MAX_REVISION:
+        return bad("revision_invalid", f"revision must be an integer from 1 to {MAX_REVISION}, not {revision!r}")
     type_ = meta.get("type", kind)
     if not isinstance(type_, str) or not type_:
         return bad("field_invalid", f"type must be a non-empty string, not {type_!r}")
@@ -334,20 +423,68 @@ def _date_issue(path: str, rid: str, name: str, raw: Any) -> Issue:
     )
 
 
-def _json_safe(value: Any) -> Any:
-    """Frontmatter as JSON-safe data (the scan cache stores it as JSON).
+class _Refused(Exception):
+    def __init__(self, problem: FileProblem) -> None:
+        self.problem = problem
+
+
+class _JsonSafe:
+    """Frontmatter as JSON-safe data (the scan cache stores it as JSON), within a budget of values.
+
+    YAML aliases share one object however often they are used; expanding them here is where an
+    alias bomb or a recursive alias (``fields: &a {self: *a}``) would run away, so the walk
+    counts what it builds, bounds the nesting and refuses a value that contains itself.
 
     Keys are interned: the YAML loader makes a new "id", "kind", "title"... for every file,
     which for a store of 100k records is some 80 MB of copies of the same few words.
     """
-    if isinstance(value, dict):
-        return {sys.intern(str(k)): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
-        return [_json_safe(v) for v in items]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.open: set[int] = set()  # ids of the containers being converted (their ancestors)
+
+    def convert(self, value: Any, depth: int) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _Refused(FileProblem("frontmatter_too_large", "the frontmatter's aliases expand to too many values"))
+        if value is None or isinstance(value, bool | float):
+            return value
+        if isinstance(value, str):
+            if not value.isascii():
+                _check_text(value)
+            return value
+        if isinstance(value, int):
+            if value.bit_length() > MAX_INT_BITS:
+                message = f"an integer of {value.bit_length():,} bits is past what a record may hold"
+                raise _Refused(FileProblem("frontmatter_invalid", message))
+            return value
+        if not isinstance(value, dict | list | tuple | set | frozenset):
+            return self.convert(str(value), depth)  # bytes (!!binary): their repr, as before
+        if depth >= MAX_DEPTH:
+            message = f"the frontmatter nests mappings and lists deeper than {MAX_DEPTH} levels"
+            raise _Refused(FileProblem("frontmatter_too_large", message))
+        if id(value) in self.open:
+            raise _Refused(FileProblem("frontmatter_recursive", "a YAML alias refers to a value that contains it"))
+        self.open.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {sys.intern(self._key(k)): self.convert(v, depth + 1) for k, v in value.items()}
+            items = [self.convert(v, depth + 1) for v in value]
+            return sorted(items, key=str) if isinstance(value, set | frozenset) else items
+        finally:
+            self.open.discard(id(value))
+
+    def _key(self, key: Any) -> str:
+        text = self.convert(key, MAX_DEPTH - 1)  # keys are scalars to YAML's safe loader
+        return text if isinstance(text, str) else str(text)
+
+
+def _check_text(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = f"the frontmatter holds a lone surrogate ({value[exc.start]!r}), which is not text"
+        raise _Refused(FileProblem("frontmatter_invalid", message)) from None
 
 
 def _one_line(exc: Exception) -> str:

@@ -14,12 +14,14 @@ scan), they are read and parsed in a pool of processes, one per core.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import multiprocessing
 import os
 import signal
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -32,7 +34,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .errors import ScanLimitExceeded, StoreUnavailable
 from .progress import progress
-from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter
+from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter, read_regular
 from .state import Contention, StateDB
 
 __all__ = ["DEFAULT_MAX_FILES", "ChangeSource", "FileEntry", "Loaded", "ScanDelta", "Scanner", "StatWalk", "load_file"]
@@ -63,9 +65,18 @@ class StatWalk:
     def __init__(self, root: str, *, max_files: int = DEFAULT_MAX_FILES) -> None:
         self.root = root
         self.max_files = max_files
+        self._root_real: str | None = None
 
     def listing(self) -> dict[str, Stat]:
-        """Every record file (relative path with '/') and its stat; names starting with '.' or '_' skipped."""
+        """Every record file (relative path with '/') and its stat; names starting with '.' or '_' skipped.
+
+        What cannot be read as a record is listed too, under a stat whose size is a negative
+        ``LISTED_PROBLEMS`` code, so that the scan reports it as that path's coverage issue: a FIFO,
+        socket or device named ``*.md``, a symlink leaving the store or leading nowhere, a folder
+        that cannot be listed (its path ends with '/'), a name that is not UTF-8, a path the
+        system cannot open. Symlinks are never followed: one that stays inside the store needs no
+        following, its target is read at its own path.
+        """
         out: dict[str, Stat] = {}
         stack = [("", self.root)]
         limit = self.max_files
@@ -78,25 +89,106 @@ class StatWalk:
                     raise StoreUnavailable(self.root, "the store folder does not exist") from None
                 continue  # a folder removed while we walk
             except NotADirectoryError:
-                raise StoreUnavailable(self.root, "the store path is not a folder") from None
-            except PermissionError as exc:
-                raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
-            with it:
-                for entry in it:
-                    name = entry.name
-                    if name[0] in "._":
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((prefix + name + "/", entry.path))
-                    elif name.endswith(".md"):
-                        try:
-                            st = entry.stat()
-                        except FileNotFoundError:
-                            continue
-                        out[prefix + name] = (st.st_size, st.st_mtime_ns)
+                if not prefix:
+                    raise StoreUnavailable(self.root, "the store path is not a folder") from None
+                continue  # replaced by a file while we walk
+            except OSError as exc:
+                if not prefix:
+                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+                out[prefix] = _problem_stat(_FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
+                continue
+            try:
+                with it:
+                    for entry in it:
+                        self._list_entry(prefix, entry, out, stack)
+            except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
+                if not prefix:
+                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+                out[prefix] = _problem_stat(_FOLDER_UNREADABLE, exc.errno or 0)
             if len(out) > limit:
                 raise ScanLimitExceeded("max_files", len(out), limit)
         return out
+
+    def _list_entry(
+        self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat], stack: list[tuple[str, str]]
+    ) -> None:
+        name = entry.name
+        if name[0] in "._":
+            return
+        if not name.isascii() and not _is_text(name):  # bytes that are not UTF-8 (surrogate-escaped)
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            if entry.is_dir(follow_symlinks=False):
+                out[prefix + shown + "/"] = _problem_stat(_NAME_NOT_UTF8)
+            elif shown.endswith(".md"):
+                out[prefix + shown] = _problem_stat(_NAME_NOT_UTF8)
+            return
+        if entry.is_symlink():
+            self._list_symlink(prefix, entry, out)
+        elif entry.is_dir(follow_symlinks=False):
+            stack.append((prefix + name + "/", entry.path))
+        elif name.endswith(".md"):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                out[prefix + name] = _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
+                return
+            if entry.is_file(follow_symlinks=False):
+                out[prefix + name] = (st.st_size, st.st_mtime_ns)
+            else:  # a FIFO, socket or device: opening it could wait forever or read without end
+                out[prefix + name] = _problem_stat(_NOT_REGULAR, st.st_mtime_ns)
+
+    def _list_symlink(self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat]) -> None:
+        """A symlink inside the store is skipped (its target is walked); others are reported, never followed."""
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return
+        listed = self._symlink_listed(entry.path, mtime, is_record=entry.name.endswith(".md"))
+        if listed is not None:
+            out[prefix + entry.name + listed[0]] = listed[1]
+
+    def _symlink_listed(self, full: str, mtime: int, *, is_record: bool) -> tuple[str, Stat] | None:
+        """(suffix, stat) a symlink is listed under ('/' when it leads to a folder), or None: not listed."""
+        try:
+            target = os.stat(full)
+        except OSError:  # dangling, or a loop
+            return ("", _problem_stat(_SYMLINK_BROKEN, mtime)) if is_record else None
+        is_dir = stat.S_ISDIR(target.st_mode)
+        if not is_dir and not is_record:
+            return None
+        if self._root_real is None:
+            self._root_real = os.path.realpath(self.root)
+        real = os.path.realpath(full)
+        if real == self._root_real or real.startswith(self._root_real.rstrip(os.sep) + os.sep):
+            return None
+        return ("/" if is_dir else "", _problem_stat(_SYMLINK_OUTSIDE, mtime))
+
+    def stat_path(self, path: str) -> Stat | None:
+        """What ``listing`` lists at this record file path ('a/b.md'), or None when it lists nothing there.
+
+        For a change source that is told which paths changed (``knowtk.watch``): the walk's rules, one path.
+        A name that is not UTF-8, or a symlink to a folder, is listed under another key: such a source walks.
+        """
+        name = path.rpartition("/")[2]
+        if not name or name[0] in "._" or not name.endswith(".md") or not _is_text(path):
+            return None
+        full = os.path.join(self.root, path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
+        if stat.S_ISLNK(st.st_mode):
+            listed = self._symlink_listed(full, st.st_mtime_ns, is_record=True)
+            return listed[1] if listed is not None and not listed[0] else None
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if stat.S_ISREG(st.st_mode):
+            return (st.st_size, st.st_mtime_ns)
+        return _problem_stat(_NOT_REGULAR, st.st_mtime_ns)  # a FIFO, socket or device: never opened
 
     def changes(self, known: Mapping[str, Stat]) -> ScanDelta:
         listing = self.listing()
@@ -271,12 +363,8 @@ class Scanner:
 
     def read_body(self, path: str, sha256: str) -> str | None:
         """The body of a record file as it is now, or None if it no longer has this hash."""
-        try:
-            with open(os.path.join(self.root, path), "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        if hashlib.sha256(data).hexdigest() != sha256:
+        data = read_regular(os.path.join(self.root, path), self.max_file_bytes)
+        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha256:
             return None
         return body_of(data)
 
@@ -293,16 +381,17 @@ def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256:
     The frontmatter is parsed only when the bytes differ from ``known_sha256``: the caller
     keeps the entry it has for a file whose content did not change.
     """
+    if st[0] < 0:  # the listing found it cannot be read as a record
+        code, message = LISTED_PROBLEMS[-st[0]]
+        return Loaded(FileEntry(st, None, None, 0, FileProblem(code, message)))
     if st[0] > max_file_bytes:
         message = f"{st[0]:,} bytes is over the {max_file_bytes:,}-byte limit for a record"
         return Loaded(FileEntry(st, None, None, 0, FileProblem("file_too_large", message)))
-    try:
-        with open(os.path.join(root, path), "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    data = read_regular(os.path.join(root, path), max_file_bytes)
+    if data is None:
         return None
-    except OSError as exc:
-        return Loaded(FileEntry(st, None, None, 0, FileProblem("unreadable", f"cannot read the file ({exc.strerror})")))
+    if isinstance(data, FileProblem):
+        return Loaded(FileEntry(st, None, None, 0, data))
     sha = hashlib.sha256(data).hexdigest()
     if sha == known_sha256:
         return Loaded(FileEntry(st, sha))
@@ -311,6 +400,33 @@ def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256:
         return Loaded(FileEntry(st, sha, None, 0, loaded), None, True)
     meta, body, body_line = loaded
     return Loaded(FileEntry(st, sha, meta, body_line), body, True)
+
+
+# what the listing found unreadable, by the negative size it lists the path under
+LISTED_PROBLEMS = {
+    1: ("not_regular_file", "a FIFO, socket or device, not a regular file; not opened"),
+    2: ("symlink_outside", "a symlink that leaves the store; not followed"),
+    3: ("symlink_broken", "a symlink to nothing (dangling, or a loop); not followed"),
+    4: ("folder_unreadable", "a folder that cannot be listed (no permission, an I/O error); its records are not read"),
+    5: ("name_invalid", "the name is not UTF-8; not read"),
+    6: ("path_too_long", "the path is longer than the system allows; not read"),
+    7: ("unreadable", "the file's status cannot be read"),
+}
+_NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = range(
+    1, 8
+)
+
+
+def _problem_stat(code: int, mtime_ns: int = 0) -> Stat:
+    return (-code, mtime_ns)
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _die_with_parent(parent: int) -> None:

@@ -141,7 +141,7 @@ class Store:
         return self._run(tool, args, python=False).to_dict()
 
     def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
-        spec = TOOLS.get(tool)
+        spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
         checked = validate(tool, spec.params, args, python=python)

@@ -32,7 +32,6 @@ import ctypes
 import ctypes.util
 import errno
 import os
-import stat as stat_module
 import struct
 import sys
 import threading
@@ -192,6 +191,11 @@ class _Fallback(Exception):
 
 def _skipped(name: str) -> bool:
     return not name or name[0] in "._"
+
+
+def _is_text(name: str) -> bool:
+    """False for a name that is not UTF-8 (os.fsdecode keeps its bytes as lone surrogates)."""
+    return name.isascii() or not any("\udc80" <= ch <= "\udcff" for ch in name)
 
 
 def _folder_of(path: str) -> str:
@@ -363,6 +367,9 @@ class InotifyWatch:
         if _skipped(name):
             return
         path = folder + name
+        if not _is_text(name) or self._listed_as_folder(path, known):
+            self._full = True  # the walk lists it under another key (a name not UTF-8, a folder symlink)
+            return
         if mask & IN_ISDIR:
             if mask & (IN_CREATE | IN_MOVED_TO):
                 self._watch_tree(path + "/", forced)
@@ -375,6 +382,12 @@ class InotifyWatch:
             return
         if name.endswith(".md"):
             forced.add(path)
+
+    def _listed_as_folder(self, path: str, known: Mapping[str, Stat]) -> bool:
+        """A symlink that is not a record file (the walk may list a folder symlink as 'name/'), or was listed so."""
+        if path.endswith(".md") and path + "/" not in known:
+            return False
+        return path + "/" in known or os.path.islink(os.path.join(self.root, path))
 
     def _forget(self, wd: int) -> None:
         folder = self._folders.pop(wd, None)
@@ -454,24 +467,11 @@ class InotifyWatch:
         """(size, mtime_ns) of a record file as ``StatWalk.listing`` lists it, or None if it would not."""
         if _folder_of(path) not in self._wd_of:
             return None  # its folder is gone, or is no longer one the walk enters (a symlink now)
-        full = os.path.join(self.root, path)
-        try:
-            st = os.lstat(full)
-        except OSError:
-            self._symlinks.discard(path)
-            return None
-        if stat_module.S_ISDIR(st.st_mode):
-            self._symlinks.discard(path)
-            return None
-        if stat_module.S_ISLNK(st.st_mode):
-            self._symlinks.add(path)  # its target can change without an event here
-            try:
-                st = os.stat(full)
-            except OSError:
-                return None
+        if os.path.islink(os.path.join(self.root, path)):
+            self._symlinks.add(path)  # what it leads to can change without an event here
         else:
             self._symlinks.discard(path)
-        return (st.st_size, st.st_mtime_ns)
+        return self.walk.stat_path(path)
 
     # -- a full walk ------------------------------------------------------------------------------
     def _walk_all(self, known: Mapping[str, Stat], forced: set[str]) -> ScanDelta:
@@ -491,7 +491,8 @@ class InotifyWatch:
         self.walks += 1
         self._config_event = True
         for path in listing:
-            if _folder_of(path) not in self._wd_of:
+            # a folder the walk could not enter, or a folder symlink, is listed as 'a/b/': its parent 'a/' counts
+            if _folder_of(path[:-1] if path.endswith("/") else path) not in self._wd_of:
                 raise _Fallback(f"{path} is listed by the walk but its folder cannot be watched")
         self._full = False
         self._unconfirmed = set()

@@ -121,14 +121,23 @@ def test_a_folder_replaced_by_a_symlink_is_not_entered(builder: StoreBuilder, tm
     store.close()
 
 
-def test_an_md_symlink_follows_its_target(builder: StoreBuilder, tmp_path: Path) -> None:
+def test_an_md_symlink_is_judged_again_at_every_query(builder: StoreBuilder, tmp_path: Path) -> None:
     target = StoreBuilder(tmp_path / "elsewhere").page("a", "Alpha", "oldword")
     builder.page("b", "Beta")
     os.symlink(target, builder.root / "a.md")
     store, source = watched(builder, tmp_path)
-    assert store.grep("oldword").to_dict()["total"] == 1
-    target.write_text(target.read_text(encoding="utf-8").replace("oldword", "newword!"), encoding="utf-8")
-    assert store.grep("newword").to_dict()["total"] == 1  # no event in the store: stat'ed at every query
+
+    def issues() -> dict[str, str]:
+        res = store.grep("oldword").to_dict()
+        assert res["total"] == 0  # never followed out of the store
+        return {i["path"]: i["code"] for i in res["coverage"]["issues"]}
+
+    assert issues() == {"a.md": "symlink_outside"}
+    target.unlink()  # no event in the store: the symlink is looked at again at every query
+    assert issues() == {"a.md": "symlink_broken"}
+    in_step(store)
+    os.symlink("b.md", builder.root / "c.md")  # a symlink inside the store: its target is read at its own path
+    assert issues() == {"a.md": "symlink_broken"}
     in_step(store)
     assert source.walks == 1
     store.close()
@@ -333,4 +342,36 @@ def test_a_folder_permission_change_walks_and_a_folder_mtime_does_not(builder: S
     os.chmod(builder.root / "sub", 0o700)  # may decide whether the walk can list it: the walk decides
     in_step(store)
     assert source.walks == 2
+    store.close()
+
+
+def test_hostile_entries_are_listed_as_the_walk_lists_them(builder: StoreBuilder, tmp_path: Path) -> None:
+    """A FIFO, symlinks leaving the store or leading nowhere, a name not UTF-8: each seen as the walk sees it."""
+    builder.page("a", "Alpha", path="notes/a.md")
+    outside = tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    store, _ = watched(builder, tmp_path)
+    os.mkfifo(builder.root / "notes" / "pipe.md")  # never opened: a read would wait forever
+    in_step(store)
+    os.symlink(outside / "folder", builder.root / "linked")  # a folder symlink leaving the store: listed as 'linked/'
+    in_step(store)
+    os.symlink("nowhere.md", builder.root / "notes" / "dangling.md")
+    in_step(store)
+    (builder.root / "notes").joinpath(os.fsdecode(b"caf\xe9.md")).write_bytes(b"---\nid: x\nkind: page\n---\n")
+    in_step(store)
+    codes = {i["path"]: i["code"] for i in store.records().to_dict()["coverage"]["issues"]}
+    assert codes == {
+        "linked/": "symlink_outside",
+        "notes/caf\\xe9.md": "name_invalid",
+        "notes/dangling.md": "symlink_broken",
+        "notes/pipe.md": "not_regular_file",
+    }
+    os.unlink(builder.root / "linked")
+    os.unlink(builder.root / "notes" / "pipe.md")
+    in_step(store)
+    assert set(codes) - {i["path"] for i in store.records().to_dict()["coverage"]["issues"]} == {
+        "linked/",
+        "notes/pipe.md",
+    }
+    assert store.records().to_dict()["total"] == 1
     store.close()

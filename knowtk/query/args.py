@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from ..datevalues import parse_bound
+from ..datevalues import parse_bound, shown
 from ..errors import InvalidArgument
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "bound",
     "choice",
     "integer",
+    "plain_text",
     "snake",
     "strings",
     "text",
@@ -72,6 +73,8 @@ def _string_items(allowed: tuple[str, ...] | None) -> Schema:
         item["enum"] = list(allowed)
     return item
 
+_ZONE_KEY = re.compile(r"(?=.{1,64}$)[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*", re.S)
+
 
 def snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
@@ -98,7 +101,10 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
     by_name = {(p.py if python else p.name): p for p in params}
     unknown = [k for k in args if k not in by_name]
     if unknown:
-        raise InvalidArgument(unknown[0], f"{tool} has no such argument", allowed=sorted(by_name))
+        shown = unknown[0] if isinstance(unknown[0], str) and unknown[0] else repr(unknown[0])
+        raise InvalidArgument(shown, f"{tool} has no such argument", allowed=sorted(by_name))
+    for key, value in args.items():  # before any check runs: no argument of any tool holds non-text
+        plain_text(key, value)
     out = {}
     for key, p in by_name.items():
         value = args.get(key)
@@ -109,6 +115,29 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
         else:
             out[p.py] = p.check(key, value)
     return out
+
+
+def plain_text(name: str, value: Any, *, _depth: int = 0) -> None:
+    """Refuse a string (or one inside a list) that is not text: a lone surrogate, or a NUL, which no word holds.
+
+    A lone surrogate cannot be encoded as UTF-8, so SQLite and the files could never hold it.
+    """
+    if isinstance(value, str):
+        if "\0" in value:
+            raise InvalidArgument(name, "holds a NUL character", allowed="text without NUL characters", value=value)
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidArgument(
+                    name,
+                    f"holds a lone surrogate ({value[exc.start]!r} at {exc.start})",
+                    allowed="Unicode text (no unpaired surrogates)",
+                    value=value,
+                ) from None
+    elif isinstance(value, list | tuple) and _depth < 2:
+        for item in value:
+            plain_text(name, item, _depth=_depth + 1)
 
 
 @_schema(lambda max_len, *, min_len=1: {"type": "string", "minLength": min_len, "maxLength": max_len})
@@ -128,7 +157,7 @@ def text(max_len: int, *, min_len: int = 1) -> Check:
 def choice(*allowed: str) -> Check:
     def check(name: str, value: Any) -> str:
         if value not in allowed:
-            raise InvalidArgument(name, f"{value!r} is not a known value", allowed=allowed, value=value)
+            raise InvalidArgument(name, f"{shown(value)} is not a known value", allowed=allowed, value=value)
         return str(value)
 
     return check
@@ -138,9 +167,11 @@ def choice(*allowed: str) -> Check:
 def integer(low: int, high: int | None = None) -> Check:
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgument(name, f"must be an integer, not {value!r}", allowed=_range(low, high), value=value)
+            message = f"must be an integer, not {shown(value)}"
+            raise InvalidArgument(name, message, allowed=_range(low, high), value=value)
         if value < low or (high is not None and value > high):
-            raise InvalidArgument(name, f"{value} is out of range", allowed=_range(low, high), value=value)
+            size = value if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"  # str() may refuse it
+            raise InvalidArgument(name, f"{size} is out of range", allowed=_range(low, high), value=value)
         return value
 
     return check
@@ -153,7 +184,7 @@ def _range(low: int, high: int | None) -> str:
 @functools.partial(with_schema, schema={"type": "boolean"})
 def boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidArgument(name, f"must be true or false, not {value!r}", allowed=(True, False), value=value)
+        raise InvalidArgument(name, f"must be true or false, not {shown(value)}", allowed=(True, False), value=value)
     return value
 
 
@@ -177,7 +208,7 @@ def strings(*, allowed: tuple[str, ...] | None = None, max_items: int = 64) -> C
         if allowed is not None:
             for v in items:
                 if v not in allowed:
-                    raise InvalidArgument(name, f"{v!r} is not a known value", allowed=allowed, value=value)
+                    raise InvalidArgument(name, f"{shown(v)} is not a known value", allowed=allowed, value=value)
         return tuple(dict.fromkeys(items))
 
     return check
@@ -193,10 +224,12 @@ def bound(*, upper: bool) -> Check:
 
 @functools.partial(with_schema, schema={"type": "string", "minLength": 1, "examples": ["UTC", "Europe/Berlin"]})
 def time_zone(name: str, value: Any) -> ZoneInfo:
-    if isinstance(value, str) and value and not value.startswith(("/", ".")):
+    # an IANA key is a few path-like words; anything else (a folder like "Europe", a 300-character
+    # name, "../x") never reaches the tz database's files
+    if isinstance(value, str) and _ZONE_KEY.fullmatch(value):
         try:
             return ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
     examples = ("UTC", "Europe/Berlin", "America/New_York", f"… {len(available_timezones())} IANA names")
-    raise InvalidArgument(name, f"{value!r} is not an IANA time zone", allowed=examples, value=value)
+    raise InvalidArgument(name, f"{shown(value)} is not an IANA time zone", allowed=examples, value=value)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
 from ..keyword import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
-from ..records import Evidence, Record
+from ..records import Evidence, FileProblem, Record, read_regular
 
 __all__ = [
+    "EVIDENCE_MAX_BYTES",
     "LARGE_BODY_BYTES",
     "SNIPPET_UNITS",
     "EvidenceVerifier",
@@ -31,6 +33,10 @@ SNIPPET_UNITS = 480
 LARGE_BODY_BYTES = 64 * 1024
 CONTEXT_BEFORE = 120
 MAX_EVIDENCE = 3
+EVIDENCE_MAX_BYTES = 16 * 1024 * 1024  # a cited file is read whole to check its lines: no more than this
+STATE_FOLDER = ".knowtk"
+# read_regular's problem codes as evidence reasons
+_REASONS = {"not_regular_file": "not_regular_file", "file_too_large": "file_too_large"}
 
 
 def utf16_len(text: str) -> int:
@@ -157,30 +163,46 @@ class _File:
 
 
 class EvidenceVerifier:
-    """Reads cited files inside the store (never outside it) and checks each locator."""
+    """Reads cited files inside the store (never outside it) and checks each locator.
 
-    def __init__(self, root: str) -> None:
+    Only a regular file is opened (a FIFO or device is never waited on or read without end),
+    at most ``max_bytes`` of it, and never anything under ``.knowtk/``: knowtk's own state is
+    not evidence. Each refusal is the locator's ``reason``.
+    """
+
+    def __init__(self, root: str, *, max_bytes: int = EVIDENCE_MAX_BYTES) -> None:
         self.root = os.path.realpath(root)
+        self.max_bytes = max_bytes
         self._files: dict[str, _File | None] = {}
 
     def _load(self, rel: str) -> tuple[_File | None, str | None]:
+        if "\0" in rel:
+            return None, "path_invalid"
         if os.path.isabs(rel) or rel.startswith("~"):
             return None, "outside_store"
         full = os.path.realpath(os.path.join(self.root, rel))
         if full != self.root and not full.startswith(self.root + os.sep):
             return None, "outside_store"
+        if os.path.relpath(full, self.root).split(os.sep)[0] == STATE_FOLDER:
+            return None, "state_file"
         try:
             st = os.stat(full)
-        except OSError:
+        except FileNotFoundError:
             return None, "file_missing"
+        except OSError:
+            return None, "file_unreadable"
+        if not stat.S_ISREG(st.st_mode):
+            return None, "not_regular_file"
+        if st.st_size > self.max_bytes:
+            return None, "file_too_large"
         cached = self._files.get(full)
         if cached is not None and cached.stat == (st.st_size, st.st_mtime_ns):
             return cached, None
-        try:
-            with open(full, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None, "file_unreadable"
+        data = read_regular(full, self.max_bytes)
+        if data is None:
+            return None, "file_missing"
+        if isinstance(data, FileProblem):
+            return None, _REASONS.get(data.code, "file_unreadable")
         text = data.decode("utf-8", errors="replace")
         loaded = _File((st.st_size, st.st_mtime_ns), hashlib.sha256(data).hexdigest(), text.split("\n"))
         self._files[full] = loaded

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..datevalues import format_utc, parse_date_value
+from ..datevalues import format_utc, parse_date_value, shown
 from ..engine import Engine
 from ..errors import InvalidArgument, StateError
 from ..records import Record
@@ -48,6 +48,7 @@ LAST_SEEN_ROWS = 5
 OCCURRED = "occurred_at"
 UTC_ZONE = ZoneInfo("UTC")
 DAY_US = 86_400_000_000
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _OFFSET = re.compile(r"(?:Z|([+-])(\d{2}):(\d{2}))$")
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 
@@ -55,7 +56,7 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
 def calendar_date(name: str, value: Any) -> date:
     parsed = parse_date_value(value)
     if parsed is None or not parsed.date_only:
-        raise InvalidArgument(name, f"{value!r} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
+        raise InvalidArgument(name, f"{shown(value)} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
     return parsed.start.date()
 
 
@@ -416,12 +417,20 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
     first: date = a["date"]
     if a["week"]:
         first -= timedelta(days=first.weekday())
-    after = first + timedelta(days=7 if a["week"] else 1)
+    days = 7 if a["week"] else 1
 
-    def midnight(d: date, tz: tzinfo) -> int:
-        return to_us(datetime.combine(d, time(), tz).astimezone(UTC))
+    def midnight(d: date, later: int, tz: tzinfo) -> int:
+        """Local midnight ``later`` days after ``d`` in UTC µs; counted, not built, past 9999-12-31."""
+        ordinal = d.toordinal() + later
+        near = datetime.combine(date.fromordinal(min(ordinal, date.max.toordinal())), time(), tz)
+        return (ordinal - EPOCH_ORDINAL) * DAY_US - (near.utcoffset() or timedelta(0)) // timedelta(microseconds=1)
 
-    window = (midnight(first, UTC), midnight(after, UTC), midnight(first, zone), midnight(after, zone))
+    window = (
+        midnight(first, 0, UTC),
+        midnight(first, days, UTC),
+        midnight(first, 0, zone),
+        midnight(first, days, zone),
+    )
     s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
     snap = engine.snapshot()
     queried_at = now_utc()
@@ -431,7 +440,8 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
         row = _row(snap, h, OCCURRED)
         if h.date_only:  # a calendar date in any zone: no instant to convert
             day = date.fromisoformat(h.value)
-            row.update(localStart=day.isoformat(), localEnd=(day + timedelta(days=1)).isoformat())
+            end = (day + timedelta(days=1)).isoformat() if day < date.max else "10000-01-01"
+            row.update(localStart=day.isoformat(), localEnd=end)
         else:
             local = from_us(h.start).astimezone(zone).isoformat()
             row.update(localStart=local, localEnd=local)

@@ -192,21 +192,26 @@ def _hits(
     for m, current in page:
         if current is None:
             by_source.setdefault(id(m.source), (m.source, []))[1].append(m.rowid)
-    marked: dict[tuple[int, int], tuple[str, str, str]] = {}
+    marked: dict[tuple[int, int], tuple[str, str, str | None]] = {}
     originals: dict[tuple[int, int], tuple[str, str, str]] = {}
+    body_matched: set[tuple[int, int]] = set()  # bodies over 64 KiB that hold a match
     for proj, rowids in by_source.values():
-        for rowid, cols in proj.highlights(terms, rowids).items():
+        large = []
+        for rowid, cols in proj.highlights(terms, rowids, body_limit=LARGE_BODY_BYTES).items():
             marked[(id(proj), rowid)] = cols
-        for rowid, cols in proj.texts(rowids).items():
+            if cols[2] is None:
+                large.append(rowid)
+        body_matched.update((id(proj), rowid) for rowid in proj.body_matches(terms, large))
+        for rowid, cols in proj.texts(rowids, body_limit=LARGE_BODY_BYTES).items():
             originals[(id(proj), rowid)] = cols
     currents = [main.ids[c] for _, c in page if c is not None]
-    current_texts = main.texts(currents)
+    current_texts = main.texts(currents, body_limit=LARGE_BODY_BYTES)
     hits = []
     for m, current in page:
         if current is None:
             r = snap.records[m.id]
             key = (id(m.source), m.rowid)
-            hit = _direct_hit(snap, r, m.score, originals[key], marked.get(key))
+            hit = _direct_hit(snap, r, m.score, originals[key], marked.get(key), key in body_matched)
         else:
             r = snap.records[current]
             earlier = snap.records[m.id]
@@ -257,16 +262,24 @@ HIT_KEYS = (
 
 
 def _direct_hit(
-    snap: Snapshot, r: Any, score: float, texts: tuple[str, str, str], marked: tuple[str, str, str] | None
+    snap: Snapshot,
+    r: Any,
+    score: float,
+    texts: tuple[str, str, str],
+    marked: tuple[str, str, str | None] | None,
+    large_body_matched: bool,
 ) -> dict[str, Any]:
+    """``texts`` holds only the opening of a body over 64 KiB, whose highlight is None in ``marked``."""
     title, aliases, body = texts
-    found = {}
+    found: dict[str, list[tuple[int, int]]] = {}
+    large = marked is not None and marked[2] is None
     if marked is not None:
         for name, original, highlighted in zip(("title", "aliases", "body"), texts, marked, strict=True):
-            located = spans(highlighted, original)
+            located = spans(highlighted, original) if highlighted is not None else None
             if located:
                 found[name] = located
-    large = len(body.encode("utf-8")) > LARGE_BODY_BYTES
+    if large and large_body_matched:
+        found["body"] = []  # it matched; where is not looked for in a body this large
     if "body" in found and not large:
         snippet = body_snippet(r, body, found["body"])
     elif "title" in found:
