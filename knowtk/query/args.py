@@ -73,6 +73,7 @@ def _string_items(allowed: tuple[str, ...] | None) -> Schema:
         item["enum"] = list(allowed)
     return item
 
+
 _ZONE_KEY = re.compile(r"(?=.{1,64}$)[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*", re.S)
 
 
