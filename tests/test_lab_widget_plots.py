@@ -190,7 +190,7 @@ def test_every_colour_is_a_theme_variable(store: knowtk.Store, gold_file: Path) 
     lab.case.value = "road"
     lab.variant.value = "default"
     shown = lab.html() + lab.cases.value + "".join(r.meta for r in lab.rows.rows)
-    assert "class=\"knowtk\"" in shown and "box bad" in shown  # the shared style sheet and its status boxes
+    assert 'class="knowtk"' in shown and "box bad" in shown  # the shared style sheet and its status boxes
     # a literal colour is only ever a var(--jp-...) fallback
     literal = re.findall(r"(?<!,)#[0-9a-fA-F]{3,6}\b", shown)
     assert not literal, literal

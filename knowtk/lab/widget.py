@@ -329,8 +329,7 @@ class QueryLabWidget(W.VBox):
             self._quiet = False
         message = f"<p>ran {len(self.gold)} cases × {len(names)} variant(s)</p>"
         message += "".join(
-            banner("warn", f"UNSCORED {p['case']} [{p['variant']}]:", _e(p["message"]))
-            for p in result.problems
+            banner("warn", f"UNSCORED {p['case']} [{p['variant']}]:", _e(p["message"])) for p in result.problems
         )
         self.message.value = wrap(message)
         self.render()
