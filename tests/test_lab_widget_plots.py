@@ -211,6 +211,7 @@ def test_a_refusal_replaces_the_answer(store: knowtk.Store, gold_file: Path, tmp
     assert lab.result is None and lab.view is None and lab.gold is None
     assert "REFUSED" in lab.message.value and f"{bad}:9" in (lab.error or "")
     assert lab.metrics.value == lab.cases.value == "" and lab.rows.rows == [] and lab.case.value is None
+    assert lab.variants.options == lab.left.options == lab.variant.options == ()  # no stale choices either
     assert "road" not in lab.html() and "REFUSED" in lab._repr_mimebundle_()["text/html"]
     lab.run_button.click()  # nothing loaded: refused, nothing shown
     assert "Load a gold set first" in lab.message.value and lab.result is None
@@ -222,3 +223,4 @@ def test_a_refusal_replaces_the_answer(store: knowtk.Store, gold_file: Path, tmp
     lab.run()
     assert lab.result is None and lab.rows.rows == [] and lab.metrics.value == ""
     assert "REFUSED" in lab.message.value and "the store folder does not exist" in (lab.error or "")
+    assert lab.gold is not None and lab.variants.options  # the gold set stays loaded: Run again once it is back

@@ -215,7 +215,7 @@ def _detail_html(d: dict[str, Any] | None) -> str:
             why.append(banner("good", f"{e['id']}{counted}", f"rank {e['rank']}"))
         else:
             reason = e.get("why") or {}
-            text = f"<b>{_e(reason.get('reason'))}</b><br><span class='muted'>{_e(reason.get('message'))}</span>"
+            text = f"<b>{_e(reason.get('reason'))}</b><br>{_e(reason.get('message'))}"  # muted fails AA on a box
             why.append(banner("bad", f"{e['id']}{counted}", text))
     for m in d["mustNot"]:
         seen = f"appears at rank {m['rank']}" if m["rank"] else "absent, as it must be"
@@ -314,7 +314,7 @@ class QueryLabWidget(W.VBox):
         try:
             result = run(self.gold, self.target, variants=list(self.variants.value) or None)
         except KnowtkError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), keep_gold=True)
             return None
         self.result, self.error = result, None
         names = result.variant_names
@@ -375,16 +375,19 @@ class QueryLabWidget(W.VBox):
         self.detail.value = _detail_html(None)
         self.rows.set_rows([])
         self._quiet = True
-        try:
-            self.case.options = []
+        try:  # no choices left over from an earlier gold set or run
+            self.case.options = self.left.options = self.right.options = self.variant.options = []
             self.case.value = None
         finally:
             self._quiet = False
 
-    def _fail(self, reason: str) -> None:
-        """A refusal replaces the answer: the earlier run is gone from the view and from ``.result``."""
-        gold = self.gold if reason == "Load a gold set first." else None
+    def _fail(self, reason: str, *, keep_gold: bool = False) -> None:
+        """A refusal replaces the answer: the earlier run is gone from the view and from ``.result``.
+        A refused run keeps its loaded gold set (Run again once the store is back); a refused load does not."""
+        gold = self.gold if keep_gold else None
         self._clear()
+        if gold is None:
+            self.variants.options = []
         self.gold, self.error = gold, reason
         self.message.value = wrap(banner("bad", "REFUSED", _e(reason)))
 
