@@ -544,7 +544,7 @@ def test_query_lab_widget_row_click_shows_hits_and_why_not(
         page.close()
 
 
-@pytest.mark.parametrize("theme", THEMES[:2])
+@pytest.mark.parametrize("theme", THEMES)
 def test_query_lab_widget_is_readable_in_the_theme(browser: Any, lab: dict[str, Any], theme: str) -> None:
     from playwright.sync_api import expect
 
