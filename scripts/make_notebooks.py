@@ -735,8 +735,10 @@ QUERY_LAB: list[Cell] = [
     ## The lab widget
 
     `QueryLabWidget(store, gold)` loads a gold set, runs it under the chosen variants, shows the
-    metrics and the cases of two variants (changed first), and a picked case's hits with the why-not
-    of each expected id. Where widgets do not run, the output is a static copy of its state.
+    metrics and the cases of two variants (changed first), one row per case. Click a case's row and
+    its hits and the why-not of each expected id open directly under it (`lab.case.value = ...` does
+    the same from code). A malformed gold set or a store error is refused in place of the answer.
+    Where widgets do not run, the output is a static copy of its state.
     """),
     code("""
     from knowtk.lab.widget import QueryLabWidget
@@ -744,7 +746,7 @@ QUERY_LAB: list[Cell] = [
     lab = QueryLabWidget(store, REPO / "data" / "fixtures" / "gold" / "demo.yaml")
     lab.variants.value = ("default", "any-words")
     lab.run()
-    lab.case.value = "gpu-budget"  # a click on a case
+    lab.case.value = "gpu-budget"  # as a click on its row
     lab
     """),
     md("""

@@ -114,6 +114,32 @@ def _missing() -> str | None:
     return None
 
 
+LAB_NOTEBOOK = "lab_scratch.ipynb"
+LAB_VARIANTS = ["default", "any-words"]
+LAB_CELL = f"""\
+import tempfile
+from pathlib import Path
+
+import knowtk
+from knowtk.lab.widget import QueryLabWidget
+
+root = Path.cwd().parent
+store = knowtk.open_store(root / "data" / "fixtures" / "demo", state_dir=tempfile.mkdtemp())
+lab = QueryLabWidget(store, root / "data" / "fixtures" / "gold" / "demo.yaml", variants={LAB_VARIANTS!r})
+lab.run()
+lab"""
+
+
+def write_lab_notebook(path: Path) -> None:
+    """The QueryLabWidget of notebook 06 alone (06 runs ablations, an edit and the CLI: slow for a browser test)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(LAB_CELL)]
+    nbformat.write(nb, path)
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """JupyterLab serving copies of the notebooks and the demo store, on 127.0.0.1 and a free port."""
@@ -129,6 +155,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     (root / "notebooks").mkdir()
     for name in ("01_quickstart.ipynb", "02_supersession_review.ipynb"):
         shutil.copy(REPO / "notebooks" / name, root / "notebooks" / name)
+    shutil.copytree(REPO / "data" / "fixtures" / "gold", root / "data" / "fixtures" / "gold")
+    write_lab_notebook(root / "notebooks" / LAB_NOTEBOOK)
     settings = base / "settings" / "@jupyterlab"
     for path, values in {
         "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
@@ -449,5 +477,92 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         expect(outputs.filter(has_text="LookupWidget · 'dec-2025-012'")).to_contain_text("dec-2026-021")
         shot(knowl, "stored-1-knowl-before-running")
+    finally:
+        page.close()
+
+
+LAB_BOX = "path to a .yaml or .csv gold set"
+
+
+def lab_expected(demo: knowtk.Store) -> dict[str, Any]:
+    """What the lab widget of the scratch notebook shows, computed in this process."""
+    from knowtk.lab import load_gold, run
+    from knowtk.lab.widget import lab_view
+
+    result = run(load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), demo, variants=LAB_VARIANTS)
+    return lab_view(result, case="gpu-budget")
+
+
+def test_query_lab_widget_row_click_shows_hits_and_why_not(
+    browser: Any, lab: dict[str, Any], demo: knowtk.Store
+) -> None:
+    from playwright.sync_api import expect
+
+    view = lab_expected(demo)
+    detail = view["detail"]
+    missed = next(e for e in detail["expected"] if e["id"] == "dec-2025-009")
+    assert missed["why"]["reason"] == "excluded by chain_dead_end"  # the demo gold set's failing case
+    page = run_notebook(browser, lab, LAB_NOTEBOOK)
+    try:
+        widget_area = widget(page, LAB_BOX)
+        expect(widget_area).to_contain_text("default vs any-words, changed first")
+        rows = widget_area.locator(".knowtk-row")
+        expect(rows).to_have_count(len(view["order"]))
+        for row, case in zip(rows.all(), view["order"], strict=True):
+            expect(row.locator(".knowtk-pick")).to_have_text(case)
+            assert row.bounding_box()["height"] < 40  # compact: one line per case
+        expect(widget_area.locator(".knowtk-inline")).to_have_count(0)  # no detail before a click
+        shot(widget_area, "lab-1-run")
+        # a case clicked: its hits and the why-not of each expected id open directly under its row
+        row = rows.nth(view["order"].index("gpu-budget"))
+        row.locator(".knowtk-pick").click()
+        inline = widget_area.locator(".knowtk-inline")
+        expect(inline).to_contain_text(f"gpu-budget · {detail['variant']}")
+        expect(inline).to_contain_text("MISSED")
+        for hit in detail["hits"]:
+            expect(inline).to_contain_text(hit["id"])
+        expect(inline).to_contain_text("dec-2025-009")
+        expect(inline).to_contain_text("excluded by chain_dead_end")
+        expect(inline).to_contain_text(missed["why"]["message"])
+        assert row.evaluate("el => el.nextElementSibling.classList.contains('knowtk-inline')")
+        assert "knowtk-selected" in (row.get_attribute("class") or "")
+        inline.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "lab-2-case-clicked.png"))
+        # another case: the detail moves under that row
+        rows.first.locator(".knowtk-pick").click()
+        expect(inline).to_contain_text(f"{view['order'][0]} · ")
+        assert rows.first.evaluate("el => el.nextElementSibling.classList.contains('knowtk-inline')")
+        # a malformed gold set path is refused, and the refusal replaces the answer
+        box = widget_area.get_by_placeholder(LAB_BOX)
+        box.fill("no/such/gold.yaml")
+        widget_area.get_by_role("button", name="Load").click()
+        expect(widget_area).to_contain_text("REFUSED")
+        expect(rows).to_have_count(0)
+        expect(widget_area).not_to_contain_text("changed first")
+        shot(widget_area, "lab-3-refused")
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_query_lab_widget_is_readable_in_the_theme(browser: Any, lab: dict[str, Any], theme: str) -> None:
+    from playwright.sync_api import expect
+
+    page = run_notebook(browser, lab, LAB_NOTEBOOK, theme=theme)
+    slug = theme.lower().replace(" ", "-")
+    try:
+        light = page.evaluate("document.body.dataset.jpThemeLight")
+        assert light == ("true" if theme == "JupyterLab Light" else "false"), f"{theme} is not applied"
+        widget_area = widget(page, LAB_BOX)
+        widget_area.locator(".knowtk-row", has_text="gpu-budget").locator(".knowtk-pick").click()
+        expect(widget_area.locator(".knowtk-inline")).to_contain_text("excluded by chain_dead_end")
+        shot(widget_area, f"theme-{slug}-lab")
+        inline = widget_area.locator(".knowtk-inline")
+        inline.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"theme-{slug}-lab-detail.png"))
+        failures = [t for t in worst_contrast(page, widget_area) if t["ratio"] < AA]
+        assert not failures, "\n".join(
+            f"{t['ratio']:.2f} {t['text']!r} {t['color']} on {t['background']} ({t['where']})" for t in failures[:20]
+        )
     finally:
         page.close()

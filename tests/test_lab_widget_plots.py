@@ -157,3 +157,70 @@ def test_the_lab_imports_matplotlib_and_ipywidgets_only_when_used() -> None:
     code = "import sys, knowtk.lab, knowtk.lab.cli; print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_each_case_is_a_row_whose_click_opens_its_detail_under_it(store: knowtk.Store, gold_file: Path) -> None:
+    lab = QueryLabWidget(store, gold_file)
+    lab.run()
+    assert lab.view is not None
+    assert [r.key for r in lab.rows.rows] == lab.view["order"] and lab.detail not in lab.rows.children
+    road = lab.rows.rows[0]
+    assert road.key == "road" and "BETTER" in road.meta and "zebra road trip" in road.meta
+    before = dict(lab.rows.buttons)
+    lab.rows.buttons["quagga"].click()  # what a click on the row does
+    assert lab.case.value == "quagga" and lab.view["detail"]["case"] == "quagga"
+    children = list(lab.rows.children)
+    assert children[children.index(lab.rows.boxes["quagga"]) + 1] is lab.detail  # directly under its row
+    assert "absent, as it must be" in lab.detail.value
+    assert lab.rows.buttons == before  # a click moves the detail; the rows are not rebuilt
+    lab.case.value = "road"  # the programmatic way, the same as a click
+    children = list(lab.rows.children)
+    assert lab.rows.selected == "road" and children[children.index(lab.rows.boxes["road"]) + 1] is lab.detail
+    lab.variant.value = "default"
+    assert "not matched (lacks trip)" in lab.detail.value and lab.rows.selected == "road"
+    lab.case.value = None
+    assert lab.rows.selected is None and lab.detail not in lab.rows.children
+
+
+def test_every_colour_is_a_theme_variable(store: knowtk.Store, gold_file: Path) -> None:
+    import re
+
+    lab = QueryLabWidget(store, gold_file)
+    lab.run()
+    lab.case.value = "road"
+    lab.variant.value = "default"
+    shown = lab.html() + lab.cases.value + "".join(r.meta for r in lab.rows.rows)
+    assert 'class="knowtk"' in shown and "box bad" in shown  # the shared style sheet and its status boxes
+    # a literal colour is only ever a var(--jp-...) fallback
+    literal = re.findall(r"(?<!,)#[0-9a-fA-F]{3,6}\b", shown)
+    assert not literal, literal
+    assert all(v.startswith("var(--jp-") for v in re.findall(r"var\(--[^,)]+", shown))
+
+
+def test_a_refusal_replaces_the_answer(store: knowtk.Store, gold_file: Path, tmp_path: Path) -> None:
+    import shutil
+
+    lab = QueryLabWidget(store, gold_file)
+    lab.run()
+    lab.case.value = "road"
+    assert lab.result is not None and lab.rows.rows and "hit@1" in lab.metrics.value
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOLD.replace("knowledge_lookup", "lookup"), encoding="utf-8")
+    lab.path.value = str(bad)
+    lab.load_button.click()
+    assert lab.result is None and lab.view is None and lab.gold is None
+    assert "REFUSED" in lab.message.value and f"{bad}:9" in (lab.error or "")
+    assert lab.metrics.value == lab.cases.value == "" and lab.rows.rows == [] and lab.case.value is None
+    assert lab.variants.options == lab.left.options == lab.variant.options == ()  # no stale choices either
+    assert "road" not in lab.html() and "REFUSED" in lab._repr_mimebundle_()["text/html"]
+    lab.run_button.click()  # nothing loaded: refused, nothing shown
+    assert "Load a gold set first" in lab.message.value and lab.result is None
+    lab.path.value = str(gold_file)
+    lab.load_button.click()
+    lab.run()
+    assert lab.error is None and lab.result is not None and "REFUSED" not in lab.message.value
+    shutil.rmtree(store.root)  # a store error (the folder is gone): refused, and the earlier answer goes with it
+    lab.run()
+    assert lab.result is None and lab.rows.rows == [] and lab.metrics.value == ""
+    assert "REFUSED" in lab.message.value and "the store folder does not exist" in (lab.error or "")
+    assert lab.gold is not None and lab.variants.options  # the gold set stays loaded: Run again once it is back

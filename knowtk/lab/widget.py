@@ -3,7 +3,7 @@
     from knowtk.lab.widget import QueryLabWidget
     lab = QueryLabWidget(store, "data/fixtures/gold/demo.yaml")
     lab.run_button.click()          # or lab.run()
-    lab.case.value = "gpu-budget"   # the detail pane: its hits, and why each expected id is missing
+    lab.case.value = "gpu-budget"   # as a click on its row: its hits, and why each expected id is missing
 
 Everything shown comes from :func:`lab_view`, a plain dict built from the :class:`~knowtk.lab.run.LabRun`
 (metrics per variant, the cases of two variants side by side with the changed ones first, and
@@ -20,6 +20,8 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import KnowtkError
+from ..notebook.rows import Row, RowList
+from ..notebook.style import banner, wrap
 from ..store import Store
 from ..workspace import Workspace
 from .compare import compare
@@ -28,17 +30,12 @@ from .goldset import GoldSet, load_gold
 from .metrics import METRICS
 from .run import CHECKS, LabRun, run
 
-__all__ = ["QueryLabWidget", "lab_view", "view_html"]
+__all__ = ["QueryLabWidget", "case_row", "lab_view", "view_html"]
 
 _SCORES = (*METRICS, *CHECKS)
-_STYLE = """<style>
-.knowtk-lab table{border-collapse:collapse;font-size:12px;margin:4px 0}
-.knowtk-lab th,.knowtk-lab td{border-bottom:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
-.knowtk-lab tr.changed td{background:#fff7ed}
-.knowtk-lab tr.expected td{background:#ecfdf5}
-.knowtk-lab tr.banned td{background:#fef2f2}
-.knowtk-lab .muted{color:#666;font-size:11px}
-</style>"""
+# Colours come from the shared notebook style (JupyterLab's --jp-* variables); a mark is always
+# written out too (the change, "expected, grade 3", "MUST NOT APPEAR"), never left to colour alone.
+_HINT = "<p class='muted'>Click a case to see its hits and why each expected id is (not) there.</p>"
 
 
 def _e(value: Any) -> str:
@@ -146,50 +143,68 @@ def view_html(view: dict[str, Any]) -> dict[str, str]:
         + f"<td>{m['scored']}/{m['cases']}</td></tr>"
         for m in view["metrics"]
     )
-    metrics = f"<div class='knowtk-lab'>{_STYLE}<table><tr>{head}</tr>{rows}</table></div>"
+    metrics = wrap(f"<table><tr>{head}</tr>{rows}</table>")
     two = view["left"] != view["right"]
     heads = ["case", "tool", "query", "change" if two else "outcome", f"nDCG@k {view['left']}"]
     heads += [f"nDCG@k {view['right']}", "rank"] if two else ["rank"]
     body = []
     for c in view["cases"]:
-        changed = c["change"] not in ("same", "passed")
-        rank = f"{c['rank_left'] or '—'} → {c['rank_right'] or '—'}" if two else f"{c['rank_left'] or '—'}"
-        cells = [c["case"], c["tool"], c["query"], c["change"], _n(c["left"])]
-        cells += [_n(c["right"]), rank] if two else [rank]
-        body.append(f"<tr class='{'changed' if changed else ''}'>" + "".join(f"<td>{_e(x)}</td>" for x in cells))
-    title = f"<p><b>cases</b>: {_e(view['left'])} vs {_e(view['right'])}, changed first</p>" if two else ""
-    cases = (
-        f"<div class='knowtk-lab'>{title}<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in heads)}</tr>"
-        f"{''.join(body)}</table></div>"
+        cells = [_e(x) for x in (c["case"], c["tool"], c["query"])]
+        cells += [_change_html(c), _n(c["left"])]
+        cells += [_n(c["right"]), _e(_rank(c, two))] if two else [_e(_rank(c, two))]
+        body.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    cases = wrap(
+        f"{_cases_title(view)}<table><tr>{''.join(f'<th>{_e(h)}</th>' for h in heads)}</tr>{''.join(body)}</table>"
     )
     return {"metrics": metrics, "cases": cases, "detail": _detail_html(view["detail"])}
 
 
+def _cases_title(view: dict[str, Any]) -> str:
+    if view["left"] != view["right"]:
+        return f"<p><b>cases</b>: {_e(view['left'])} vs {_e(view['right'])}, changed first</p>"
+    return f"<p><b>cases</b> under {_e(view['left'])}</p>"
+
+
+def _rank(c: dict[str, Any], two: bool) -> str:
+    return f"{c['rank_left'] or '—'} → {c['rank_right'] or '—'}" if two else f"{c['rank_left'] or '—'}"
+
+
+def _change_html(c: dict[str, Any]) -> str:
+    """The change (or outcome) in words; one that needs a look (not "same", not "passed") in bold capitals."""
+    return _e(c["change"]) if c["change"] in ("same", "passed") else f"<b>{_e(str(c['change']).upper())}</b>"
+
+
+def case_row(c: dict[str, Any], *, two: bool) -> Row:
+    """One case of a :func:`lab_view` as a compact clickable row: its id, then tool, query, change, nDCG, rank."""
+    ndcg = f"{_n(c['left'])} → {_n(c['right'])}" if two else _n(c["left"])
+    facts = [_e(c["tool"]), f"“{_e(c['query'])}”", _change_html(c), f"nDCG@k {ndcg}", f"rank {_e(_rank(c, two))}"]
+    return Row(key=c["case"], label=c["case"], tooltip=f"{c['case']}: {c['query']}", meta=" · ".join(facts))
+
+
 def _detail_html(d: dict[str, Any] | None) -> str:
     if d is None:
-        return "<p class='muted'>Pick a case to see its hits and why each expected id is (not) there.</p>"
+        return wrap(_HINT)
+    outcome = "PASSED" if d["passed"] else "MISSED" if d["status"] == "ok" else str(d["status"]).upper()
     parts = [
-        f"<div class='knowtk-lab'>{_STYLE}<h4 style='margin:2px 0'>{_e(d['case'])} · {_e(d['variant'])}</h4>",
-        f"<p>{_e(d['tool'])} {_e(repr(d['query']))} · k={d['k']} · "
-        f"<b>{'PASSED' if d['passed'] else 'MISSED' if d['status'] == 'ok' else d['status'].upper()}</b></p>",
+        f"<h4 style='margin:2px 0'>{_e(d['case'])} · {_e(d['variant'])}</h4>",
+        f"<p>{_e(d['tool'])} {_e(repr(d['query']))} · k={d['k']} · <b>{outcome}</b></p>",
     ]
     if d["error"]:
-        parts.append(f"<p style='color:#b00'>{_e(d['error'])}</p>")
+        parts.append(banner("bad", "ERROR", _e(d["error"])))
     if d["expectedStatus"]:
         parts.append(f"<p>lookup status {_e(d['lookupStatus'])} (expected {_e(d['expectedStatus'])})</p>")
     scored = " · ".join(f"{n} {_n(d['metrics'][n])}" for n in _SCORES if d["metrics"].get(n) is not None)
     parts.append(f"<p class='muted'>{_e(scored)}</p>")
     rows = []
     for h in d["hits"]:
-        cls = "expected" if h["expected"] else "banned" if h["must_not"] else ""
         mark = f"expected, grade {h['grade']}" if h["expected"] else ""
         if h["expected"] and h["expected"] != h["id"]:
             mark += f", counted for superseded {h['expected']}"
         mark = "MUST NOT APPEAR" if h["must_not"] else mark
-        via = f" ↳ via {h['via']}" if h["via"] else ""
+        via = f" <span class='via'>↳ via {_e(h['via'])}</span>" if h["via"] else ""
         rows.append(
-            f"<tr class='{cls}'><td>{h['rank']}</td><td>{_e(h['id'])}{_e(via)}</td><td>{_e(h['title'])}</td>"
-            f"<td>{_n(h['score'])}</td><td>{_e(mark)}</td></tr>"
+            f"<tr><td>{h['rank']}</td><td>{_e(h['id'])}{via}</td><td>{_e(h['title'])}</td>"
+            f"<td>{_n(h['score'])}</td><td><b>{_e(mark)}</b></td></tr>"
         )
     head = "<tr><th>#</th><th>id</th><th>title</th><th>score</th><th></th></tr>"
     parts.append(f"<table>{head}{''.join(rows)}</table>" if rows else "<p>no hits</p>")
@@ -197,25 +212,25 @@ def _detail_html(d: dict[str, Any] | None) -> str:
     for e in d["expected"]:
         counted = f" (counted as its replacement {e['counted']})" if e["replaced"] else ""
         if e["rank"] is not None and e["rank"] <= d["k"]:
-            why.append(f"<li><b>{_e(e['id'])}</b>{_e(counted)}: rank {e['rank']}</li>")
+            why.append(banner("good", f"{e['id']}{counted}", f"rank {e['rank']}"))
         else:
             reason = e.get("why") or {}
-            why.append(
-                f"<li><b>{_e(e['id'])}</b>{_e(counted)}: <b>{_e(reason.get('reason'))}</b>"
-                f"<br><span class='muted'>{_e(reason.get('message'))}</span></li>"
-            )
+            text = f"<b>{_e(reason.get('reason'))}</b><br>{_e(reason.get('message'))}"  # muted fails AA on a box
+            why.append(banner("bad", f"{e['id']}{counted}", text))
     for m in d["mustNot"]:
         seen = f"appears at rank {m['rank']}" if m["rank"] else "absent, as it must be"
-        why.append(f"<li>must not appear: <b>{_e(m['id'])}</b>: {seen}</li>")
+        why.append(banner("bad" if m["rank"] else "good", f"must not appear: {m['id']}", _e(seen)))
     if why:
-        parts.append(f"<p><b>expected ids</b></p><ul>{''.join(why)}</ul>")
-    parts.append("</div>")
-    return "".join(parts)
+        parts.append(f"<p><b>expected ids</b></p>{''.join(why)}")
+    return wrap("".join(parts))
 
 
 class QueryLabWidget(W.VBox):
     """A gold set's run in a notebook. ``.result`` is the :class:`LabRun`, ``.view`` the :func:`lab_view` dict,
-    ``.error`` the last refusal (shown, never raised from a callback)."""
+    ``.error`` the last refusal (shown in place of the answer, never raised from a callback).
+
+    Each case is a compact row (``.rows``); clicking it sets ``.case.value`` (hidden: the programmatic
+    way to pick a case) and opens the case's hits and why-nots (``.detail``) directly under the row."""
 
     def __init__(
         self,
@@ -241,22 +256,24 @@ class QueryLabWidget(W.VBox):
         self.run_button = W.Button(description="Run", button_style="primary", layout=W.Layout(width="80px"))
         self.left = W.Dropdown(description="compare", options=[], layout=W.Layout(width="240px"))
         self.right = W.Dropdown(description="with", options=[], layout=W.Layout(width="240px"))
-        self.case = W.Select(description="case", options=[], rows=8, layout=W.Layout(width="420px"))
-        self.variant = W.Dropdown(description="under", options=[], layout=W.Layout(width="240px"))
+        self.variant = W.Dropdown(description="case under", options=[], layout=W.Layout(width="240px"))
+        # the picked case: set by a row's click, or by code (``lab.case.value = "gpu-budget"``); the rows show it
+        self.case = W.Select(description="case", options=[], layout=W.Layout(display="none"))
         self.message = W.HTML()
         self.metrics = W.HTML()
         self.cases = W.HTML()
         self.detail = W.HTML(_detail_html(None))
+        self.rows = RowList(self.detail, self._row_clicked)
         super().__init__(
             children=[
                 W.HBox([self.path, self.load_button]),
                 W.HBox([self.variants, self.run_button]),
                 self.message,
                 self.metrics,
-                W.HBox([self.left, self.right]),
+                W.HBox([self.left, self.right, self.variant]),
                 self.cases,
-                W.HBox([self.case, self.variant]),
-                self.detail,
+                self.rows,
+                self.case,
             ]
         )
         self.load_button.on_click(lambda _b: self.load())
@@ -270,36 +287,37 @@ class QueryLabWidget(W.VBox):
 
     # -- actions ------------------------------------------------------------------------------------
     def load(self, variants: list[str] | None = None) -> GoldSet | None:
-        """Read the gold set at ``.path``; a malformed one is shown with its file and line."""
+        """Read the gold set at ``.path``; a malformed one is refused, with its file and line."""
         try:
             gold = load_gold(self.path.value.strip())
         except KnowtkError as exc:
-            self._fail(exc)
+            self._fail(str(exc))
             return None
         self._set_gold(gold, variants)
         return gold
 
     def _set_gold(self, gold: GoldSet, variants: list[str] | None) -> None:
-        self.gold, self.result, self.view, self.error = gold, None, None, None
+        self._clear()
+        self.gold = gold
         names = [v.name for v in gold.all_variants()]
         self.variants.options = names
         self.variants.value = tuple(variants or names)
-        self.message.value = f"<p>{_e(gold.name)}: {len(gold)} cases, k={gold.k}, variants {_e(', '.join(names))}</p>"
-        self.metrics.value = self.cases.value = ""
-        self.detail.value = _detail_html(None)
+        self.message.value = wrap(
+            f"<p>{_e(gold.name)}: {len(gold)} cases, k={gold.k}, variants {_e(', '.join(names))}</p>"
+        )
 
     def run(self) -> LabRun | None:
         """Run the loaded gold set under the chosen variants and show the result."""
         if self.gold is None:
-            self.message.value = "<p style='color:#b00'>Load a gold set first.</p>"
+            self._fail("Load a gold set first.")
             return None
         try:
-            self.result = run(self.gold, self.target, variants=list(self.variants.value) or None)
+            result = run(self.gold, self.target, variants=list(self.variants.value) or None)
         except KnowtkError as exc:
-            self._fail(exc)
+            self._fail(str(exc), keep_gold=True)
             return None
-        self.error = None
-        names = self.result.variant_names
+        self.result, self.error = result, None
+        names = result.variant_names
         self._quiet = True
         try:
             self.left.options = self.right.options = self.variant.options = names
@@ -309,44 +327,77 @@ class QueryLabWidget(W.VBox):
             self.case.value = None
         finally:
             self._quiet = False
-        self.message.value = f"<p>ran {len(self.gold)} cases × {len(names)} variant(s)</p>"
-        if self.result.problems:
-            self.message.value += "".join(
-                f"<p style='color:#b00'>UNSCORED {_e(p['case'])} [{_e(p['variant'])}]: {_e(p['message'])}</p>"
-                for p in self.result.problems
-            )
+        message = f"<p>ran {len(self.gold)} cases × {len(names)} variant(s)</p>"
+        message += "".join(
+            banner("warn", f"UNSCORED {p['case']} [{p['variant']}]:", _e(p["message"])) for p in result.problems
+        )
+        self.message.value = wrap(message)
         self.render()
         return self.result
 
     def render(self) -> dict[str, Any] | None:
-        """Rebuild ``.view`` from the controls and show it."""
+        """Rebuild ``.view`` from the controls and show it: the picked case's detail under its row."""
         if self.result is None:
             return None
         self.view = lab_view(
             self.result, case=self.case.value, variant=self.variant.value, left=self.left.value, right=self.right.value
         )
         panes = view_html(self.view)
-        self.metrics.value, self.cases.value, self.detail.value = panes["metrics"], panes["cases"], panes["detail"]
-        keep = self.case.value
+        two = self.view["left"] != self.view["right"]
+        self.metrics.value, self.detail.value = panes["metrics"], panes["detail"]
+        self.cases.value = wrap(_cases_title(self.view) + _HINT)
+        rows = [case_row(c, two=two) for c in self.view["cases"]]
+        keep = self.case.value if self.case.value in self.view["order"] else None
+        if rows != self.rows.rows:  # new rows only when the table changed; a click only moves the detail
+            self.rows.set_rows(rows, selected=keep)
+        else:
+            self.rows.mark(keep)
         self._quiet = True
         try:
             self.case.options = self.view["order"]
-            self.case.value = keep if keep in self.view["order"] else None
+            self.case.value = keep
         finally:
             self._quiet = False
         return self.view
+
+    def _row_clicked(self, key: str | None) -> None:
+        self.case.value = key  # observed: render() fills the detail under the row
 
     def _changed(self, _change: dict[str, Any]) -> None:
         if not self._quiet:
             self.render()
 
-    def _fail(self, exc: Exception) -> None:
-        self.error = str(exc)
-        self.message.value = f"<p style='color:#b00'><b>REFUSED</b> {_e(exc)}</p>"
+    def _clear(self) -> None:
+        """No answer shown: no run, no metrics, no cases, no detail."""
+        self.gold = self.result = self.view = None
+        self.error = None
+        self.metrics.value = self.cases.value = ""
+        self.detail.value = _detail_html(None)
+        self.rows.set_rows([])
+        self._quiet = True
+        try:  # no choices left over from an earlier gold set or run
+            self.case.options = self.left.options = self.right.options = self.variant.options = []
+            self.case.value = None
+        finally:
+            self._quiet = False
+
+    def _fail(self, reason: str, *, keep_gold: bool = False) -> None:
+        """A refusal replaces the answer: the earlier run is gone from the view and from ``.result``.
+        A refused run keeps its loaded gold set (Run again once the store is back); a refused load does not."""
+        gold = self.gold if keep_gold else None
+        self._clear()
+        if gold is None:
+            self.variants.options = []
+        self.gold, self.error = gold, reason
+        self.message.value = wrap(banner("bad", "REFUSED", _e(reason)))
 
     # -- where widgets do not run ---------------------------------------------------------------------
     def html(self) -> str:
-        return self.message.value + self.metrics.value + self.cases.value + self.detail.value
+        """A static copy of what is shown: the message, the metrics, the cases table and the picked case."""
+        if self.view is None:
+            return self.message.value
+        panes = view_html(self.view)
+        return self.message.value + panes["metrics"] + panes["cases"] + panes["detail"]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
