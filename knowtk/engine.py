@@ -103,6 +103,7 @@ class Engine:
         # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
         self.lock = threading.RLock()
         self.ordinal = next(_ordinals)
+        self.closed = False
         self._earlier: list[str] = []  # repairs queries made before the running check()
         self.retries = 0  # calls run again because another process changed the state (observability)
         self._writes = 0  # state.writes when the running call began
@@ -157,6 +158,7 @@ class Engine:
     def snapshot(self) -> Snapshot:
         """Scan and validate: the store as the current query sees it (within a call: its one snapshot)."""
         with self.lock:
+            self.ensure_open()
             if self._pinned is not None:
                 return self._pinned
             with _collector_paused():
@@ -333,6 +335,7 @@ class Engine:
         from .temporal import TemporalProjection
 
         with self.lock:
+            self.ensure_open()
             self._repairs_so_far()
             found: list[str] = []
             repaired: list[str] = []
@@ -468,8 +471,14 @@ class Engine:
         self._earlier = out
         return out
 
+    def ensure_open(self) -> None:
+        """Refuse any use of a closed engine (its SQLite connection is gone) with a KnowtkError."""
+        if self.closed:
+            raise StoreUnavailable(self.root, "this store was closed; open it again with knowtk.open_store")
+
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             close_source = getattr(self.scanner.source, "close", None)
             if close_source is not None:
                 close_source()
@@ -503,6 +512,7 @@ def run_all(engines: Sequence[Engine], fn: Callable[[], T]) -> T:
     with ExitStack() as stack:
         for engine in ordered:
             stack.enter_context(engine.lock)
+            engine.ensure_open()
         if any(e._depth for e in ordered):
             fresh = [e for e in ordered if not e._depth]
             if not fresh:

@@ -124,6 +124,7 @@ class Store:
         nothing was), "withdrawals": n, "guards": n}`` (the safeguards kept).
         """
         with self.engine.lock:
+            self.engine.ensure_open()
             return self.engine.safeguards.accept_loss()
 
     def close(self) -> None:

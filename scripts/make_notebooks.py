@@ -67,12 +67,7 @@ from knowtk.notebook import GrepWidget, diff_frame
 {FIND_REPO}
 
 
-def digest(root):
-    \"\"\"One hash over every Markdown file's path and bytes (to show the bundled store stays untouched).\"\"\"
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.md")):
-        h.update(p.relative_to(root).as_posix().encode() + b"\\0" + p.read_bytes())
-    return h.hexdigest()
+{DIGEST}
 
 
 before = digest(DEMO)
@@ -569,12 +564,7 @@ pd.set_option("display.max_colwidth", 70)
 {FIND_REPO}
 
 
-def digest(root):
-    \"\"\"One hash over every Markdown file's path and bytes (to show the bundled store stays untouched).\"\"\"
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.md")):
-        h.update(p.relative_to(root).as_posix().encode() + b"\\0" + p.read_bytes())
-    return h.hexdigest()
+{DIGEST}
 
 
 before = digest(DEMO)

@@ -88,3 +88,24 @@ def test_result_reads_like_the_dict(builder: StoreBuilder) -> None:
     assert res["total"] == 1 and len(res.to_dict()["hits"]) == 1  # to_dict() is a copy
     assert "knowledge_grep: 1 of 1" in repr(res)
     assert "<table" in res._repr_html_()
+
+
+def test_a_closed_store_refuses_every_use_with_store_unavailable(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra")
+    store = builder.open()
+    assert store.grep("zebra")["total"] == 1
+    store.close()
+    store.close()  # closing twice is harmless
+    uses = [
+        lambda: store.grep("zebra"),
+        lambda: store.call("knowledge_records", {}),
+        lambda: store.knowl("zebra"),
+        lambda: store.explain("a", query="zebra"),
+        lambda: store.snapshot(),
+        lambda: store.check(),
+        lambda: store.accept_safeguard_loss(),
+        lambda: knowtk.Workspace(store),
+    ]
+    for use in uses:
+        with pytest.raises(knowtk.StoreUnavailable, match="closed"):
+            use()
