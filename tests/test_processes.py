@@ -62,19 +62,25 @@ def _cold_query(root: str, state: str, out: multiprocessing.Queue) -> None:
         out.put(f"{type(exc).__name__}: {exc}")
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_processes_racing_to_create_one_state(tmp_path: Path, seed: int) -> None:
-    """Four processes open a state that does not exist yet, at once: one state, one journal, equal answers."""
-    state = tmp_path / "state"
+def _race(state: Path, n: int = 4) -> list:
+    """The answers of ``n`` processes that open ``state`` and query at once (none may fail)."""
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_cold_query, args=(str(DEMO), str(state), out)) for _ in range(4)]
+    procs = [ctx.Process(target=_cold_query, args=(str(DEMO), str(state), out)) for _ in range(n)]
     for p in procs:
         p.start()
     results = [out.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(timeout=60)
     assert all(not isinstance(r, str) for r in results), results
+    return results
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_processes_racing_to_create_one_state(tmp_path: Path, seed: int) -> None:
+    """Four processes open a state that does not exist yet, at once: one state, one journal, equal answers."""
+    state = tmp_path / "state"
+    results = _race(state)
     strip = {"freshness"}
     answers = {json.dumps([{k: v for k, v in a.items() if k not in strip} for a in r], sort_keys=True) for r in results}
     assert len(answers) == 1
@@ -96,15 +102,7 @@ def test_processes_opening_a_truncated_state_at_once(tmp_path: Path) -> None:
     for suffix in ("-wal", "-shm"):
         Path(f"{state / 'state.sqlite'}{suffix}").unlink(missing_ok=True)
     (state / "state.sqlite").write_bytes(b"")
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_cold_query, args=(str(DEMO), str(state), out)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-    assert all(not isinstance(r, str) for r in results), results
+    _race(state)  # every process answers (asserted inside)
     store = knowtk.open_store(DEMO, state_dir=state)
     assert store.engine.state.store_id == store_id
     assert store.engine.safeguards.withdrawn == withdrawn
