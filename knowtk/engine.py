@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from .config import CONFIG_FILE, StoreConfig, load_config
 from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
+from .persist import StoredSnapshot, guards_key, load_image, write_image
 from .records import Record
 from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner
 from .snapshot import Safeguards, Snapshot, build_snapshot
@@ -44,6 +45,9 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 PENDING_BODY_CHARS = 64 * 2**20
 # objects created while the collector was paused past which they are frozen (see _collector_paused)
 FREEZE_AFTER_OBJECTS = 200_000
+# files changed since the stored snapshot image past which it is written again (with at least this
+# many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
+IMAGE_DRIFT_FILES = 1000
 
 
 @contextmanager
@@ -135,6 +139,8 @@ class Engine:
         self._config_stat: tuple[int, int] | None = None
         self.config: StoreConfig = load_config(self.root)
         self._snapshot: Snapshot | None = None
+        self._image_tried = False  # the stored snapshot image is looked at once, by the first snapshot
+        self._image_drift = 0  # files changed since the image was written or loaded
         self._generation = 0
         self._touched: set[str] = set()
         self._pending_bodies: dict[str, str] = {}
@@ -161,6 +167,8 @@ class Engine:
             self.ensure_open()
             if self._pinned is not None:
                 return self._pinned
+            if not self._depth:  # outside a call (a direct use): one of its own, so that a retry is possible
+                return self.run(lambda: self.snapshot())
             with _collector_paused():
                 return self._snapshot_now()
 
@@ -201,11 +209,22 @@ class Engine:
         now = now_utc()
         config_changed = self._reload_config()
         guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
+        if self._snapshot is None and not self._image_tried:
+            self._image_tried = True
+            self._adopt_image()
         snap = self._snapshot
         expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
         if snap is None or self._touched or config_changed or expired or guards_changed:
+            if snap is None:
+                self.scanner.fill_all()  # a full build reads every record
+            self._image_drift += len(self._touched)
+            write = (
+                snap is None
+                or isinstance(snap, StoredSnapshot)
+                or self._image_drift >= max(IMAGE_DRIFT_FILES, len(self.scanner.files) // 20)
+            )
             snap = build_snapshot(
-                self.scanner.files,
+                self.scanner.parsed,
                 self.config,
                 self.safeguards,
                 generation=self._generation + 1,
@@ -214,7 +233,37 @@ class Engine:
                 touched=self._touched,
             )
             self._generation, self._snapshot, self._touched = snap.generation, snap, set()
+            if write:
+                snap.image_key = write_image(
+                    self.state, snap, scanner=self.scanner, config=self.config, safeguards=self.safeguards
+                )
+                self._image_drift = 0
         return snap
+
+    def _adopt_image(self) -> None:
+        """Take the snapshot stored in state.sqlite as the previous one, with the files changed since as touched."""
+        image = load_image(
+            self.state, self.scanner, config=self.config, generation=self._generation + 1, on_damage=self._image_damaged
+        )
+        if image is None or image.guards != guards_key(self.safeguards):
+            return
+        scanner = self.scanner
+        if image.scan_token is not None and image.scan_token == scanner.loaded_token:
+            drift = self._touched  # the scan cache was the image's files when loaded: what the scan changed since
+        else:  # compare the files with those the image was built from
+            paths = image.snapshot.paths
+            drift = {p for p, e in scanner.files.items() if e.sha256 is None or paths.get(p) != e.sha256}
+            drift |= paths.keys() - scanner.files.keys()
+            drift |= self._touched
+        self._generation += 1
+        self._snapshot, self._touched = image.snapshot, set(drift)
+
+    def _image_damaged(self) -> None:
+        """A part of the stored image proved damaged: forget it; the query runs again on a full build."""
+        self._snapshot = None
+        self._touched = set()
+        self._keyword_desired = self._keyword_base = None
+        self.safeguards.repairs.append("the stored snapshot image was damaged; the snapshot was built again")
 
     def _reload_config(self) -> bool:
         try:
@@ -223,12 +272,13 @@ class Engine:
         except FileNotFoundError:
             stat = None
         config_changed = getattr(self.scanner.source, "config_changed", None)  # an event proves a same-stat edit
-        if stat == self._config_stat and not (config_changed is not None and config_changed()):
+        event = config_changed() if config_changed is not None else False  # taken now, or it waits for the next query
+        if stat == self._config_stat and not event:
             return False
         first = self._config_stat is None and self._snapshot is None
         self._config_stat = stat
-        self.config = load_config(self.root)
-        return not first
+        before, self.config = self.config, load_config(self.root)
+        return not first and self.config != before
 
     # -- keyword projections ----------------------------------------------------------------------
     def keyword(self, snap: Snapshot) -> KeywordIndex:
@@ -254,6 +304,8 @@ class Engine:
             )
         try:
             with _collector_paused():
+                if snap.image_key is not None:
+                    self._trust_image(index, snap)
                 main_ids, history_ids = self._desired(snap)
                 base = self._keyword_base
                 since_main, since_history = ((base[0], base[2]), (base[1], base[2])) if base else (None, None)
@@ -261,8 +313,9 @@ class Engine:
                 def text(rid: str) -> tuple[str, str, str] | None:
                     return self._text(snap.records[rid])
 
-                index.written = index.main.reconcile(main_ids, text, since=since_main)
-                index.written += index.history.reconcile(history_ids, text, since=since_history)
+                mark = snap.image_key
+                index.written = index.main.reconcile(main_ids, text, since=since_main, mark=mark)
+                index.written += index.history.reconcile(history_ids, text, since=since_history, mark=mark)
         except sqlite3.Error as exc:
             index.main.invalidate()  # reload the mirrors next time
             index.history.invalidate()
@@ -278,6 +331,20 @@ class Engine:
         index.error = None
         index.generation = snap.generation
         return index
+
+    def _trust_image(self, index: KeywordIndex, snap: Snapshot) -> None:
+        """When the projections hold what this stored snapshot needs (their mark says so), take their
+        rows as the desired maps instead of deriving those from every record."""
+        cached = self._keyword_desired
+        if cached is not None and cached[0] == snap.generation:
+            return
+        index.main.ensure()
+        index.history.ensure()
+        if index.main.image_mark == snap.image_key and index.history.image_mark == snap.image_key:
+            main, history = dict(index.main.shas), dict(index.history.shas)
+            index.main.trust(main)
+            index.history.trust(history)
+            self._keyword_desired, self._keyword_base = (snap.generation, main, history), None
 
     def _desired(self, snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
         """{id: sha256} each keyword projection must hold: available active records, available superseded ones."""
@@ -297,15 +364,21 @@ class Engine:
             main, history = {}, {}
             ids = snap.records
         records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
+        # a stored snapshot knows each record's hash without building the record
+        sha_of = records.sha256_of if not isinstance(records, dict) else None
         for rid in ids:
-            r = records.get(rid)
-            if r is None or rid in unavailable:
+            if sha_of is not None:
+                sha = sha_of(rid)
+            else:
+                r = records.get(rid)
+                sha = r.sha256 if r is not None else None
+            if sha is None or rid in unavailable:
                 continue
             life = lifecycle[rid]
             if life == "active":
-                main[rid] = r.sha256
+                main[rid] = sha
             elif life == "superseded":
-                history[rid] = r.sha256
+                history[rid] = sha
         self._keyword_desired = (snap.generation, main, history)
         return main, history
 
@@ -377,6 +450,7 @@ class Engine:
                 repaired.append(f"{len(stale)} files parsed again")
             snap = self.snapshot()
             # the scan cache against the files as parsed
+            self.scanner.fill_all()
             if not self.state.table_exists("scan_files_v1"):
                 found.append("scan_files_v1 is missing")
                 self.scanner.save()  # creates it and writes every file

@@ -116,6 +116,8 @@ class FtsProjection:
         self.tokens: dict[int, int] = {}  # rowid -> tokens in the row (all columns)
         self.total_tokens = 0
         self.indexed_at: str | None = None
+        # the key of the stored snapshot image whose records the rows are exactly (knowtk.persist), or None
+        self.image_mark: str | None = None
         self._version: int | None = None
         self._synced: Mapping[str, str] | None = None  # the desired map last reconciled in full
         self.mirror = 0  # bumped whenever the in-memory rows above change
@@ -212,12 +214,14 @@ class FtsProjection:
                     "INSERT OR REPLACE INTO keyword_state_v1 (projection, fingerprint, indexed_at) VALUES (?, ?, NULL)",
                     (self.key, FINGERPRINT),
                 )
+                self.state.set_meta(self._mark_key, "")
             self.rebuilds += state is not None
             self.damaged = False
             state = (FINGERPRINT, None)
         conn.execute(f"DROP TABLE IF EXISTS temp.{self.vocab}")  # it may point at a table dropped since
         conn.execute(f"CREATE VIRTUAL TABLE temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)")
         self.indexed_at = state[1]
+        self.image_mark = self.state.meta(self._mark_key) or None
         self.ids, self.shas, self.id_of, self.tokens = {}, {}, {}, {}
         for rowid, rid, sha, tokens in conn.execute(f"SELECT rowid, id, sha256, tokens FROM {self.rows}"):
             self.ids[rid], self.shas[rid], self.id_of[rowid], self.tokens[rowid] = rowid, sha, rid, tokens
@@ -232,6 +236,7 @@ class FtsProjection:
         text_of: Callable[[str], tuple[str, str, str] | None],
         *,
         since: tuple[Mapping[str, str], Iterable[str]] | None = None,
+        mark: str | None = None,
     ) -> int:
         """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written.
 
@@ -253,6 +258,8 @@ class FtsProjection:
             fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
         if not stale and not fresh:
             self._synced = desired
+            if mark is not None and mark != self.image_mark:  # compared in full: the rows are that image's
+                self._set_mark(mark)
             return 0
         conn = self.conn
         inserted: list[tuple[int, str]] = []
@@ -293,9 +300,30 @@ class FtsProjection:
                 self.total_tokens += sizes[rowid]
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
+            self.image_mark = mark if complete else None
+            self.state.set_meta(self._mark_key, self.image_mark or "")
         self.mirror += 1
         self._synced = desired if complete else None
         return len(stale) + len(inserted)
+
+    @property
+    def _mark_key(self) -> str:
+        return f"{self.key}:image"
+
+    def trust(self, desired: Mapping[str, str]) -> None:
+        """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
+        self._synced = desired
+
+    def _set_mark(self, mark: str) -> None:
+        """Record that the rows are exactly the records of stored image ``mark`` (they were just compared)."""
+        try:
+            with self.state.transaction():
+                if self.state.data_version() != self._version:
+                    return  # another process wrote since the comparison: leave the mark to it
+                self.state.set_meta(self._mark_key, mark)
+        except (sqlite3.Error, Contention):
+            return
+        self.image_mark = mark
 
     def memo(self, generation: int) -> dict[Hashable, Any]:
         """A cache for what queries derive from these rows and one snapshot (the rows a filter allows).

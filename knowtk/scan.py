@@ -210,6 +210,9 @@ class FileEntry:
     problem: FileProblem | None = None
     record: Record | None = None
     issues: list[Issue] = field(default_factory=list)
+    # False for an entry loaded from scan_files_v1 without its frontmatter (a new process loads those
+    # only for the files a query needs): ``Scanner.entry`` fills it in
+    filled: bool = True
 
     def rebuild(self, path: str) -> None:
         if self.problem is not None or self.meta is None:
@@ -240,27 +243,78 @@ class Scanner:
         self._unsaved: set[str] = set()  # paths whose entry is not yet in scan_files_v1
         self._unremoved: set[str] = set()  # paths gone from the folder, still in scan_files_v1
         self._loaded = False
+        # scan_files_v1's change counter as this scanner knows it (None: the table may hold what
+        # `files` does not); loaded_token: its value when the cache was loaded
+        self.token: int | None = None
+        self.loaded_token: int | None = None
         self.parallel_min_files = PARALLEL_MIN_FILES
+        self.parsed: Mapping[str, FileEntry] = _Filled(self)  # `files`, each entry filled when read
         self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
         self.parses = 0  # frontmatter parses since the engine started
 
     def _load_cache(self) -> None:
-        self.state.conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
-        rows = self.state.conn.execute(
-            "SELECT path, size, mtime_ns, sha256, meta, body_line, problem_code, problem FROM scan_files_v1"
-        )
-        for path, size, mtime_ns, sha, meta, body_line, problem_code, problem in rows:
-            entry = FileEntry(
-                (size, mtime_ns),
-                sha,
-                json.loads(meta) if meta is not None else None,
-                body_line or 0,
-                FileProblem(problem_code, problem) if problem_code else None,
-            )
-            entry.rebuild(path)
-            self.files[path] = entry
-            self._stats[path] = entry.stat
+        """Load what the walk compares against: (size, mtime, sha256) of every file seen before.
+
+        The frontmatter stays in the table until a query needs the record (``entry``), so a
+        new process on a large built store does not parse and validate every record first.
+        """
+        conn = self.state.conn
+        conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
+        with self.state.reading():
+            rows = conn.execute("SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1")
+            files, stats = self.files, self._stats
+            for path, size, mtime_ns, sha, problem_code, problem in rows:
+                stat = (size, mtime_ns)
+                if problem_code or sha is None:  # nothing to parse: complete now
+                    entry = FileEntry(stat, sha, None, 0, FileProblem(problem_code, problem) if problem_code else None)
+                    entry.rebuild(path)
+                else:
+                    entry = FileEntry(stat, sha, filled=False)
+                files[path] = entry
+                stats[path] = stat
+            self.loaded_token = self.token = _token(self.state)
         self._loaded = True
+
+    def entry(self, path: str) -> FileEntry | None:
+        """The entry of a file with its record built (filled from scan_files_v1 on first use)."""
+        entry = self.files.get(path)
+        if entry is not None and not entry.filled:
+            self._fill(path, entry)
+        return entry
+
+    def _fill(self, path: str, entry: FileEntry) -> None:
+        row = self.state.conn.execute(
+            "SELECT sha256, meta, body_line FROM scan_files_v1 WHERE path = ? AND problem_code IS NULL", (path,)
+        ).fetchone()
+        if row is not None and row[0] == entry.sha256 and row[1] is not None:
+            meta, body_line = json.loads(row[1]), row[2] or 0
+        else:  # another process cached a newer version since: the file itself, if it still has this content
+            loaded = load_file(self.root, self.max_file_bytes, path, entry.stat, None)
+            fresh = loaded.entry if loaded is not None else None
+            if fresh is None or fresh.sha256 != entry.sha256 or fresh.meta is None:
+                self.forget([path])  # the next scan reads it again
+                raise Contention(f"{path} changed since the scan")
+            meta, body_line = fresh.meta, fresh.body_line
+        entry.meta, entry.body_line, entry.filled = meta, body_line, True
+        entry.rebuild(path)
+
+    def fill_all(self) -> None:
+        """Fill every entry (a full build needs them all): one pass over scan_files_v1."""
+        if all(e.filled for e in self.files.values()):
+            return
+        files = self.files
+        with self.state.reading():
+            rows = self.state.conn.execute(
+                "SELECT path, sha256, meta, body_line FROM scan_files_v1 WHERE problem_code IS NULL"
+            )
+            for path, sha, meta, body_line in rows:
+                entry = files.get(path)
+                if entry is not None and not entry.filled and entry.sha256 == sha and meta is not None:
+                    entry.meta, entry.body_line, entry.filled = json.loads(meta), body_line or 0, True
+                    entry.rebuild(path)
+        for path, entry in files.items():
+            if not entry.filled:
+                self._fill(path, entry)
 
     def scan(self, *, keep_bodies: int = sys.maxsize) -> tuple[set[str], dict[str, str]]:
         """Bring ``files`` up to date: (paths whose content changed or vanished, bodies read this time).
@@ -322,19 +376,32 @@ class Scanner:
         if not self._unsaved and not self._unremoved and self.state.table_exists("scan_files_v1"):
             return
         try:
+            if not self.state.table_exists("scan_files_v1"):
+                self.fill_all()
             with self.state.transaction() as conn:
                 if not self.state.table_exists("scan_files_v1"):
                     conn.execute(_CACHE_SCHEMA)
                     self._unsaved |= self.files.keys()
+                token = _token(self.state)
+                files = self.files
+                saved = [path for path in self._unsaved if path in files]
                 conn.executemany(
                     "INSERT OR REPLACE INTO scan_files_v1 "
                     "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (_cache_row(path, self.files[path]) for path in self._unsaved if path in self.files),
+                    (_cache_row(path, files[path]) for path in saved if files[path].filled),
+                )
+                conn.executemany(  # the same content with a new stat: the row keeps its frontmatter
+                    "UPDATE scan_files_v1 SET size = ?, mtime_ns = ? WHERE path = ? AND sha256 = ?",
+                    [(*files[p].stat, p, files[p].sha256) for p in saved if not files[p].filled],
                 )
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
+                self.state.set_meta(_TOKEN, str(token + 1))
         except (sqlite3.Error, Contention):
+            self.token = None
             return  # kept in _unsaved: written by the next scan (the cache only saves parsing)
+        # the table now holds exactly `files` if it held it before this write
+        self.token = token + 1 if token == self.token else None
         self._unsaved, self._unremoved = set(), set()
 
     def _load(self, changed: Mapping[str, Stat]) -> Iterator[tuple[str, Stat, Loaded | None]]:
@@ -367,6 +434,25 @@ class Scanner:
         if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha256:
             return None
         return body_of(data)
+
+
+class _Filled(Mapping[str, FileEntry]):
+    """A scanner's files with every entry read filled in (a snapshot build reads records through it)."""
+
+    def __init__(self, scanner: Scanner) -> None:
+        self._scanner = scanner
+
+    def __getitem__(self, path: str) -> FileEntry:
+        entry = self._scanner.entry(path)
+        if entry is None:
+            raise KeyError(path)
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._scanner.files)
+
+    def __len__(self) -> int:
+        return len(self._scanner.files)
 
 
 class Loaded(NamedTuple):
@@ -485,6 +571,14 @@ def _pool_context() -> Any:
         context.set_forkserver_preload([__name__])  # import knowtk once in the server, not in every worker
         return context
     return None
+
+
+_TOKEN = "scan_token"  # knowtk_meta key: bumped by every write to scan_files_v1
+
+
+def _token(state: StateDB) -> int:
+    value = state.meta(_TOKEN)
+    return int(value) if value and value.isdigit() else 0
 
 
 _CACHE_SCHEMA = (

@@ -33,7 +33,7 @@ from .records import Issue, Record
 from .scan import FileEntry
 from .state import JournalEntries, StateDB
 
-__all__ = ["Safeguards", "Snapshot", "build_snapshot", "in_scope", "normalize_name"]
+__all__ = ["Former", "Layered", "Safeguards", "Snapshot", "build_snapshot", "in_scope", "normalize_name"]
 
 # reasons a record is unavailable, most fundamental first
 WITHDRAWN, EXPIRED = "withdrawn", "expired"
@@ -424,6 +424,7 @@ class Snapshot:
     changed_ids: frozenset[str] | None = None
     previous_generation: int | None = None
     _index: _Index | None = field(default=None, repr=False)
+    image_key: str | None = None  # the snapshot image in state.sqlite this one is (knowtk.persist), if any
     _fingerprints: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
@@ -494,8 +495,95 @@ def _digest(path: str, sha256: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{path}\0{sha256}".encode()).digest()[:16], "big")
 
 
-def _name_keys(r: Record) -> set[str]:
+@dataclass(frozen=True, slots=True)
+class Former:
+    """What a build needs of a record whose file has changed since a stored snapshot was written
+    (its content is gone): the names and references to take back."""
+
+    id: str
+    name_keys: frozenset[str]
+    references: tuple[str, ...]
+
+
+def _name_keys(r: Record | Former) -> set[str]:
+    if isinstance(r, Former):
+        return set(r.name_keys)
     return {key for key in (normalize_name(t) for t in (r.title, *r.aliases) if t) if key}
+
+
+class Layered(Mapping[str, Record]):
+    """The records of a snapshot built on a stored one: this build's changes over the stored records.
+
+    Copying the stored mapping into a dict would load and validate every record; a build
+    changes few of them. ``base`` is the stored records (``knowtk.persist.StoredRecords``),
+    ``top`` what changed since (set or replaced), ``gone`` the base ids removed since.
+    """
+
+    __slots__ = ("base", "gone", "top")
+
+    def __init__(self, base: Any, top: dict[str, Record] | None = None, gone: set[str] | None = None) -> None:
+        self.base, self.top, self.gone = base, top or {}, gone or set()
+
+    def __getitem__(self, rid: str) -> Record:
+        found = self.top.get(rid)
+        if found is not None:
+            return found
+        if rid in self.gone:
+            raise KeyError(rid)
+        record: Record = self.base[rid]
+        return record
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.top or (rid not in self.gone and rid in self.base)
+
+    def __iter__(self) -> Any:
+        top, gone = self.top, self.gone
+        yield from (rid for rid in self.base if rid not in gone and rid not in top)
+        yield from top
+
+    def __len__(self) -> int:
+        return len(self.base) - len(self.gone) + sum(1 for rid in self.top if rid not in self.base)
+
+    def values(self) -> Any:
+        self.base.load_all(skip=self.top.keys() | self.gone)
+        return super().values()
+
+    def items(self) -> Any:
+        self.base.load_all(skip=self.top.keys() | self.gone)
+        return super().items()
+
+    def __setitem__(self, rid: str, record: Record) -> None:
+        self.top[rid] = record
+        if rid in self.base:
+            self.gone.discard(rid)
+
+    def __delitem__(self, rid: str) -> None:
+        if rid not in self:
+            raise KeyError(rid)
+        self.top.pop(rid, None)
+        if rid in self.base:
+            self.gone.add(rid)
+
+    def overlay(self) -> Layered:
+        """A copy for the next build (the base is shared: it never changes)."""
+        return Layered(self.base, dict(self.top), set(self.gone))
+
+    def previous(self, rid: str) -> Record | Former | None:
+        """The record as the snapshot had it, or what a build needs of it when its file has changed since."""
+        if rid in self.top:
+            return self.top[rid]
+        if rid in self.gone:
+            return None
+        found: Record | Former | None = self.base.previous(rid)
+        return found
+
+    def sha256_of(self, rid: str) -> str | None:
+        if rid in self.top:
+            return self.top[rid].sha256
+        if rid in self.gone:
+            return None
+        found: str | None = self.base.sha256_of(rid)
+        return found
 
 
 class _Grouped:
@@ -562,7 +650,9 @@ class _Build:
     ) -> None:
         ix = prev._index if prev is not None else None
         self.prev, self.files, self.safeguards, self.now = prev, files, safeguards, now
-        self.records: dict[str, Record] = dict(prev.records) if prev else {}
+        self.records: Any = {}  # a dict, or Layered when the previous snapshot was loaded from state.sqlite
+        if prev is not None:
+            self.records = dict(prev.records) if isinstance(prev.records, dict) else prev.records.overlay()
         self.lifecycle: dict[str, str] = dict(prev.lifecycle) if prev else {}
         self.superseded_by: dict[str, str | None] = dict(prev.superseded_by) if prev else {}
         self.names = _Grouped(prev.names if prev else {})
@@ -635,14 +725,14 @@ class _Build:
                     del folders[above]
         return ids
 
-    def _identity(self, ids: set[str]) -> tuple[dict[str, Record | None], set[str]]:
+    def _identity(self, ids: set[str]) -> tuple[dict[str, Record | Former | None], set[str]]:
         """An id claimed by one file is a record; by several, none of them is.
 
         Returns the records that changed (id -> the record before, or None) and the ids that
         became or stopped being a record or a duplicate (their dependents must be re-checked).
         """
         ix, files, records, excluded = self.ix, self.files, self.records, self.excluded
-        before: dict[str, Record | None] = {}
+        before: dict[str, Record | Former | None] = {}
         membership: set[str] = set()
         for rid in sorted(ids):
             claimants = self.claims.data.get(rid, [])
@@ -657,7 +747,7 @@ class _Build:
                 ix.dup_issues.pop(rid, None)
                 for p in claimants:
                     excluded.pop(p, None)
-            old = records.get(rid)
+            old = records.get(rid) if isinstance(records, dict) else records.previous(rid)
             new = files[claimants[0]].record if len(claimants) == 1 else None
             if new is not old:
                 before[rid] = old
@@ -669,7 +759,7 @@ class _Build:
                 membership.add(rid)
         return before, membership
 
-    def _records(self, before: dict[str, Record | None]) -> None:
+    def _records(self, before: dict[str, Record | Former | None]) -> None:
         """Lifecycle after the safeguards, names, references and expiry of the records that changed."""
         ix, records, names, referrers = self.ix, self.records, self.names, self.referrers
         reloaded = self.safeguards.observe([records[rid] for rid in before if rid in records], self.now)
@@ -709,7 +799,7 @@ class _Build:
             for ref in r.references:
                 referrers.add(ref, rid)
 
-    def _dependencies(self, before: dict[str, Record | None], membership: set[str]) -> None:
+    def _dependencies(self, before: dict[str, Record | Former | None], membership: set[str]) -> None:
         """Withdrawn, or a dependency missing: for the changed records and those that name a changed id."""
         ix, records = self.ix, self.records
         recheck = {rid for rid in before if rid in records}
@@ -738,7 +828,7 @@ class _Build:
             else:
                 ix.dep_issues.pop(rid, None)
 
-    def _derive(self, before: dict[str, Record | None], config: StoreConfig, generation: int) -> Snapshot:
+    def _derive(self, before: dict[str, Record | Former | None], config: StoreConfig, generation: int) -> Snapshot:
         """What follows from the small sets (expiring, unavailable, superseded), recomputed whole."""
         ix, records, lifecycle, superseded_by, now = self.ix, self.records, self.lifecycle, self.superseded_by, self.now
         ix.referrers = self.referrers.finish()

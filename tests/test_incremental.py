@@ -16,7 +16,7 @@ from tests.conftest import StoreBuilder
 from tests.test_bm25 import reference_scores
 
 FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
-COMPARED = [f for f in FIELDS if f not in ("generation", "changed_ids", "previous_generation")]
+COMPARED = [f for f in FIELDS if f not in ("generation", "changed_ids", "previous_generation", "image_key")]
 FOLDERS = ["team", "team/notes", "ops", "ops/old", "misc"]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
 

@@ -113,14 +113,17 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
     found = memo.get(key)
     if found is None:
         found = memo[key] = {}
+        everything = not flt.scope and flt.is_trivial  # no record needs to be looked at (nor built)
         for rid, rowid in history.ids.items():
             end = snap.chain_ends.get(rid)
             if (
                 end is not None
                 and end.current is not None
                 and end.current in main.ids
-                and in_scope(snap.records[rid].path, flt.scope)
-                and flt.passes(snap.records[end.current])
+                and (
+                    everything
+                    or (in_scope(snap.records[rid].path, flt.scope) and flt.passes(snap.records[end.current]))
+                )
             ):
                 found[rowid] = end.current
     return found
