@@ -204,6 +204,8 @@ class Engine:
     def _snapshot_now(self) -> Snapshot:
         room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
         touched, bodies = self.scanner.scan(keep_bodies=room)
+        if touched and isinstance(self._snapshot, StoredSnapshot):
+            self._snapshot.records.current = False  # its records must now be checked against their hashes
         self._pending_bodies.update(bodies)
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
@@ -256,6 +258,7 @@ class Engine:
             drift |= paths.keys() - scanner.files.keys()
             drift |= self._touched
         self._generation += 1
+        image.snapshot.records.current = not drift
         self._snapshot, self._touched = image.snapshot, set(drift)
 
     def _image_damaged(self) -> None:

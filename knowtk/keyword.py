@@ -163,10 +163,13 @@ class FtsProjection:
         if conn.execute(f"SELECT count(*) FROM {fts}_data WHERE id IN (1, 10)").fetchone()[0] != 2:
             out.append(f"{fts}_data lacks its structure records")
         rows = conn.execute(f"SELECT count(*) FROM {self.rows}").fetchone()[0]
-        for shadow in ("docsize", "content"):
-            n = conn.execute(f"SELECT count(*) FROM {fts}_{shadow}").fetchone()[0]
-            if n != rows:
-                out.append(f"{fts}_{shadow} holds {n} rows, {self.rows} {rows}")
+        n = conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
+        if n != rows:
+            out.append(f"{fts}_docsize holds {n} rows, {self.rows} {rows}")
+        # the content table holds every body: counting it reads them all, its first and last rows do not
+        span = conn.execute(f"SELECT min(rowid), max(rowid) FROM {self.rows}").fetchone()
+        if conn.execute(f"SELECT min(id), max(id) FROM {fts}_content").fetchone() != span:
+            out.append(f"{fts}_content does not span the rows of {self.rows}")
         if rows and conn.execute(f"SELECT 1 FROM {fts}_idx LIMIT 1").fetchone() is None:
             out.append(f"{fts}_idx is empty while the projection holds {rows} rows")
         return out
@@ -222,10 +225,11 @@ class FtsProjection:
         conn.execute(f"CREATE VIRTUAL TABLE temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)")
         self.indexed_at = state[1]
         self.image_mark = self.state.meta(self._mark_key) or None
-        self.ids, self.shas, self.id_of, self.tokens = {}, {}, {}, {}
-        for rowid, rid, sha, tokens in conn.execute(f"SELECT rowid, id, sha256, tokens FROM {self.rows}"):
-            self.ids[rid], self.shas[rid], self.id_of[rowid], self.tokens[rowid] = rowid, sha, rid, tokens
-        self.total_tokens = sum(self.tokens.values())
+        rows = conn.execute(f"SELECT rowid, id, sha256, tokens FROM {self.rows}").fetchall()
+        rowids, ids, shas, tokens = zip(*rows, strict=True) if rows else ((), (), (), ())  # dict(zip()): no Python loop
+        self.ids, self.shas = dict(zip(ids, rowids, strict=True)), dict(zip(ids, shas, strict=True))
+        self.id_of, self.tokens = dict(zip(rowids, ids, strict=True)), dict(zip(rowids, tokens, strict=True))
+        self.total_tokens = sum(tokens)
         self._version = version
         self._synced = None
         self.mirror += 1

@@ -485,12 +485,17 @@ class InotifyWatch:
         if self._inotify is not None:
             self._inotify.read()  # events of the old watches; the walk below supersedes them
         self._symlinks = set()
-        if self._root_id is not None:
-            self._watch_tree("", set())
-        listing = self.walk.listing()  # raises as the walk does for a missing or unreadable store
+        # every folder is watched just before the walk lists it: nothing falls between the two
+        unwatched: list[str] = []  # folders gone when watched (one made again at once would be listed)
+
+        def enter(folder: str) -> None:
+            if self._root_id is None or not self._add(folder):
+                unwatched.append(folder)
+
+        listing = self.walk.listing(enter=enter, symlinks=self._symlinks)  # raises as the walk does
         self.walks += 1
         self._config_event = True
-        for path in listing:
+        for path in listing if unwatched else ():  # else every folder listed was watched before it was listed
             # a folder the walk could not enter, or a folder symlink, is listed as 'a/b/': its parent 'a/' counts
             if _folder_of(path[:-1] if path.endswith("/") else path) not in self._wd_of:
                 raise _Fallback(f"{path} is listed by the walk but its folder cannot be watched")
