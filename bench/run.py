@@ -651,6 +651,7 @@ def summary(out: Path, sizes: list[int], seed: int) -> list[str]:
     text = "\n".join(lines)
     (out / f"summary-s{seed}.md").write_text(text + "\n")
     summary_json = {"seed": seed, "sizes": sorted(results), "notes": notes, "measures": measures}
+    summary_json["extrapolated"] = "at_1m, limit_1m and ok_1m are extrapolated by t = a*n^b, not measured"
     summary_json["disk"] = {n: r.get("disk") for n, r in results.items()}
     (out / f"summary-s{seed}.json").write_text(json.dumps(summary_json, indent=1))
     return lines
