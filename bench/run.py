@@ -2,6 +2,7 @@
 """knowtk against the floor: how close the query path comes to "stat walk + raw FTS5".
 
     python bench/run.py [--sizes 10000 100000] [--out bench/out] [--queries 20] [--seed 1] [--runs 5]
+    python bench/run.py --summary-only [--sizes 10000 100000 300000] [--out bench/out] [--seed 1]
 
 For every size it generates a synthetic store with ``../shared/bench/gen_store.py``
 (reused from --out when already there), measures the floor with the functions of
@@ -24,7 +25,14 @@ warm, mixed and changed use the change source ``open_store`` picks (inotify on L
 its ``freshness_mode`` is printed). The tables print knowtk beside the floor, and the
 targets of issue 11 (live store). knowtk's state
 goes to --out/state-N-sS, never into the generated store. Results are also written
-to --out/results-N-sS.json.
+to --out/results-N-sS.json, with the disk each size takes (the store's and the state
+folder's bytes and files, measured after the last group).
+
+After the last size it writes a summary over every --sizes entry (--out/summary-sS.json
+and .md): the tables of each size, then each measure fitted to a power law t = a*n^b
+(least squares on log-log) and extrapolated to 1,000,000 records. --summary-only builds
+that summary from the results files already in --out, measuring nothing (a 300k run is
+long); it only walks the store and state folders of a results file that has no disk figures.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "bench"
 GIB = 1024**3
+MILLION = 1_000_000
 FORMS = {  # knowtk mode -> limits.py's raw FTS5 form of the same words
     "all": lambda ws: " ".join(f'"{w}"' for w in ws),
     "any": lambda ws: " OR ".join(f'"{w}"' for w in ws),
@@ -81,6 +90,33 @@ def median_time(fn: Any, runs: int) -> float:
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)]
+
+
+def disk_usage(root: Path) -> dict[str, int]:
+    """Files under root, their bytes, and the bytes allocated for them (du: a 1.5 KB record takes a 4 KiB block)."""
+    files = size = allocated = 0
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    files += 1
+                    size += st.st_size
+                    allocated += st.st_blocks * 512
+    return {"files": files, "bytes": size, "allocated": allocated}
+
+
+def state_disk(state: Path) -> dict[str, Any]:
+    """disk_usage of the state folder, with the bytes of each entry in it (state.sqlite, its -wal, ...)."""
+    usage: dict[str, Any] = dict(disk_usage(state))
+    usage["parts"] = {
+        entry.name: disk_usage(entry)["bytes"] if entry.is_dir() else entry.stat().st_size
+        for entry in sorted(state.iterdir())
+    }
+    return usage
 
 
 # -- the store ------------------------------------------------------------------------------------
@@ -297,6 +333,12 @@ def fmt_s(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
+def fmt_bytes(b: float) -> str:
+    if b < 2**20:
+        return f"{b / 1024:.0f} KiB"
+    return f"{b / GIB:.2f} GiB" if b >= GIB else f"{b / 2**20:.0f} MiB"
+
+
 def table(n: int, floor: dict[str, Any], kt: dict[str, Any], specs: list[dict[str, Any]]) -> list[str]:
     fts = floor["fts"]
     walk = floor["walk"]
@@ -409,13 +451,229 @@ def describe(spec: dict[str, Any]) -> str:
     return f"{spec['mode']}:{spec['query']}{filters}"
 
 
+def size_report(n: int, r: dict[str, Any]) -> list[str]:
+    """The tables of one size from its results (a results file older than totals or disk prints without them)."""
+    kt, specs = r["knowtk"], r["specs"]
+    lines = [*table(n, r["floor"], kt, specs), "", *targets(kt, r["floor"])]
+    if "totals" in r:
+        queries = "; ".join(
+            f"{describe(s)} ({t} hits, {lat * 1e3:.0f} ms)"
+            for s, t, lat in zip(specs, r["totals"], kt["mixed"], strict=True)
+        )
+        lines.append(f"Mixed queries: {queries}.")
+    disk = r.get("disk")
+    if disk:
+        cold = disk.get("state_after_cold")
+        lines.append(
+            f"Disk: store {disk['store']['files']:,} files, {fmt_bytes(disk['store']['bytes'])} "
+            f"({fmt_bytes(disk['store']['allocated'])} allocated); state {disk['state']['files']} files, "
+            f"{fmt_bytes(disk['state']['bytes'])}"
+            + (f" ({fmt_bytes(cold['bytes'])} right after the cold build)" if cold else "")
+            + f": {', '.join(f'{name} {fmt_bytes(b)}' for name, b in disk['state']['parts'].items())}"
+            + (f", {disk['measured']}" if "measured" in disk else "")
+            + "."
+        )
+    return lines
+
+
+# -- the summary: every size, and a power law extrapolated to 1M records ----------------------------
+def fmt_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    return {"s": fmt_s, "bytes": fmt_bytes}.get(unit, lambda v: f"{v:,.0f}")(value)
+
+
+def peak(kt: dict[str, Any]) -> float:
+    return float(max(kt["rss_cold"], kt["rss_warm"], kt["rss_changed"]))
+
+
+# key, label, unit, figure from one size's results (None where that run has no such figure)
+MEASURES: list[tuple[str, str, str, Any]] = [
+    ("cold", "cold build (first query, full build)", "s", lambda r: r["knowtk"]["cold"]),
+    ("raw", "floor: c1 parse + d FTS5 build", "s", lambda r: r["floor"]["parse"] + r["floor"]["build"]),
+    ("reopen", "first query, new process (reopen)", "s", lambda r: r["knowtk"]["reopen"]),
+    ("cli", "whole-process `knowtk grep` (CLI)", "s", lambda r: r["knowtk"]["cli"]),
+    ("warm", "warm p50 (mixed queries)", "s", lambda r: pct(r["knowtk"]["mixed"], 50)),
+    ("p95", "mixed p95", "s", lambda r: pct(r["knowtk"]["mixed"], 95)),
+    ("changed", "query after one file changed", "s", lambda r: r["knowtk"]["changed"]),
+    ("walk", "floor: stat walk", "s", lambda r: r["floor"]["walk"]),
+    ("rg", "floor: `rg -l -i -w`", "s", lambda r: r["floor"].get("rg")),
+    ("rss", "peak memory (RSS)", "bytes", lambda r: peak(r["knowtk"])),
+    ("state", "state disk (everything under the state folder)", "bytes", lambda r: r["disk"]["state"]["bytes"]),
+    ("store", "store disk (du: allocated blocks)", "bytes", lambda r: r["disk"]["store"]["allocated"]),
+    ("store_bytes", "store bytes (file sizes)", "bytes", lambda r: r["disk"]["store"]["bytes"]),
+    ("files", "store files", "count", lambda r: r["disk"]["store"]["files"]),
+]
+
+
+def power_law(points: dict[int, float]) -> tuple[float, float] | None:
+    """(a, b) of t = a*n^b by least squares on (log n, log t); None with fewer than two sizes to fit."""
+    pts = [(math.log(n), math.log(t)) for n, t in points.items() if t > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx = statistics.fmean(x for x, _ in pts)
+    my = statistics.fmean(y for _, y in pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return math.exp(my - b * mx), b
+
+
+def targets_at(at: dict[str, float | None]) -> dict[str, tuple[str, float | None]]:
+    """Issue 11's targets at 1M, their references (rg, the walk, warm, raw) extrapolated too: key -> (text, limit)."""
+
+    def scaled(key: str, factor: float, offset: float = 0.0) -> float | None:
+        value = at.get(key)
+        return None if value is None else factor * value + offset
+
+    return {
+        "warm": ("<= 10% of rg", scaled("rg", 0.1)),
+        "p95": ("<= 100 ms", 0.1),
+        "changed": ("<= warm + 50 ms", scaled("warm", 1, 0.05)),
+        "reopen": ("<= 3x the stat walk", scaled("walk", 3)),
+        "cli": ("<= 1.5 s", 1.5),
+        "cold": ("throughput >= 0.8x raw parse + insert: <= raw / 0.8", scaled("raw", 1 / 0.8)),
+        "rss": ("< 1 GiB", float(GIB)),
+    }
+
+
+def short(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 and n < MILLION else f"{n:,}"
+
+
+def extrapolate(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Every measure at every size, its power law and its value at 1M records."""
+    measures: dict[str, Any] = {}
+    for key, label, unit, figure in MEASURES:
+        measured: dict[int, float] = {}
+        for n, r in results.items():
+            try:
+                value = figure(r)
+            except KeyError:  # a results file older than the figure
+                value = None
+            if value is not None:
+                measured[n] = float(value)
+        fit = power_law(measured)
+        used = sorted(n for n, v in measured.items() if v > 0) if fit else []
+        measures[key] = {
+            "label": label,
+            "unit": unit,
+            "measured": measured,
+            "fit_sizes": used,
+            "a": fit[0] if fit else None,
+            "b": fit[1] if fit else None,
+            # how far the law misses the sizes it was fitted to (two sizes: exactly on it, so None)
+            "fit_error": max(abs(measured[n] / (fit[0] * n ** fit[1]) - 1) for n in used)
+            if fit and len(used) > 2
+            else None,
+            "at_1m": fit[0] * MILLION ** fit[1] if fit else None,
+        }
+    at = {key: m["at_1m"] for key, m in measures.items()}
+    for key, (text, limit) in targets_at(at).items():
+        value = at[key]
+        measures[key]["target_1m"] = text
+        measures[key]["limit_1m"] = limit
+        measures[key]["ok_1m"] = None if value is None or limit is None else value <= limit
+    return measures
+
+
+def extrapolation_table(sizes: list[int], measures: dict[str, Any]) -> list[str]:
+    fitted = sorted({n for m in measures.values() for n in m["fit_sizes"]})
+    columns = " | ".join(f"{short(n)} (measured)" for n in sizes)
+    lines = [
+        f"Extrapolated to 1,000,000 records: each measure fitted to t = a*n^b by least squares on log-log over "
+        f"the measured sizes ({', '.join(f'{n:,}' for n in fitted) or 'fewer than two: no fit'}); "
+        "b is the exponent (1 = linear), fit off by the largest miss of the law at a measured size (with three "
+        "sizes or more). The 1M column is EXTRAPOLATED, not measured; a power law ignores fixed costs "
+        "(interpreter start, imports), so where they dominate (CLI, warm) it is rough. The targets at 1M "
+        "extrapolate their references (rg, the stat walk, warm, raw parse + insert) the same way.",
+        "",
+        f"| measure | {columns} | b | fit off by | **1M (extrapolated)** | issue-11 target at 1M | 1M vs target |",
+        "|---|" + "---:|" * len(sizes) + "---:|---:|---:|---|---|",
+    ]
+    for m in measures.values():
+        cells = [fmt_value(m["measured"].get(n), m["unit"]) for n in sizes]
+        b = "–" if m["b"] is None else f"{m['b']:.2f}"
+        if m["b"] is not None and m["fit_sizes"] != fitted:
+            b += f" ({', '.join(short(n) for n in m['fit_sizes'])})"
+        target = m.get("target_1m", "")
+        if target and m.get("limit_1m") is not None:
+            target += f" ({fmt_value(m['limit_1m'], m['unit'])})"
+        ok = m.get("ok_1m")
+        verdict = "" if ok is None else ("PASS (extrapolated)" if ok else "MISS (extrapolated)")
+        off = "–" if m["fit_error"] is None else f"{m['fit_error']:.0%}"
+        lines.append(
+            f"| {m['label']} | {' | '.join(cells)} | {b} | {off} | **{fmt_value(m['at_1m'], m['unit'])}** | "
+            f"{target} | {verdict} |"
+        )
+    return lines
+
+
+def backfill_disk(out: Path, n: int, seed: int, result: dict[str, Any]) -> str | None:
+    """Disk figures for a results file written before they were recorded, from the folders as they are now."""
+    if "disk" in result:
+        return None
+    store, state = out / f"store-{n}-s{seed}", out / f"state-{n}-s{seed}"
+    if not (store.is_dir() and state.is_dir()):
+        return f"{n:,}: no disk figures (results file without them, and no {store.name} / {state.name})"
+    result["disk"] = {"store": disk_usage(store), "state": state_disk(state), "measured": "measured at summary time"}
+    return f"{n:,}: disk measured now, at summary time (its results file has none)"
+
+
+def summary(out: Path, sizes: list[int], seed: int) -> list[str]:
+    """The summary over the results files of sizes in out: printed and written to summary-sS.json and .md."""
+    results: dict[int, dict[str, Any]] = {}
+    notes = []
+    for n in sorted(set(sizes)):
+        path = out / f"results-{n}-s{seed}.json"
+        if not path.is_file():
+            notes.append(f"{n:,}: no {path.name}, left out")
+            continue
+        results[n] = json.loads(path.read_text())
+        note = backfill_disk(out, n, seed, results[n])
+        if note:
+            notes.append(note)
+    if not results:
+        raise SystemExit(f"no results-N-s{seed}.json in {out} for sizes {sizes}: run without --summary-only first")
+    measures = extrapolate(results)
+    lines = [f"# knowtk bench summary, seed {seed}", ""]
+    for n, r in results.items():
+        env = r.get("env")
+        run = (
+            f"run {env['date']}, nproc {env['nproc']}, python {env['python']}, sqlite {env['sqlite']}, "
+            f"runs {env['runs']}, queries {env['queries']}"
+            if env
+            else "run details not recorded"
+        )
+        lines += [f"- {n:,} records: {run}."]
+    lines += [f"- {note}." for note in notes]
+    lines += ["", *extrapolation_table(sorted(results), measures), ""]
+    for n, r in results.items():
+        lines += [*size_report(n, r), ""]
+    text = "\n".join(lines)
+    (out / f"summary-s{seed}.md").write_text(text + "\n")
+    summary_json = {"seed": seed, "sizes": sorted(results), "notes": notes, "measures": measures}
+    summary_json["extrapolated"] = "at_1m, limit_1m and ok_1m are extrapolated by t = a*n^b, not measured"
+    summary_json["disk"] = {n: r.get("disk") for n, r in results.items()}
+    (out / f"summary-s{seed}.json").write_text(json.dumps(summary_json, indent=1))
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        help="records per store (default 10000 100000; with --summary-only, every results file in --out)",
+    )
     ap.add_argument("--out", default=str(REPO / "bench" / "out"))
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement (median)")
+    ap.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="measure nothing: rebuild the summary of --sizes from the results files in --out",
+    )
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -429,13 +687,26 @@ def main() -> None:
         return
 
     out = Path(a.out).resolve()
+    if a.summary_only:
+        found = [p.name.split("-")[1] for p in out.glob(f"results-*-s{a.seed}.json")]
+        sizes = a.sizes or [int(n) for n in found if n.isdigit()]
+        print("\n".join(summary(out, sizes, a.seed)))
+        return
+    a.sizes = a.sizes or [10_000, 100_000]
     out.mkdir(parents=True, exist_ok=True)
+    env = {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "nproc": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "runs": a.runs,
+        "queries": a.queries,
+    }
     print(
-        f"# {time.strftime('%Y-%m-%d %H:%M %Z')}  nproc={os.cpu_count()}  python {sys.version.split()[0]}  "
-        f"sqlite {sqlite3.sqlite_version}  seed {a.seed}  runs {a.runs}",
+        f"# {env['date']}  nproc={env['nproc']}  python {env['python']}  "
+        f"sqlite {env['sqlite']}  seed {a.seed}  runs {a.runs}",
         flush=True,
     )
-    report: list[str] = []
     for n in a.sizes:
         store = ensure_store(out, n, a.seed)
         state = out / f"state-{n}-s{a.seed}"
@@ -444,6 +715,7 @@ def main() -> None:
         specs = query_specs(floor["queries"])
         print(f"# {n:,}: knowtk cold ...", flush=True)
         cold = run_child("cold", a, store, state, specs)
+        after_cold = state_disk(state)
         print(f"# {n:,}: knowtk warm and mixed ...", flush=True)
         warm = run_child("warm", a, store, state, specs)
         print(f"# {n:,}: knowtk one file changed ...", flush=True)
@@ -452,6 +724,8 @@ def main() -> None:
         walked = run_child("walk", a, store, state, specs)
         print(f"# {n:,}: whole-process CLI ...", flush=True)
         cli = measure_cli(a, store, state, specs[0]["words"][0])
+        # after the last group, so the state holds all it will keep (a WAL checkpointed or not, as knowtk left it)
+        disk = {"store": disk_usage(store), "state": state_disk(state), "state_after_cold": after_cold}
         kt = {
             "cold": cold["cold"],
             "cold_parses": cold["parses"],
@@ -470,17 +744,11 @@ def main() -> None:
             "walk": walked,
             "cli": cli,
         }
-        lines = table(n, floor, kt, specs)
-        lines += ["", *targets(kt, floor)]
-        queries = "; ".join(
-            f"{describe(s)} ({t} hits, {lat * 1e3:.0f} ms)"
-            for s, t, lat in zip(specs, warm["totals"], warm["mixed"], strict=True)
-        )
-        lines.append(f"Mixed queries: {queries}.")
-        print("\n".join(lines) + "\n", flush=True)
-        report += [*lines, ""]
-        (out / f"results-{n}-s{a.seed}.json").write_text(json.dumps({"floor": floor, "knowtk": kt, "specs": specs}))
-    print("\n".join(report))
+        result = {"n": n, "seed": a.seed, "env": env, "floor": floor, "knowtk": kt, "specs": specs, "disk": disk}
+        result["totals"] = warm["totals"]
+        (out / f"results-{n}-s{a.seed}.json").write_text(json.dumps(result))
+        print("\n".join(size_report(n, result)) + "\n", flush=True)
+    print("\n".join(summary(out, a.sizes, a.seed)))
 
 
 if __name__ == "__main__":
