@@ -9,7 +9,6 @@ modules (``knowtk.query``) read an engine; they never write Markdown.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import itertools
 import os
@@ -17,8 +16,8 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,7 +26,7 @@ from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
 from .persist import StoredSnapshot, guards_key, load_image, write_image
 from .records import Record
-from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner
+from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, collector_paused
 from .snapshot import Safeguards, Snapshot, build_snapshot
 from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 from .watch import choose_change_source, freshness_mode
@@ -43,33 +42,9 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
 PENDING_BODY_CHARS = 64 * 2**20
-# objects created while the collector was paused past which they are frozen (see _collector_paused)
-FREEZE_AFTER_OBJECTS = 200_000
 # files changed since the stored snapshot image past which it is written again (with at least this
 # many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
 IMAGE_DRIFT_FILES = 1000
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while the store is (re)loaded.
-
-    A first scan creates millions of small objects (records, their frontmatter, index rows),
-    none of them in reference cycles; meanwhile the collector would walk the growing heap over
-    and over, which took about half the time of loading the scan cache.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if gc.get_count()[0] > FREEZE_AFTER_OBJECTS:
-                # a large load: move what exists to the permanent generation, or the collector's next full
-                # pass walks all of it once (~1 s at 100k records, in whichever query comes next).
-                # Records and snapshots hold no cycles: refcounting still frees them when replaced.
-                gc.freeze()
-            gc.enable()
 
 
 @dataclass
@@ -141,6 +116,7 @@ class Engine:
         self._snapshot: Snapshot | None = None
         self._image_tried = False  # the stored snapshot image is looked at once, by the first snapshot
         self._image_drift = 0  # files changed since the image was written or loaded
+        self._adopted: Snapshot | None = None  # the image the first snapshot was loaded from, if behind the files
         self._generation = 0
         self._touched: set[str] = set()
         self._pending_bodies: dict[str, str] = {}
@@ -169,7 +145,7 @@ class Engine:
                 return self._pinned
             if not self._depth:  # outside a call (a direct use): one of its own, so that a retry is possible
                 return self.run(lambda: self.snapshot())
-            with _collector_paused():
+            with collector_paused():
                 return self._snapshot_now()
 
     # -- calls -------------------------------------------------------------------------------------
@@ -220,9 +196,11 @@ class Engine:
             if snap is None:
                 self.scanner.fill_all()  # a full build reads every record
             self._image_drift += len(self._touched)
+            # a new image after a full build, when this process found the stored one behind the files (the
+            # next process need not apply the same changes again), and when the files drifted far from it
             write = (
                 snap is None
-                or isinstance(snap, StoredSnapshot)
+                or (snap is self._adopted and bool(self._touched))
                 or self._image_drift >= max(IMAGE_DRIFT_FILES, len(self.scanner.files) // 20)
             )
             snap = build_snapshot(
@@ -258,6 +236,8 @@ class Engine:
             drift |= paths.keys() - scanner.files.keys()
             drift |= self._touched
         self._generation += 1
+        if drift:
+            self._adopted = image.snapshot
         image.snapshot.records.current = not drift
         self._snapshot, self._touched = image.snapshot, set(drift)
 
@@ -306,7 +286,7 @@ class Engine:
                 FtsProjection(self.state, "keyword"), FtsProjection(self.state, "keyword_history"), -1
             )
         try:
-            with _collector_paused():
+            with collector_paused():
                 if snap.image_key is not None:
                     self._trust_image(index, snap)
                 main_ids, history_ids = self._desired(snap)
@@ -359,9 +339,6 @@ class Engine:
             # the previous maps, with only the ids the snapshot says may have changed looked at again
             main, history = dict(cached[1]), dict(cached[2])
             ids: Iterable[str] = snap.changed_ids
-            for rid in ids:
-                main.pop(rid, None)
-                history.pop(rid, None)
             self._keyword_base = (cached[1], cached[2], snap.changed_ids)
         else:
             main, history = {}, {}
@@ -375,13 +352,16 @@ class Engine:
             else:
                 r = records.get(rid)
                 sha = r.sha256 if r is not None else None
-            if sha is None or rid in unavailable:
-                continue
-            life = lifecycle[rid]
-            if life == "active":
+            life = lifecycle[rid] if sha is not None and rid not in unavailable else None
+            # replaced in place where it stays (see snapshot._Build._files: the maps stay cheap to copy)
+            if sha is not None and life == "active":
                 main[rid] = sha
-            elif life == "superseded":
+            else:
+                main.pop(rid, None)
+            if sha is not None and life == "superseded":
                 history[rid] = sha
+            else:
+                history.pop(rid, None)
         self._keyword_desired = (snap.generation, main, history)
         return main, history
 

@@ -29,7 +29,7 @@ from typing import Any
 from .config import StoreConfig
 from .datevalues import DateValue, parse_date_value
 from .records import Issue, Record
-from .scan import Scanner
+from .scan import Scanner, collector_paused
 from .snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
 from .state import Contention, StateDB
 
@@ -106,15 +106,15 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
         lambda s: {k: [e.current, e.reason, list(e.via)] for k, e in s.chain_ends.items()},
         lambda d: {k: ChainEnd(c, r, tuple(v)) for k, (c, r, v) in d.items()},
     ),
-    "names": (lambda s: s.names, dict),
+    "names": (lambda s: dict(s.names), dict),
     "issues": (lambda s: _issues(s.issues), lambda rows: list(_read_issues(rows))),
     "excluded": (lambda s: s.excluded, dict),
     "paths": (lambda s: s.paths, dict),
 }
 INDEX_PARTS: dict[str, tuple[Callable[[_Index], Any], Callable[[Any], Any]]] = {
     "id_at": (lambda x: x.id_at, dict),
-    "claims": (lambda x: x.claims, dict),
-    "referrers": (lambda x: x.referrers, dict),
+    "claims": (lambda x: dict(x.claims), dict),
+    "referrers": (lambda x: dict(x.referrers), dict),
     "base": (lambda x: x.base, _pairs),
     "expiring": (lambda x: {k: v.text for k, v in x.expiring.items()}, _dates),
     "superseded": (lambda x: sorted(x.superseded), set),
@@ -292,6 +292,10 @@ class StoredRecords(Mapping[str, Record]):
         """Build every record now (one pass over scan_files_v1), but those in ``skip`` (replaced since)."""
         if self._complete:
             return
+        with collector_paused():
+            self._load_all(skip)
+
+    def _load_all(self, skip: Container[str]) -> None:
         self._scanner.fill_all()
         records = self._records
         loaded = {}

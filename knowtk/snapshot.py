@@ -20,7 +20,7 @@ import os
 import sqlite3
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -33,7 +33,7 @@ from .records import Issue, Record
 from .scan import FileEntry
 from .state import JournalEntries, StateDB
 
-__all__ = ["Former", "Layered", "Safeguards", "Snapshot", "build_snapshot", "in_scope", "normalize_name"]
+__all__ = ["Former", "Grouped", "Layered", "Safeguards", "Snapshot", "build_snapshot", "in_scope", "normalize_name"]
 
 # reasons a record is unavailable, most fundamental first
 WITHDRAWN, EXPIRED = "withdrawn", "expired"
@@ -388,8 +388,8 @@ class _Index:
     """
 
     id_at: dict[str, str]  # path -> the id its frontmatter claims (files with a valid id)
-    claims: dict[str, list[str]]  # id -> the paths claiming it
-    referrers: dict[str, list[str]]  # id -> the records whose references name it
+    claims: Mapping[str, list[str]]  # id -> the paths claiming it
+    referrers: Mapping[str, list[str]]  # id -> the records whose references name it
     base: dict[str, tuple[str, str | None]]  # records unavailable on their own: withdrawn, or a dependency missing
     expiring: dict[str, DateValue]  # records with an expires_at
     superseded: set[str]  # records whose effective lifecycle is superseded
@@ -414,7 +414,7 @@ class Snapshot:
     unavailable_inactive: dict[str, tuple[str, str | None]]  # the same with expired assertions allowed
     expired: set[str]
     chain_ends: dict[str, ChainEnd]  # for every effectively superseded record
-    names: dict[str, list[str]]  # normalised title or alias -> ids
+    names: Mapping[str, list[str]]  # normalised title or alias -> ids
     issues: list[Issue]
     excluded: dict[str, str]  # path -> reason code, for files that are not records
     paths: dict[str, str]  # path -> sha256 of every scanned file
@@ -479,7 +479,8 @@ class Snapshot:
         return [i for i in self.issues if i.path is None or in_scope(i.path, scope)]
 
     def lookup_names(self, text: str) -> list[str]:
-        return self.names.get(normalize_name(text), [])
+        found: list[str] = self.names.get(normalize_name(text), [])
+        return found
 
 
 def in_scope(path: str, scope: tuple[str, ...]) -> bool:
@@ -586,37 +587,115 @@ class Layered(Mapping[str, Record]):
         return found
 
 
+class Grouped(Mapping[str, list[str]]):
+    """key -> sorted list of ids: a shared map (never changed) under the keys changed since (None: removed).
+
+    A build copies only the keys it changes, not the whole map (copying 100k lists, and the
+    collector walking the copy afterwards, cost about 10 ms per build at 100k records).
+    """
+
+    __slots__ = ("base", "top")
+
+    def __init__(self, base: Mapping[str, list[str]], top: dict[str, list[str] | None]) -> None:
+        self.base, self.top = base, top
+
+    def __getitem__(self, key: str) -> list[str]:
+        top = self.top
+        if key in top:
+            found = top[key]
+            if found is None:
+                raise KeyError(key)
+            return found
+        return self.base[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        top = self.top
+        if key in top:
+            found = top[key]
+            return default if found is None else found
+        return self.base.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        top = self.top
+        if key in top:
+            return top[key] is not None
+        return key in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        top, base = self.top, self.base
+        for key in base:
+            if key not in top or top[key] is not None:
+                yield key
+        for key, found in top.items():
+            if found is not None and key not in base:
+                yield key
+
+    def __len__(self) -> int:
+        count, base = len(self.base), self.base
+        for key, found in self.top.items():
+            if found is None and key in base:
+                count -= 1
+            elif found is not None and key not in base:
+                count += 1
+        return count
+
+
 class _Grouped:
-    """key -> sorted list, copied from the previous snapshot; a list is copied before its first change."""
+    """Builds the next key -> sorted list map from the previous one; a list is copied before its first change."""
 
     def __init__(self, source: Mapping[str, list[str]]) -> None:
-        self.data = dict(source)
+        if isinstance(source, Grouped):
+            self.base, self.top = source.base, dict(source.top)
+        else:
+            self.base, self.top = source, {}
         self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        top = self.top
+        if key in top:
+            found = top[key]
+            return default if found is None else found
+        return self.base.get(key, default)
 
     def _mine(self, key: str) -> list[str]:
         if key not in self._own:
-            self.data[key] = list(self.data.get(key, ()))
+            self.top[key] = list(self.get(key, ()))
             self._own.add(key)
-        return self.data[key]
+        mine = self.top[key]
+        assert mine is not None
+        return mine
 
     def add(self, key: str, value: str) -> None:
         self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
 
     def discard(self, key: str, value: str) -> None:
-        if key in self.data:
+        if self.get(key) is not None:
             items = self._mine(key)
             if value in items:
                 items.remove(value)
 
-    def finish(self) -> dict[str, list[str]]:
+    def finish(self) -> Mapping[str, list[str]]:
+        top, base = self.top, self.base
         for key in self._own:
-            items = self.data[key]
+            items = top[key]
             if items:
                 items.sort()
+            elif key in base:
+                top[key] = None
             else:
-                del self.data[key]
+                del top[key]
         self._own = set()
-        return self.data
+        if len(top) * 8 > len(base):  # too many changes to keep apart: one map again
+            merged = dict(base)
+            for key, found in top.items():
+                if found is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = found
+            self.base, self.top = merged, {}
+            return merged
+        self.top = dict(top)  # the finished map keeps its own: later changes of this build do not reach it
+        return Grouped(base, top)
 
 
 def build_snapshot(
@@ -686,20 +765,27 @@ class _Build:
         ix, files, paths, excluded = self.ix, self.files, self.paths, self.excluded
         ids: set[str] = set()
         sums: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))  # folder of a file -> change to its sums
+        id_at = ix.id_at
+        # a key is replaced in place, not removed and added again: a dict with removed keys in it is
+        # copied key by key (4 ms per 100k) instead of as one block (1 ms), and the next build copies it
         for path in touched:
             folder = path.rpartition("/")[0]
-            old_id = ix.id_at.pop(path, None)
+            entry = files.get(path)
+            old_id = id_at.get(path)
             if old_id is not None:
                 ids.add(old_id)
                 self.claims.discard(old_id, path)
-            old_sha = paths.pop(path, None)
+                if entry is None or entry.record is None:
+                    del id_at[path]
+            old_sha = paths.get(path)
             if old_sha is not None:
                 n, total = sums[folder]
                 sums[folder] = (n - 1, total - _digest(path, old_sha))
             ix.file_issues.pop(path, None)
             excluded.pop(path, None)
-            entry = files.get(path)
             if entry is None:  # removed
+                if old_sha is not None:
+                    del paths[path]
                 continue
             paths[path] = entry.sha256 or ""
             n, total = sums[folder]
@@ -709,7 +795,7 @@ class _Build:
             if entry.record is None:
                 excluded[path] = entry.issues[-1].code if entry.issues else "invalid"  # the refusal comes last
             else:
-                rid = ix.id_at[path] = entry.record.id
+                rid = id_at[path] = entry.record.id
                 self.claims.add(rid, path)
                 ids.add(rid)
         ix.claims = self.claims.finish()
@@ -735,7 +821,7 @@ class _Build:
         before: dict[str, Record | Former | None] = {}
         membership: set[str] = set()
         for rid in sorted(ids):
-            claimants = self.claims.data.get(rid, [])
+            claimants = self.claims.get(rid, [])
             was_dup = rid in ix.dup_issues
             if len(claimants) > 1:
                 others = ", ".join(claimants)
@@ -804,7 +890,7 @@ class _Build:
         ix, records = self.ix, self.records
         recheck = {rid for rid in before if rid in records}
         for rid in membership:
-            recheck.update(self.referrers.data.get(rid, ()))
+            recheck.update(self.referrers.get(rid, ()))
         for rid in before:
             if rid not in records:
                 ix.base.pop(rid, None)
