@@ -233,8 +233,7 @@ class Engine:
         else:  # compare the files with those the image was built from
             paths = image.snapshot.paths
             drift = {p for p, e in scanner.files.items() if e.sha256 is None or paths.get(p) != e.sha256}
-            drift |= paths.keys() - scanner.files.keys()
-            drift |= self._touched
+            drift |= paths.keys() - scanner.files.keys()  # (what the scan touched is in these if it matters)
         self._generation += 1
         if drift:
             self._adopted = image.snapshot

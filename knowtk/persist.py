@@ -24,6 +24,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Container, Iterator, Mapping
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from .config import StoreConfig
@@ -244,16 +245,16 @@ class StoredRecords(Mapping[str, Record]):
         # True while the scanner has changed no file since the image was adopted (the engine clears it)
         self.current = False
 
-    @property
+    @cached_property
     def _where(self) -> dict[str, str]:
         """id -> path of every record."""
         where: dict[str, str] = self._parts.get("record_at", _zipped)
         return where
 
-    @property
+    @cached_property
     def _sha(self) -> dict[str, str]:
         """id -> sha256 of the file each record was built from."""
-        ids = list(self._where)
+        ids = self._where.keys()
         sha: dict[str, str] = self._parts.get("record_sha", lambda shas: dict(zip(ids, shas, strict=True)))
         return sha
 
