@@ -241,8 +241,22 @@ class StoredRecords(Mapping[str, Record]):
         self._loads = 0
         self._complete = False
         self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
-        # True while the scanner has changed no file since the image was adopted (the engine clears it)
-        self.current = False
+        self._current_at: int | None = None  # the scanner's change count when the engine said `current`
+
+    @property
+    def current(self) -> bool:
+        """True while the scanner holds exactly the files the image was built from (no hash to compare).
+
+        The engine sets it when it adopts the image without drift; it stays true only until the
+        scanner changes a file, whoever builds on these records by then (a snapshot built for an
+        expiry, knowtk.yaml or a safeguard keeps them as its base: an edit after that must be
+        compared, or the edited record would be taken for the one stored).
+        """
+        return self._current_at is not None and self._current_at == self._scanner.changes
+
+    @current.setter
+    def current(self, value: bool) -> None:
+        self._current_at = self._scanner.changes if value else None
 
     @property
     def _where(self) -> dict[str, str]:
