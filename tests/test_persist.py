@@ -124,7 +124,7 @@ class Editor:
             return None
 
     def step(self) -> list[str]:
-        return [self.change() for _ in range(self.rng.choice([0, 1, 1, 1, 2, 3]))]
+        return [self.change() for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3]))]
 
     def change(self) -> str:
         rng = self.rng
@@ -132,7 +132,7 @@ class Editor:
         actions = ["create"] * 3 + ["config"]
         if files:
             actions += ["edit"] * 4 + ["rename", "move", "delete", "duplicate", "unduplicate", "break"]
-            actions += ["withdraw", "supersede", "restate"]
+            actions += ["withdraw", "supersede", "restate", "odd"]
         action = rng.choice(actions)
         if action == "create":
             self.new_path().write_text(self.text(), encoding="utf-8")
@@ -171,14 +171,35 @@ class Editor:
             else:  # back as active: the safeguards decide (a higher revision restates it)
                 meta["revision"] = rng.randint(1, 6)
             path.write_text(f"---\n{yaml.safe_dump(meta).rstrip()}\n---\nriver {rid}\n", encoding="utf-8")
+        elif action == "odd":  # frontmatter as people write it: unquoted dates, offsets, numbers, shared names
+            path, n = rng.choice(files), self.serial
+            when = (self.clock.now if self.clock else START) + timedelta(hours=rng.randint(-3, 20))
+            path.write_text(
+                rng.choice(
+                    [
+                        f"---\nid: r{n}\nkind: page\ntitle: Alpha river\nexpires_at: {when:%Y-%m-%d}\n---\nalpha\n",
+                        f"---\nid: r{n}\nkind: claim\ntitle: Beta\nexpires_at: '{when:%Y-%m-%dT%H:%M:%S}+05:30'\n"
+                        "aliases: [Alpha river, alpha river]\n---\nbeta river\n",
+                        f"---\nid: {n}\nkind: page\ntitle: [a, b]\n---\nstone\n",
+                        f"---\nid: r{n}\nkind: page\ntitle: Gamma\ndepends_on: r{n}\nsuperseded_by: r{n}\n"
+                        "status: superseded\n---\ngamma\n",
+                        "no frontmatter at all, only alpha words\n",
+                        f"---\nid: r{n}\nkind: page\ntitle: Orbit\nrevision: 99\nstatus: active\n---\norbit\n",
+                    ]
+                ),
+                encoding="utf-8",
+            )
         elif action == "config":
-            config = self.root / "knowtk.yaml"
-            if config.exists() and rng.random() < 0.3:
-                config.unlink()
-            else:
-                alias = rng.choice(["memo", "call", "minutes"])
-                config.write_text(f"name: live\nontology:\n  note: {{aliases: [{alias}]}}\n", encoding="utf-8")
+            self.change_config()
         return action
+
+    def change_config(self) -> None:
+        config = self.root / "knowtk.yaml"
+        if config.exists() and self.rng.random() < 0.3:
+            config.unlink()
+        else:
+            alias = self.rng.choice(["memo", "call", "minutes"])
+            config.write_text(f"name: live\nontology:\n  note: {{aliases: [{alias}]}}\n", encoding="utf-8")
 
 
 # -- what is compared --------------------------------------------------------------------------------
@@ -285,10 +306,14 @@ def how_adopted(store: knowtk.Store) -> str:
 
 
 # -- 1. seeded random: new processes on one state ----------------------------------------------------
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_new_process_answers_as_a_fresh_build(tmp_path: Path, clock: Clock, seed: int, monkeypatch) -> None:
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_new_process_answers_as_a_fresh_build(
+    tmp_path: Path, clock: Clock, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if seed == 3:  # images written often by long-lived stores too (a drift of 2 files)
         monkeypatch.setattr(engine_module, "IMAGE_DRIFT_FILES", 1)
+    if seed == 4:  # stored records filled in bulk after a few single loads
+        monkeypatch.setattr(persist, "BULK_AFTER", 3)
     editor = Editor(tmp_path / "store", seed, clock)
     rng = random.Random(seed * 7)
     for _ in range(25):
@@ -298,25 +323,45 @@ def test_a_new_process_answers_as_a_fresh_build(tmp_path: Path, clock: Clock, se
     first.grep("alpha")
     open_stores = [first]
     seen: dict[str, int] = {}
-    for step in range(70):
+    for step in range(90):
+        early = rng.random() < 0.4  # the new process (if any) opens before this step's edits, else after
+        if early:
+            open_stores = _new_process(open_stores, editor.root, state_dir, rng, seen)
+        if rng.random() < 0.35:  # time passes (or knowtk.yaml changes) and the open stores answer, files untouched
+            clock.now += timedelta(hours=rng.choice([1, 6, 24]))
+            if rng.random() < 0.3:
+                editor.change_config()
+            for store in open_stores:
+                store.grep(rng.choice(WORDS), limit=1)
         actions = editor.step()
-        clock.now += timedelta(hours=rng.choice([0, 0, 1, 3, 12]))
-        roll = rng.random()
-        if roll < 0.55:  # a new process; the old one closed, or still open and querying (then first)
-            new = knowtk.open_store(editor.root, state_dir=state_dir)
-            if rng.random() < 0.6:
-                for old in open_stores:
-                    old.close()
-                open_stores = [new]
-                new.engine.snapshot()
-                kind = how_adopted(new)
-                seen[kind] = seen.get(kind, 0) + 1
-            else:
-                open_stores = [*open_stores[-1:], new]
+        clock.now += timedelta(hours=rng.choice([0, 0, 0, 1, 3, 12]))
+        if not early:
+            open_stores = _new_process(open_stores, editor.root, state_dir, rng, seen)
         assert_same(open_stores, editor.root, tmp_path / f"ref{step}", seed * 1000 + step, (step, actions))
     for store in open_stores:
         store.close()
     assert seen.get("image", 0) >= 1 and seen.get("drift", 0) >= 1, seen  # both ways were taken
+
+
+def _new_process(
+    open_stores: list[knowtk.Store], root: Path, state_dir: Path, rng: random.Random, seen: dict[str, int]
+) -> list[knowtk.Store]:
+    """Maybe a new process: the old one closed, or still open and querying too; sometimes two at once."""
+    if rng.random() >= 0.55:
+        return open_stores
+    new = knowtk.open_store(root, state_dir=state_dir)
+    if rng.random() >= 0.6:
+        return [*open_stores[-1:], new]
+    for old in open_stores:
+        old.close()
+    new.engine.snapshot()
+    if rng.random() < 0.4:  # and at once another one, on the image that one has just written
+        new.close()
+        new = knowtk.open_store(root, state_dir=state_dir)
+        new.engine.snapshot()
+    kind = how_adopted(new)
+    seen[kind] = seen.get(kind, 0) + 1
+    return [new]
 
 
 # -- targeted cases ------------------------------------------------------------------------------------
@@ -673,3 +718,23 @@ def test_the_scan_cache_damaged_under_a_process_that_has_not_read_it_yet(
     report = store.check()
     assert not report["unrepaired"], report
     store.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine.py: Store.snapshot() returns the stored snapshot with its parts still unparsed; a damaged "
+    "part then raises ImageDamaged (a Contention, not a KnowtkError) outside any call, where nothing retries it",
+)
+def test_a_damaged_part_read_through_store_snapshot(tmp_path: Path, clock: Clock) -> None:
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    _damage(state_dir, "bad_json", "lifecycle", {})
+    store = knowtk.open_store(root, state_dir=state_dir)
+    ref = reference(root, tmp_path / "ref", store)
+    try:
+        assert store.snapshot().lifecycle == ref.snapshot().lifecycle
+    finally:
+        ref.close()
+        store.close()
