@@ -31,7 +31,7 @@ from .datevalues import DateValue, parse_date_value
 from .records import Issue, Record
 from .scan import Scanner
 from .snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
-from .state import Contention, StateDB
+from .state import Contention, StateDB, now_utc
 
 __all__ = ["ImageDamaged", "StoredRecords", "StoredSnapshot", "config_key", "guards_key", "load_image", "write_image"]
 
@@ -381,6 +381,9 @@ def load_image(
         meta = json.loads(texts.pop("meta"))
         if meta.get("format") != FORMAT or meta.get("config") != config_key(config):
             return None
+        evaluated_at = datetime.fromisoformat(meta["evaluated_at"])
+        if evaluated_at > now_utc():  # judged at a later instant (another clock, or this one set back):
+            return None  # its expiry would be ahead of this process's, and valid_until only looks forward
         parts = _Parts(meta, texts, on_damage)
         snap = StoredSnapshot.__new__(StoredSnapshot)
         index = _StoredIndex.__new__(_StoredIndex)
@@ -390,7 +393,7 @@ def load_image(
             _parts=parts,
             generation=generation,
             scanned_at=datetime.fromisoformat(meta["scanned_at"]),
-            evaluated_at=datetime.fromisoformat(meta["evaluated_at"]),
+            evaluated_at=evaluated_at,
             config=config,
             valid_until=datetime.fromisoformat(valid_until) if valid_until else None,
             changed_ids=None,

@@ -47,7 +47,7 @@ START = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 class Clock:
-    """The engines' now (knowtk.engine.now_utc), moved forward by the test."""
+    """The engines' now (knowtk.engine.now_utc, and knowtk.persist's), moved by the test."""
 
     def __init__(self) -> None:
         self.now = START
@@ -60,6 +60,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
     monkeypatch.setattr(engine_module, "now_utc", c)
+    monkeypatch.setattr(persist, "now_utc", c)
     return c
 
 
@@ -559,7 +560,7 @@ def _worker(root: str, state: str, seed: int, inbox: Any, outbox: Any) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork keeps the test fast")
-@pytest.mark.parametrize("seed", [5])
+@pytest.mark.parametrize("seed", [5, 6, 7])
 def test_two_processes_editing_and_querying_one_state(tmp_path: Path, seed: int) -> None:
     root, state = tmp_path / "store", tmp_path / "state"
     editor = Editor(root, seed, None)
@@ -738,3 +739,19 @@ def test_a_damaged_part_read_through_store_snapshot(tmp_path: Path, clock: Clock
     finally:
         ref.close()
         store.close()
+
+
+def test_an_image_evaluated_after_this_process_s_now_is_not_taken(tmp_path: Path, clock: Clock) -> None:
+    """Another process (a clock ahead, or this one's clock set back) judged expiry at a later instant than
+    this process's now: its image would show as expired what has not expired yet here."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)  # four.md expires at 06:00, five depends on it
+    clock.now = START + timedelta(hours=10)
+    with knowtk.open_store(root, state_dir=state_dir) as ahead:
+        ahead.grep("alpha")
+        assert "four" in ahead.engine.snapshot().expired
+    clock.now = START + timedelta(hours=1)
+    store = knowtk.open_store(root, state_dir=state_dir)
+    assert_same([store], root, tmp_path / "ref", 1, "clock behind")
+    assert "four" not in store.engine.snapshot().expired
+    store.close()
