@@ -32,7 +32,7 @@ from .datevalues import DateValue, parse_date_value
 from .records import Issue, Record
 from .scan import Scanner, collector_paused
 from .snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
-from .state import Contention, StateDB
+from .state import Contention, StateDB, now_utc
 
 __all__ = ["ImageDamaged", "StoredRecords", "StoredSnapshot", "config_key", "guards_key", "load_image", "write_image"]
 
@@ -242,8 +242,22 @@ class StoredRecords(Mapping[str, Record]):
         self._loads = 0
         self._complete = False
         self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
-        # True while the scanner has changed no file since the image was adopted (the engine clears it)
-        self.current = False
+        self._current_at: int | None = None  # the scanner's change count when the engine said `current`
+
+    @property
+    def current(self) -> bool:
+        """True while the scanner holds exactly the files the image was built from (no hash to compare).
+
+        The engine sets it when it adopts the image without drift; it stays true only until the
+        scanner changes a file, whoever builds on these records by then (a snapshot built for an
+        expiry, knowtk.yaml or a safeguard keeps them as its base: an edit after that must be
+        compared, or the edited record would be taken for the one stored).
+        """
+        return self._current_at is not None and self._current_at == self._scanner.changes
+
+    @current.setter
+    def current(self, value: bool) -> None:
+        self._current_at = self._scanner.changes if value else None
 
     @cached_property
     def _where(self) -> dict[str, str]:
@@ -372,6 +386,9 @@ def load_image(
         meta = json.loads(texts.pop("meta"))
         if meta.get("format") != FORMAT or meta.get("config") != config_key(config):
             return None
+        evaluated_at = datetime.fromisoformat(meta["evaluated_at"])
+        if evaluated_at > now_utc():  # judged at a later instant (another clock, or this one set back):
+            return None  # its expiry would be ahead of this process's, and valid_until only looks forward
         parts = _Parts(meta, texts, on_damage)
         snap = StoredSnapshot.__new__(StoredSnapshot)
         index = _StoredIndex.__new__(_StoredIndex)
@@ -381,7 +398,7 @@ def load_image(
             _parts=parts,
             generation=generation,
             scanned_at=datetime.fromisoformat(meta["scanned_at"]),
-            evaluated_at=datetime.fromisoformat(meta["evaluated_at"]),
+            evaluated_at=evaluated_at,
             config=config,
             valid_until=datetime.fromisoformat(valid_until) if valid_until else None,
             changed_ids=None,

@@ -314,6 +314,7 @@ class Scanner:
         self.loaded_token: int | None = None
         self.parallel_min_files = PARALLEL_MIN_FILES
         self.parsed: Mapping[str, FileEntry] = _Filled(self)  # `files`, each entry filled when read
+        self.changes = 0  # bumped whenever an entry of `files` is replaced or removed (a new content)
         self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
         self.parses = 0  # frontmatter parses since the engine started
 
@@ -349,11 +350,15 @@ class Scanner:
         return entry
 
     def _fill(self, path: str, entry: FileEntry) -> None:
-        row = self.state.conn.execute(
-            "SELECT sha256, meta, body_line FROM scan_files_v1 WHERE path = ? AND problem_code IS NULL", (path,)
-        ).fetchone()
-        if row is not None and row[0] == entry.sha256 and row[1] is not None:
-            meta, body_line = json.loads(row[1]), row[2] or 0
+        try:
+            row = self.state.conn.execute(
+                "SELECT sha256, meta, body_line FROM scan_files_v1 WHERE path = ? AND problem_code IS NULL", (path,)
+            ).fetchone()
+        except sqlite3.Error:  # the cache was dropped or damaged since it was loaded: the file itself
+            row = None
+        meta = _cached_meta(row[1]) if row is not None and row[0] == entry.sha256 else None
+        if meta is not None:
+            body_line = row[2] or 0
         else:  # another process cached a newer version since: the file itself, if it still has this content
             loaded = load_file(self.root, self.max_file_bytes, path, entry.stat, None)
             fresh = loaded.entry if loaded is not None else None
@@ -373,15 +378,20 @@ class Scanner:
 
     def _fill_all(self) -> None:
         files = self.files
-        with self.state.reading():
-            rows = self.state.conn.execute(
-                "SELECT path, sha256, meta, body_line FROM scan_files_v1 WHERE problem_code IS NULL"
-            )
-            for path, sha, meta, body_line in rows:
-                entry = files.get(path)
-                if entry is not None and not entry.filled and entry.sha256 == sha and meta is not None:
-                    entry.meta, entry.body_line, entry.filled = json.loads(meta), body_line or 0, True
-                    entry.rebuild(path)
+        try:
+            with self.state.reading():
+                rows = self.state.conn.execute(
+                    "SELECT path, sha256, meta, body_line FROM scan_files_v1 WHERE problem_code IS NULL"
+                )
+                for path, sha, meta, body_line in rows:
+                    entry = files.get(path)
+                    if entry is not None and not entry.filled and entry.sha256 == sha:
+                        parsed = _cached_meta(meta)
+                        if parsed is not None:  # else read from the file below
+                            entry.meta, entry.body_line, entry.filled = parsed, body_line or 0, True
+                            entry.rebuild(path)
+        except sqlite3.Error:
+            pass  # the cache was dropped or damaged since it was loaded: each file is read below
         for path, entry in files.items():
             if not entry.filled:
                 self._fill(path, entry)
@@ -418,6 +428,7 @@ class Scanner:
                 touched.add(path)
                 fresh.rebuild(path)
                 self.files[path] = fresh
+                self.changes += 1
             else:
                 entry.stat = st
             self._stats[path] = st
@@ -426,6 +437,7 @@ class Scanner:
         for path in delta.removed:
             if self.files.pop(path, None) is not None:
                 touched.add(path)
+                self.changes += 1
             self._stats.pop(path, None)
             removed.add(path)
             written.discard(path)
@@ -663,6 +675,17 @@ _CACHE_INDEX = (
     "CREATE INDEX IF NOT EXISTS scan_files_v1_stat ON scan_files_v1 "
     "(path, size, mtime_ns, sha256, problem_code, problem)"
 )
+
+
+def _cached_meta(text: str | None) -> dict[str, Any] | None:
+    """A row's frontmatter, or None when it cannot be taken (absent, or damaged: the file is read instead)."""
+    if text is None:
+        return None
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:

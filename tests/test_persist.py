@@ -1,0 +1,781 @@
+"""The stored snapshot image: a new process that loads it answers exactly as a fresh build of the files.
+
+A new ``Store`` on the same state dir stands for a new process (its own SQLite connection, an
+empty scanner, the image loaded from ``snapshot_image_v1``); the reference is a store opened
+with ``StatWalk`` on an empty state dir of its own (the safeguard sightings copied over: they are
+state the Markdown cannot give back). A fake clock drives expiry, so that an expiry can pass
+between two processes without sleeping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import random
+import shutil
+import sqlite3
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import knowtk
+from knowtk import engine as engine_module
+from knowtk import persist
+from knowtk.engine import Engine
+from knowtk.persist import StoredRecords
+from knowtk.scan import StatWalk
+from knowtk.snapshot import Layered, Snapshot
+from knowtk.state import STATE_FILE, StateDB
+
+FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
+# what two engines built at different instants may differ in (the image keeps the instant it was built at)
+COMPARED = [
+    f
+    for f in FIELDS
+    if f not in ("generation", "changed_ids", "previous_generation", "image_key", "scanned_at", "evaluated_at")
+]
+SAFEGUARDS = ("keyword_withdrawals_v1", "lifecycle_guards_v1")
+FOLDERS = ["", "team", "team/notes", "ops", "misc"]
+WORDS = ["alpha", "beta", "gamma", "delta", "and", "river", "stone", "quiet", "orbit", "maple"]
+TYPES = ["note", "memo", "meeting", "call"]
+START = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    """The engines' now (knowtk.engine.now_utc, and knowtk.persist's), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(engine_module, "now_utc", c)
+    monkeypatch.setattr(persist, "now_utc", c)
+    return c
+
+
+# -- a store edited at random ------------------------------------------------------------------------
+class Editor:
+    """Seeded changes to a store of small linked records (chains, dependencies, duplicates, expiry)."""
+
+    def __init__(self, root: Path, seed: int, clock: Clock | None) -> None:
+        self.root, self.rng, self.clock = root, random.Random(seed), clock
+        self.serial = 0
+        root.mkdir(parents=True, exist_ok=True)
+
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.root.rglob("*.md") if p.is_file())
+
+    def ids(self) -> list[str]:
+        return [f"r{i}" for i in range(1, self.serial + 1)] or ["r1"]
+
+    def text(self, rid: str | None = None) -> str:
+        rng = self.rng
+        self.serial += 1
+        rid = rid or f"r{self.serial}"
+        meta: dict[str, Any] = {
+            "id": rid,
+            "kind": rng.choice(["page", "page", "claim"]),
+            "title": f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} {rid}",
+            "type": rng.choice(TYPES),
+        }
+        if rng.random() < 0.3:
+            meta["aliases"] = [f"{rng.choice(WORDS)} {rng.choice(WORDS)}", rid.upper()]
+        if rng.random() < 0.5:
+            meta["occurred_at"] = f"2029-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        if rng.random() < 0.3:
+            meta["entities"] = rng.sample(self.ids(), min(2, len(self.ids())))
+        if rng.random() < 0.2:
+            meta["depends_on"] = [rng.choice([*self.ids(), "missing-one"])]
+        if rng.random() < 0.3:
+            meta["tags"] = rng.sample(["x", "y", "z"], rng.randint(1, 2))
+        roll = rng.random()
+        if roll < 0.12:
+            meta.update(status="superseded", superseded_by=rng.choice([*self.ids(), "nowhere"]))
+            meta["revision"] = rng.randint(1, 3)
+        elif roll < 0.17:
+            meta["status"] = "withdrawn"
+        elif roll < 0.25:
+            meta["revision"] = rng.randint(1, 4)
+        if rng.random() < 0.2 and self.clock is not None:  # expiring within the next steps of the clock
+            when = self.clock.now + timedelta(hours=rng.randint(-2, 30))
+            meta["expires_at"] = rng.choice([when.strftime("%Y-%m-%dT%H:%M:%SZ"), when.strftime("%Y-%m-%d")])
+        body = " ".join(rng.choices(WORDS, k=rng.randint(3, 30)))
+        return f"---\n{yaml.safe_dump(meta, sort_keys=False).rstrip()}\n---\n{body}\n"
+
+    def new_path(self) -> Path:
+        folder = self.root / self.rng.choice(FOLDERS)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"f{self.serial + 1}-{self.rng.randint(0, 99)}.md"
+
+    def id_of(self, path: Path) -> str | None:
+        try:
+            return str(yaml.safe_load(path.read_text(encoding="utf-8").split("---")[1])["id"])
+        except Exception:
+            return None
+
+    def step(self) -> list[str]:
+        return [self.change() for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3]))]
+
+    def change(self) -> str:
+        rng = self.rng
+        files = self.files()
+        actions = ["create"] * 3 + ["config"]
+        if files:
+            actions += ["edit"] * 4 + ["rename", "move", "delete", "duplicate", "unduplicate", "break"]
+            actions += ["withdraw", "supersede", "restate", "odd"]
+        action = rng.choice(actions)
+        if action == "create":
+            self.new_path().write_text(self.text(), encoding="utf-8")
+        elif action == "edit":
+            path = rng.choice(files)
+            path.write_text(self.text(self.id_of(path)), encoding="utf-8")
+        elif action == "rename":
+            path = rng.choice(files)
+            path.rename(path.with_name(f"renamed{self.serial}-{rng.randint(0, 99)}.md"))
+            self.serial += 1
+        elif action == "move":
+            path = rng.choice(files)
+            target = self.new_path()
+            self.serial += 1
+            path.rename(target)
+        elif action == "delete":
+            rng.choice(files).unlink()
+        elif action == "duplicate":  # a second file claims an id: neither is a record
+            self.new_path().write_text(self.text(self.id_of(rng.choice(files))), encoding="utf-8")
+        elif action == "unduplicate":  # one of the files of a duplicated id goes: the other is a record again
+            by_id: dict[str | None, list[Path]] = {}
+            for p in files:
+                by_id.setdefault(self.id_of(p), []).append(p)
+            dups = [ps for rid, ps in by_id.items() if rid and len(ps) > 1]
+            (rng.choice(dups) if dups else files)[0].unlink()
+        elif action == "break":
+            rng.choice(files).write_text("---\nid: [broken\n---\nwords and more\n", encoding="utf-8")
+        elif action in ("withdraw", "supersede", "restate"):
+            path = rng.choice(files)
+            rid = self.id_of(path) or f"r{self.serial + 1}"
+            meta: dict[str, Any] = {"id": rid, "kind": "page", "title": f"{rng.choice(WORDS).title()} {rid}"}
+            if action == "withdraw":
+                meta["status"] = "withdrawn"
+            elif action == "supersede":
+                meta.update(status="superseded", superseded_by=rng.choice(self.ids()), revision=rng.randint(1, 4))
+            else:  # back as active: the safeguards decide (a higher revision restates it)
+                meta["revision"] = rng.randint(1, 6)
+            path.write_text(f"---\n{yaml.safe_dump(meta).rstrip()}\n---\nriver {rid}\n", encoding="utf-8")
+        elif action == "odd":  # frontmatter as people write it: unquoted dates, offsets, numbers, shared names
+            path, n = rng.choice(files), self.serial
+            when = (self.clock.now if self.clock else START) + timedelta(hours=rng.randint(-3, 20))
+            path.write_text(
+                rng.choice(
+                    [
+                        f"---\nid: r{n}\nkind: page\ntitle: Alpha river\nexpires_at: {when:%Y-%m-%d}\n---\nalpha\n",
+                        f"---\nid: r{n}\nkind: claim\ntitle: Beta\nexpires_at: '{when:%Y-%m-%dT%H:%M:%S}+05:30'\n"
+                        "aliases: [Alpha river, alpha river]\n---\nbeta river\n",
+                        f"---\nid: {n}\nkind: page\ntitle: [a, b]\n---\nstone\n",
+                        f"---\nid: r{n}\nkind: page\ntitle: Gamma\ndepends_on: r{n}\nsuperseded_by: r{n}\n"
+                        "status: superseded\n---\ngamma\n",
+                        "no frontmatter at all, only alpha words\n",
+                        f"---\nid: r{n}\nkind: page\ntitle: Orbit\nrevision: 99\nstatus: active\n---\norbit\n",
+                    ]
+                ),
+                encoding="utf-8",
+            )
+        elif action == "config":
+            self.change_config()
+        return action
+
+    def change_config(self) -> None:
+        config = self.root / "knowtk.yaml"
+        if config.exists() and self.rng.random() < 0.3:
+            config.unlink()
+        else:
+            alias = self.rng.choice(["memo", "call", "minutes"])
+            config.write_text(f"name: live\nontology:\n  note: {{aliases: [{alias}]}}\n", encoding="utf-8")
+
+
+# -- what is compared --------------------------------------------------------------------------------
+def reference(root: Path, state_dir: Path, tested: knowtk.Store) -> knowtk.Store:
+    """A store opened now with StatWalk on a new state holding the tested state's safeguard sightings."""
+    state = StateDB(str(state_dir / STATE_FILE))
+    with state.transaction() as conn:
+        for table in SAFEGUARDS:
+            rows = tested.engine.state.conn.execute(f"SELECT * FROM {table}").fetchall()
+            if rows:
+                conn.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+    state.close()
+    return knowtk.open_store(root, state_dir=state_dir, change_source=StatWalk)
+
+
+def answers(store: knowtk.Store, seed: int) -> dict[str, Any]:
+    """grep in every mode with filters, lookup, records, the timeline: each as the contract's dict."""
+    rng = random.Random(seed)
+    word, other = rng.choice(WORDS), rng.choice(WORDS)
+    calls = {
+        "grep": lambda: store.grep(word, limit=50),
+        "grep_any": lambda: store.grep(f"{word} {other}", mode="any", lifecycle="all", limit=50),
+        "grep_phrase": lambda: store.grep(f'"{word} {other}"', mode="phrase", limit=50),
+        "grep_type": lambda: store.grep(word, type="note", tag=["x", "y"], limit=50),
+        "grep_scope": lambda: store.grep(word, scope="team", lifecycle="superseded", limit=50),
+        "lookup_id": lambda: store.lookup(f"r{rng.randint(1, 40)}", lifecycle="all"),
+        "lookup_title": lambda: store.lookup(word.title()),
+        "lookup_alias": lambda: store.lookup(f"R{rng.randint(1, 40)}", lifecycle="all"),
+        "records": lambda: store.records(lifecycle="all", limit=1000),
+        "records_note": lambda: store.records(type="note", limit=1000),
+        "timeline": lambda: store.timeline(limit=50),
+    }
+    out = {}
+    for name, call in calls.items():
+        try:
+            answer = call().to_dict()
+        except knowtk.KnowtkError as exc:  # an argument refused: refused the same way by both
+            answer = {"error": type(exc).__name__}
+        answer.pop("freshness", None)
+        out[name] = answer
+    return out
+
+
+def snapshot_state(engine: Engine) -> dict[str, Any]:
+    """The snapshot's tables, read inside one call (a stored part found damaged runs it again)."""
+    return engine.run(lambda: _snapshot_state(engine, engine.snapshot()))
+
+
+def _snapshot_state(engine: Engine, snap: Snapshot) -> dict[str, Any]:
+    out = {name: getattr(snap, name) for name in COMPARED}
+    out["records"] = dict(snap.records.items())
+    out["folders"] = snap.folders
+    out["fingerprints"] = {scope: snap.fingerprint(scope) for scope in [(), *[(f,) for f in snap.folders]]}
+    out["desired"] = engine._desired(snap)
+    return out
+
+
+def keyword_rows(store: knowtk.Store) -> tuple[dict[str, str], dict[str, str]]:
+    conn = store.engine.state.conn
+    return (
+        dict(conn.execute("SELECT id, sha256 FROM keyword_rows_v1_root")),
+        dict(conn.execute("SELECT id, sha256 FROM keyword_history_rows_v1_root")),
+    )
+
+
+def assert_same(tested: list[knowtk.Store], root: Path, scratch: Path, seed: int, context: object) -> None:
+    """Every tested store answers (and holds a snapshot) as a fresh StatWalk build of the files."""
+    seen = [answers(store, seed) for store in tested]
+    ref = reference(root, scratch, tested[0])
+    try:
+        expected = answers(ref, seed)
+        expected_state = snapshot_state(ref.engine)
+        for store, got in zip(tested, seen, strict=True):
+            for name in expected:
+                assert got[name] == expected[name], (context, name)
+            state = snapshot_state(store.engine)
+            for name in expected_state:
+                assert state[name] == expected_state[name], (context, name)
+            assert keyword_rows(store) == expected_state["desired"], context  # the rows, whatever the mark says
+    finally:
+        ref.close()
+        shutil.rmtree(scratch)
+
+
+def image_meta(state_dir: Path) -> dict[str, Any] | None:
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    try:
+        row = conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = 'meta'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        conn.close()
+    return json.loads(row[0]) if row else None
+
+
+def how_adopted(store: knowtk.Store) -> str:
+    """What the first snapshot of a new store was made from: the image as is, the image plus drift, a build."""
+    records = store.engine._snapshot.records if store.engine._snapshot is not None else None
+    if isinstance(records, StoredRecords):
+        return "image"
+    if isinstance(records, Layered):
+        return "drift"
+    return "build"
+
+
+# -- 1. seeded random: new processes on one state ----------------------------------------------------
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_new_process_answers_as_a_fresh_build(
+    tmp_path: Path, clock: Clock, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if seed == 3:  # images written often by long-lived stores too (a drift of 2 files)
+        monkeypatch.setattr(engine_module, "IMAGE_DRIFT_FILES", 1)
+    if seed == 4:  # stored records filled in bulk after a few single loads
+        monkeypatch.setattr(persist, "BULK_AFTER", 3)
+    editor = Editor(tmp_path / "store", seed, clock)
+    rng = random.Random(seed * 7)
+    for _ in range(25):
+        editor.change()
+    state_dir = tmp_path / "state"
+    first = knowtk.open_store(editor.root, state_dir=state_dir)
+    first.grep("alpha")
+    open_stores = [first]
+    seen: dict[str, int] = {}
+    for step in range(90):
+        early = rng.random() < 0.4  # the new process (if any) opens before this step's edits, else after
+        if early:
+            open_stores = _new_process(open_stores, editor.root, state_dir, rng, seen)
+        if rng.random() < 0.35:  # time passes (or knowtk.yaml changes) and the open stores answer, files untouched
+            clock.now += timedelta(hours=rng.choice([1, 6, 24]))
+            if rng.random() < 0.3:
+                editor.change_config()
+            for store in open_stores:
+                store.grep(rng.choice(WORDS), limit=1)
+        actions = editor.step()
+        clock.now += timedelta(hours=rng.choice([0, 0, 0, 1, 3, 12]))
+        if not early:
+            open_stores = _new_process(open_stores, editor.root, state_dir, rng, seen)
+        assert_same(open_stores, editor.root, tmp_path / f"ref{step}", seed * 1000 + step, (step, actions))
+    for store in open_stores:
+        store.close()
+    assert seen.get("image", 0) >= 1 and seen.get("drift", 0) >= 1, seen  # both ways were taken
+
+
+def _new_process(
+    open_stores: list[knowtk.Store], root: Path, state_dir: Path, rng: random.Random, seen: dict[str, int]
+) -> list[knowtk.Store]:
+    """Maybe a new process: the old one closed, or still open and querying too; sometimes two at once."""
+    if rng.random() >= 0.55:
+        return open_stores
+    new = knowtk.open_store(root, state_dir=state_dir)
+    if rng.random() >= 0.6:
+        return [*open_stores[-1:], new]
+    for old in open_stores:
+        old.close()
+    new.engine.snapshot()
+    if rng.random() < 0.4:  # and at once another one, on the image that one has just written
+        new.close()
+        new = knowtk.open_store(root, state_dir=state_dir)
+        new.engine.snapshot()
+    kind = how_adopted(new)
+    seen[kind] = seen.get(kind, 0) + 1
+    return [new]
+
+
+# -- targeted cases ------------------------------------------------------------------------------------
+def _store_with_chain(root: Path) -> None:
+    def page(path: str, rid: str, title: str, body: str = "alpha words", **meta: Any) -> None:
+        full = root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        fields = {"id": rid, "kind": "page", "title": title, **meta}
+        full.write_text(f"---\n{yaml.safe_dump(fields, sort_keys=False).rstrip()}\n---\n{body}\n", encoding="utf-8")
+
+    page("a/one.md", "one", "First thing", status="superseded", superseded_by="two", revision=2)
+    page("a/two.md", "two", "Second thing", aliases=["The Second"], occurred_at="2029-05-01")
+    page("b/three.md", "three", "Third thing", depends_on=["two"], entities=["one"])
+    page("b/four.md", "four", "Fourth thing", expires_at="2030-01-01T06:00:00Z", occurred_at="2029-06-01")
+    page("c/five.md", "five", "Fifth thing", depends_on=["four"])
+    page("c/six.md", "six", "Sixth thing", status="withdrawn")
+    for i in range(12):
+        page(f"d/n{i}.md", f"n{i}", f"Note {i}", f"beta gamma {i}", type="note", tags=["x"])
+
+
+def _edit(root: Path, path: str, rid: str, title: str, **meta: Any) -> None:
+    fields = {"id": rid, "kind": "page", "title": title, **meta}
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(f"---\n{yaml.safe_dump(fields, sort_keys=False).rstrip()}\n---\nriver alpha\n", encoding="utf-8")
+
+
+CHANGES = {
+    "nothing": lambda root: None,
+    "edit": lambda root: _edit(root, "a/two.md", "two", "Renamed second"),
+    "remove_old_file": lambda root: (root / "a/two.md").unlink(),
+    "rename_old_file": lambda root: (root / "a/two.md").rename(root / "b/two-moved.md"),
+    "becomes_duplicate": lambda root: _edit(root, "c/dup.md", "two", "Another second"),
+    "broken": lambda root: (root / "b/three.md").write_text("---\nid: [x\n---\n", encoding="utf-8"),
+    "withdraw": lambda root: _edit(root, "d/n3.md", "n3", "Note 3", status="withdrawn"),
+    "restate_stale": lambda root: _edit(root, "a/one.md", "one", "First thing", revision=1),
+    "config": lambda root: (root / "knowtk.yaml").write_text("ontology:\n  note: {aliases: [memo]}\n"),
+}
+# the second change, made while the new process is open (after its first query)
+LATER = {
+    "edit_other": lambda root: _edit(root, "d/n5.md", "n5", "Note five again", type="memo"),
+    "edit_same": lambda root: _edit(root, "b/three.md", "three", "Third, retitled", depends_on=["nowhere"]),
+    "stops_duplicate": lambda root: (root / "c/dup.md").unlink(missing_ok=True),
+    "nothing": lambda root: None,
+}
+
+
+@pytest.mark.parametrize("later", sorted(LATER))
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_between_processes(tmp_path: Path, clock: Clock, change: str, later: str) -> None:
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    CHANGES[change](root)
+    store = knowtk.open_store(root, state_dir=state_dir)
+    store.engine.snapshot()
+    assert how_adopted(store) == ("image" if change == "nothing" else "drift" if change != "config" else "build")
+    assert_same([store], root, tmp_path / "ref1", 1, change)
+    clock.now += timedelta(hours=8)  # four.md expires: five depends on it
+    LATER[later](root)
+    assert_same([store], root, tmp_path / "ref2", 2, (change, later))
+    _edit(root, "d/n7.md", "n7", "Seven renamed")
+    assert_same([store], root, tmp_path / "ref3", 3, (change, later, "n7"))
+    store.close()
+
+
+@pytest.mark.parametrize("trigger", ["expiry", "config", "safeguard"])
+def test_a_rebuild_without_a_file_change_then_an_edit(tmp_path: Path, clock: Clock, trigger: str) -> None:
+    """The image taken as is, then rebuilt for a reason other than a file (an expiry passing, knowtk.yaml,
+    another process's safeguard), then a file edited: the edit must be seen."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    store = knowtk.open_store(root, state_dir=state_dir)
+    store.grep("alpha")
+    assert how_adopted(store) == "image"
+    if trigger == "expiry":
+        clock.now += timedelta(hours=8)
+    elif trigger == "config":
+        (root / "knowtk.yaml").write_text("ontology:\n  note: {aliases: [memo]}\n")
+    else:  # another process sees n2 withdrawn; the file is back as it was before this one looks again
+        original = (root / "d/n2.md").read_bytes()
+        _edit(root, "d/n2.md", "n2", "Note 2", status="withdrawn")
+        with knowtk.open_store(root, state_dir=state_dir) as other:
+            other.grep("alpha")
+        (root / "d/n2.md").write_bytes(original)
+    store.grep("alpha")
+    _edit(root, "d/n8.md", "n8", "Retitled second")
+    assert_same([store], root, tmp_path / "ref", 5, trigger)
+    assert store.lookup("Retitled second", lifecycle="all")["status"] == "found"
+    store.close()
+
+
+# -- 2. damage -----------------------------------------------------------------------------------------
+def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> None:
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    with conn:
+        if how == "bad_json":
+            conn.execute("UPDATE snapshot_image_v1 SET data = '{\"not' WHERE part = ?", (part,))
+        elif how == "digest":  # valid JSON of the right shape, another content
+            data = json.loads(conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = ?", (part,)).fetchone()[0])
+            if isinstance(data, dict):
+                data = {k: data[k] for k in list(data)[1:]}
+            else:
+                data = [list(reversed(x)) if isinstance(x, list) else x for x in data][::-1]
+            conn.execute("UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (json.dumps(data), part))
+        elif how == "missing":
+            conn.execute("DELETE FROM snapshot_image_v1 WHERE part = ?", (part,))
+        elif how == "meta_gone":
+            conn.execute("DELETE FROM snapshot_image_v1 WHERE part = 'meta'")
+        elif how == "meta_broken":
+            conn.execute("UPDATE snapshot_image_v1 SET data = '[1' WHERE part = 'meta'")
+        elif how == "table_dropped":
+            conn.execute("DROP TABLE snapshot_image_v1")
+        elif how == "other_image":  # the same part as an earlier image wrote it
+            conn.execute("UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (old_parts[part], part))
+    conn.close()
+
+
+def _parts(state_dir: Path) -> dict[str, str]:
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    try:
+        return dict(conn.execute("SELECT part, data FROM snapshot_image_v1"))
+    finally:
+        conn.close()
+
+
+PARTS = ["record_at", "record_sha", "lifecycle", "names", "paths", "unavailable", "index.claims", "index.expiring"]
+
+
+@pytest.mark.parametrize(
+    ("how", "part"),
+    [(how, part) for how in ("bad_json", "digest", "missing", "other_image") for part in PARTS]
+    + [(how, "-") for how in ("meta_gone", "meta_broken", "table_dropped")],
+)
+def test_a_damaged_image_costs_a_build_never_an_answer(tmp_path: Path, clock: Clock, how: str, part: str) -> None:
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    old_parts = _parts(state_dir)
+    _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
+    _edit(root, "d/n9.md", "n9", "Note nine", expires_at="2030-01-03", depends_on=["nowhere"])
+    (root / "a/two.md").rename(root / "b/two.md")
+    with knowtk.open_store(root, state_dir=state_dir) as second:  # adopts the image, writes the next one
+        second.grep("alpha")
+    key = image_meta(state_dir)["key"]  # type: ignore[index]
+    assert _parts(state_dir)[part if part != "-" else "meta"] != old_parts.get(part if part != "-" else "meta")
+    _damage(state_dir, how, part, old_parts)
+    store = knowtk.open_store(root, state_dir=state_dir)
+    assert_same([store], root, tmp_path / "ref1", 1, (how, part))
+    _edit(root, "d/n4.md", "n4", "Note four, edited", depends_on=["n1"])  # a build reads the index parts
+    assert_same([store], root, tmp_path / "ref2", 2, (how, part))
+    report = store.check()
+    assert report["ok"] or report["repaired"], report
+    assert not report["unrepaired"], report
+    store.close()
+    meta = image_meta(state_dir)
+    assert meta is not None and meta["key"] != key  # written again
+    parts = _parts(state_dir)
+    for name, digest in meta["parts"].items():  # whole: every part there, with its digest
+        assert persist.hashlib.sha256(parts[name].encode()).hexdigest() == digest
+    with knowtk.open_store(root, state_dir=state_dir) as again:  # and used by the next process
+        again.engine.snapshot()
+        assert how_adopted(again) in ("image", "drift")
+        assert_same([again], root, tmp_path / "ref3", 3, (how, part))
+
+
+# -- 3. two processes -----------------------------------------------------------------------------------
+def _worker(root: str, state: str, seed: int, inbox: Any, outbox: Any) -> None:
+    """Edits or queries on command; 'reopen' stands for a kernel restart inside the same process."""
+    try:
+        engine_module.IMAGE_DRIFT_FILES = 1  # images written often (a store of 40 files: every 2 changes)
+        editor = Editor(Path(root), seed, None)
+        editor.serial = 1000 * seed
+        store = knowtk.open_store(root, state_dir=state)
+        while True:
+            command, arg = inbox.get(timeout=120)
+            if command == "edit":
+                outbox.put([*editor.step(), editor.change()])
+            elif command == "query":
+                outbox.put(answers(store, arg))
+            elif command == "reopen":
+                store.close()
+                store = knowtk.open_store(root, state_dir=state)
+                outbox.put(how_adopted(store) if store.engine._snapshot is not None else "closed")
+            else:
+                store.close()
+                outbox.put("done")
+                return
+    except Exception as exc:  # the parent reports it
+        outbox.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork keeps the test fast")
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_two_processes_editing_and_querying_one_state(tmp_path: Path, seed: int) -> None:
+    root, state = tmp_path / "store", tmp_path / "state"
+    editor = Editor(root, seed, None)
+    for _ in range(30):
+        editor.change()
+    ctx = multiprocessing.get_context("fork")
+    rng = random.Random(seed)
+
+    def start(n: int) -> tuple[Any, Any, Any]:
+        inbox, outbox = ctx.Queue(), ctx.Queue()
+        proc = ctx.Process(target=_worker, args=(str(root), str(state), seed * 10 + n, inbox, outbox))
+        proc.start()
+        return proc, inbox, outbox
+
+    workers = [start(0), start(1)]
+    restarted = 0
+    try:
+        for step in range(30):
+            _, inbox, outbox = rng.choice(workers)
+            inbox.put(("edit", None))
+            edit = outbox.get(timeout=120)
+            assert isinstance(edit, list), edit
+            if rng.random() < 0.25:  # a real new process in place of one of them
+                i = rng.randrange(2)
+                workers[i][1].put(("stop", None))
+                workers[i][2].get(timeout=120)
+                workers[i][0].join(timeout=60)
+                workers[i] = start(10 + step)
+                restarted += 1
+            elif rng.random() < 0.3:
+                _, inbox, outbox = workers[rng.randrange(2)]
+                inbox.put(("reopen", None))
+                assert outbox.get(timeout=120) in ("image", "drift", "build", "closed")
+            for _, inbox, _ in workers:  # both query at once
+                inbox.put(("query", seed * 100 + step))
+            got = []
+            for _, _, outbox in workers:
+                got.append(outbox.get(timeout=120))
+            assert all(isinstance(a, dict) for a in got), got
+            probe = knowtk.open_store(root, state_dir=state, change_source=StatWalk)
+            ref = reference(root, tmp_path / f"ref{step}", probe)
+            probe.close()
+            expected = answers(ref, seed * 100 + step)
+            ref.close()
+            shutil.rmtree(tmp_path / f"ref{step}")
+            for answer in got:
+                for name in expected:
+                    assert answer[name] == expected[name], (step, edit, name)
+    finally:
+        for proc, inbox, _ in workers:
+            if proc.is_alive():
+                inbox.put(("stop", None))
+                proc.join(timeout=60)
+                if proc.is_alive():
+                    proc.kill()
+    assert restarted >= 1
+
+
+# -- 4. the keyword image mark ----------------------------------------------------------------------------
+def test_rows_changed_by_another_process_after_the_mark_are_not_trusted(tmp_path: Path, clock: Clock) -> None:
+    """A builds, writes the image and marks the rows; B takes that image, then reconciles the rows for an
+    edit (and writes its own image); the file changes again; C, new, and A and B must answer from the files."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    a = knowtk.open_store(root, state_dir=state_dir)
+    a.grep("alpha")
+    key_a = image_meta(state_dir)["key"]  # type: ignore[index]
+    b = knowtk.open_store(root, state_dir=state_dir)
+    b.grep("alpha")
+    assert how_adopted(b) == "image"
+    _edit(root, "d/n6.md", "n6", "Six river")
+    b.grep("river")
+    assert b.engine.state.meta("keyword_root:image") != key_a  # the rows are no longer A's image
+    (root / "d/n6.md").write_text("---\nid: n6\nkind: page\ntitle: Note 6\n---\nbeta gamma 6\n")
+    c = knowtk.open_store(root, state_dir=state_dir)
+    assert_same([c, a, b], root, tmp_path / "ref", 1, "n6 twice")
+    for s in (a, b, c):
+        s.close()
+
+
+def test_the_mark_follows_every_row_change(tmp_path: Path, clock: Clock) -> None:
+    """Whenever the rows differ from the image's records, the mark does not name the stored image."""
+    editor = Editor(tmp_path / "store", 9, clock)
+    for _ in range(20):
+        editor.change()
+    state_dir = tmp_path / "state"
+    stores = [knowtk.open_store(editor.root, state_dir=state_dir) for _ in range(2)]
+    rng = random.Random(9)
+    trusted = 0
+    for step in range(25):
+        editor.step()
+        store = rng.choice(stores)
+        store.grep(rng.choice(WORDS))
+        meta = image_meta(state_dir)
+        if meta is None:
+            continue
+        marks = [store.engine.state.meta(f"{p}_root:image") for p in ("keyword", "keyword_history")]
+        if marks == [meta["key"]] * 2:  # a new process would trust the rows: they must be that image's
+            fresh = knowtk.open_store(editor.root, state_dir=state_dir)
+            image = persist.load_image(
+                fresh.engine.state,
+                fresh.engine.scanner,
+                config=fresh.engine.config,
+                generation=1,
+                on_damage=lambda: None,
+            )
+            if image is None:  # of another knowtk.yaml: no new process would take it
+                assert meta["config"] != persist.config_key(fresh.engine.config), step
+                fresh.close()
+                continue
+            fresh.engine.scanner.scan()
+            fresh.engine.scanner.fill_all()
+            snap = image.snapshot
+            fresh.engine._keyword_desired = None
+            desired = fresh.engine._desired(snap)
+            assert keyword_rows(fresh) == desired, step
+            trusted += 1
+            fresh.close()
+        if rng.random() < 0.3:
+            i = rng.randrange(2)
+            stores[i].close()
+            stores[i] = knowtk.open_store(editor.root, state_dir=state_dir)
+    for s in stores:
+        s.close()
+    assert trusted >= 1
+
+
+# -- the scan cache under a process that loaded it light ------------------------------------------------
+SCAN_DAMAGE = {
+    "dropped": "DROP TABLE scan_files_v1",
+    "emptied": "DELETE FROM scan_files_v1",
+    "meta_lost": "UPDATE scan_files_v1 SET meta = NULL",
+    "meta_broken": "UPDATE scan_files_v1 SET meta = '{\"id\": '",
+    "meta_not_a_mapping": "UPDATE scan_files_v1 SET meta = '[1, 2]'",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(SCAN_DAMAGE))
+def test_the_scan_cache_damaged_under_a_process_that_has_not_read_it_yet(
+    tmp_path: Path, clock: Clock, damage: str
+) -> None:
+    """A new process keeps the frontmatter in scan_files_v1 until a query needs it: the table dropped or
+    its rows damaged by then costs a read of the files, never an error or a wrong record."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    store = knowtk.open_store(root, state_dir=state_dir)
+    store.engine.snapshot()
+    assert how_adopted(store) == "image"
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    with conn:
+        conn.execute(SCAN_DAMAGE[damage])
+    conn.close()
+    assert_same([store], root, tmp_path / "ref1", 1, damage)
+    _edit(root, "d/n3.md", "n3", "Note three again", depends_on=["two"])
+    assert_same([store], root, tmp_path / "ref2", 2, damage)
+    report = store.check()
+    assert not report["unrepaired"], report
+    store.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine.py: Store.snapshot() returns the stored snapshot with its parts still unparsed; a damaged "
+    "part then raises ImageDamaged (a Contention, not a KnowtkError) outside any call, where nothing retries it",
+)
+def test_a_damaged_part_read_through_store_snapshot(tmp_path: Path, clock: Clock) -> None:
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    _damage(state_dir, "bad_json", "lifecycle", {})
+    store = knowtk.open_store(root, state_dir=state_dir)
+    ref = reference(root, tmp_path / "ref", store)
+    try:
+        assert store.snapshot().lifecycle == ref.snapshot().lifecycle
+    finally:
+        ref.close()
+        store.close()
+
+
+def test_an_image_evaluated_after_this_process_s_now_is_not_taken(tmp_path: Path, clock: Clock) -> None:
+    """Another process (a clock ahead, or this one's clock set back) judged expiry at a later instant than
+    this process's now: its image would show as expired what has not expired yet here."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)  # four.md expires at 06:00, five depends on it
+    clock.now = START + timedelta(hours=10)
+    with knowtk.open_store(root, state_dir=state_dir) as ahead:
+        ahead.grep("alpha")
+        assert "four" in ahead.engine.snapshot().expired
+    clock.now = START + timedelta(hours=1)
+    store = knowtk.open_store(root, state_dir=state_dir)
+    assert_same([store], root, tmp_path / "ref", 1, "clock behind")
+    assert "four" not in store.engine.snapshot().expired
+    store.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine.py/keyword.py: a new process trusts the rows by their image mark without comparing them; a hand "
+    "edit of a rows table that keeps its row count (an id renamed) is then taken as is and grep raises KeyError "
+    "(before the mark, the full comparison rebuilt the row); only a hand edit of state.sqlite gets here",
+)
+def test_a_hand_edited_rows_table_under_a_true_looking_mark(tmp_path: Path, clock: Clock) -> None:
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    with conn:
+        conn.execute("UPDATE keyword_rows_v1_root SET id = 'zzz' WHERE id = 'n1'")
+    conn.close()
+    store = knowtk.open_store(root, state_dir=state_dir)
+    try:
+        assert_same([store], root, tmp_path / "ref", 1, "rows hand-edited")
+    finally:
+        store.close()
