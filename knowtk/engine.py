@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from .config import CONFIG_FILE, StoreConfig, load_config
 from .errors import StateError, StoreUnavailable
 from .keyword import FtsProjection
-from .persist import StoredSnapshot, guards_key, load_image, write_image
+from .persist import StoredRecords, StoredSnapshot, guards_key, load_image, write_image
 from .records import Record
 from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, collector_paused
 from .snapshot import Safeguards, Snapshot, build_snapshot
@@ -102,6 +102,7 @@ class Engine:
             self.state,
             source=choose_change_source(self.root, change_source, max_files=max_files),
             max_file_bytes=max_file_bytes,
+            lock=self.lock,
         )
         try:
             self.safeguards = Safeguards(self.state, accept_loss=accept_safeguard_loss)
@@ -144,7 +145,7 @@ class Engine:
             if self._pinned is not None:
                 return self._pinned
             if not self._depth:  # outside a call (a direct use): one of its own, so that a retry is possible
-                return self.run(lambda: self.snapshot())
+                return self.run(lambda: _parsed(self.snapshot()))
             with collector_paused():
                 return self._snapshot_now()
 
@@ -322,7 +323,17 @@ class Engine:
             return
         index.main.ensure()
         index.history.ensure()
-        if index.main.image_mark == snap.image_key and index.history.image_mark == snap.image_key:
+        records = snap.records  # a cheap guard against rows that name no record (a hand-edited table)
+        if isinstance(records, StoredRecords):
+            known: Any = records._where.keys()
+        else:
+            known = records.keys() if isinstance(records, dict) else set(records)
+        if (
+            index.main.image_mark == snap.image_key
+            and index.history.image_mark == snap.image_key
+            and index.main.shas.keys() <= known
+            and index.history.shas.keys() <= known
+        ):
             main, history = dict(index.main.shas), dict(index.history.shas)
             index.main.trust(main)
             index.history.trust(history)
@@ -432,7 +443,7 @@ class Engine:
                 repaired.append(f"{len(stale)} files parsed again")
             snap = self.snapshot()
             # the scan cache against the files as parsed
-            self.scanner.fill_all()
+            self.run(self.scanner.fill_all)  # in a call: a file changing meanwhile makes it run again
             if not self.state.table_exists("scan_files_v1"):
                 found.append("scan_files_v1 is missing")
                 self.scanner.save()  # creates it and writes every file
@@ -539,6 +550,15 @@ class Engine:
             if close_source is not None:
                 close_source()
             self.state.close()
+
+
+def _parsed(snap: Snapshot) -> Snapshot:
+    """``snap`` with every stored part it rests on parsed: a damaged one is found inside the call (and the call
+    runs again on a full build), not later in the caller's hands."""
+    stored = snap if isinstance(snap, StoredSnapshot) else getattr(getattr(snap.records, "base", None), "_snap", None)
+    if isinstance(stored, StoredSnapshot):
+        stored.parse_all()
+    return snap
 
 
 def _report(

@@ -212,6 +212,15 @@ class StoredSnapshot(Snapshot):
     _parts: _Parts
     records: StoredRecords  # type: ignore[assignment]
 
+    def parse_all(self) -> None:
+        """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good."""
+        for name in SNAPSHOT_PARTS:
+            getattr(self, name)
+        index = self._index
+        for name in INDEX_PARTS:
+            getattr(index, name)
+        self.records._sha  # noqa: B018 (parsed: the stored hashes)
+
     def __getattr__(self, name: str) -> Any:  # only called for what is not set yet: the stored tables
         spec = SNAPSHOT_PARTS.get(name)
         if spec is None or name.startswith("__"):

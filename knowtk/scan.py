@@ -297,8 +297,12 @@ class Scanner:
         *,
         source: ChangeSource | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        lock: threading.RLock | None = None,
     ) -> None:
         self.root = root
+        # the engine's lock: entries are filled from state.sqlite, also when a record of a snapshot
+        # someone holds is read outside a call (the connection's transactions are one per engine)
+        self.lock = lock if lock is not None else threading.RLock()
         self.state = state
         self.source: ChangeSource = source or StatWalk(root)
         self.max_file_bytes = max_file_bytes
@@ -346,7 +350,9 @@ class Scanner:
         """The entry of a file with its record built (filled from scan_files_v1 on first use)."""
         entry = self.files.get(path)
         if entry is not None and not entry.filled:
-            self._fill(path, entry)
+            with self.lock:
+                if not entry.filled:
+                    self._fill(path, entry)
         return entry
 
     def _fill(self, path: str, entry: FileEntry) -> None:
@@ -373,7 +379,7 @@ class Scanner:
         """Fill every entry (a full build needs them all): one pass over scan_files_v1."""
         if all(e.filled for e in self.files.values()):
             return
-        with collector_paused():
+        with self.lock, collector_paused():
             self._fill_all()
 
     def _fill_all(self) -> None:

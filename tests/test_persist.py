@@ -723,11 +723,6 @@ def test_the_scan_cache_damaged_under_a_process_that_has_not_read_it_yet(
     store.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.py: Store.snapshot() returns the stored snapshot with its parts still unparsed; a damaged "
-    "part then raises ImageDamaged (a Contention, not a KnowtkError) outside any call, where nothing retries it",
-)
 def test_a_damaged_part_read_through_store_snapshot(tmp_path: Path, clock: Clock) -> None:
     root, state_dir = tmp_path / "store", tmp_path / "state"
     _store_with_chain(root)
@@ -759,12 +754,6 @@ def test_an_image_evaluated_after_this_process_s_now_is_not_taken(tmp_path: Path
     store.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.py/keyword.py: a new process trusts the rows by their image mark without comparing them; a hand "
-    "edit of a rows table that keeps its row count (an id renamed) is then taken as is and grep raises KeyError "
-    "(before the mark, the full comparison rebuilt the row); only a hand edit of state.sqlite gets here",
-)
 def test_a_hand_edited_rows_table_under_a_true_looking_mark(tmp_path: Path, clock: Clock) -> None:
     root, state_dir = tmp_path / "store", tmp_path / "state"
     _store_with_chain(root)
