@@ -275,9 +275,12 @@ class FileEntry:
     problem: FileProblem | None = None
     record: Record | None = None
     issues: list[Issue] = field(default_factory=list)
-    # False for an entry loaded from scan_files_v1 without its frontmatter (a new process loads those
-    # only for the files a query needs): ``Scanner.entry`` fills it in
-    filled: bool = True
+
+    @property
+    def filled(self) -> bool:
+        """False for an entry loaded from scan_files_v1 without its frontmatter (a new process loads those
+        only for the files a query needs): ``Scanner.entry`` fills it in."""
+        return self.meta is not None or self.problem is not None or self.sha256 is None
 
     def rebuild(self, path: str) -> None:
         if self.problem is not None or self.meta is None:
@@ -340,7 +343,7 @@ class Scanner:
                     entry = FileEntry(stat, sha, None, 0, FileProblem(problem_code, problem) if problem_code else None)
                     entry.rebuild(path)
                 else:
-                    entry = FileEntry(stat, sha, filled=False)
+                    entry = FileEntry(stat, sha)  # positional: 100k of these at 100k records
                 files[path] = entry
                 stats[path] = stat
             self.loaded_token = self.token = _token(self.state)
@@ -372,7 +375,7 @@ class Scanner:
                 self.forget([path])  # the next scan reads it again
                 raise Contention(f"{path} changed since the scan")
             meta, body_line = fresh.meta, fresh.body_line
-        entry.meta, entry.body_line, entry.filled = meta, body_line, True
+        entry.meta, entry.body_line = meta, body_line
         entry.rebuild(path)
 
     def fill_all(self) -> None:
@@ -394,7 +397,7 @@ class Scanner:
                     if entry is not None and not entry.filled and entry.sha256 == sha:
                         parsed = _cached_meta(meta)
                         if parsed is not None:  # else read from the file below
-                            entry.meta, entry.body_line, entry.filled = parsed, body_line or 0, True
+                            entry.meta, entry.body_line = parsed, body_line or 0
                             entry.rebuild(path)
         except sqlite3.Error:
             pass  # the cache was dropped or damaged since it was loaded: each file is read below

@@ -62,6 +62,7 @@ SCHEMA_VERSION = 1
 FORMAT = "knowtk-state"
 JOURNAL_FORMAT = "knowtk-safeguards"
 BUSY_TIMEOUT_MS = 120_000  # a cold build in another process can hold the write lock this long
+WAL_LIMIT_BYTES = 64 * 2**20  # the WAL kept after a checkpoint
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowtk_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -186,6 +187,9 @@ class StateDB:
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # after a checkpoint the WAL is cut back to this size (else it stays as large as the largest
+            # write ever made: a cold build or a snapshot image, hundreds of MB at 100k records)
+            self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             return {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise StateError(
