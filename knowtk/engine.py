@@ -289,6 +289,11 @@ class Engine:
             with collector_paused():
                 if snap.image_key is not None:
                     self._trust_image(index, snap)
+                adopted, cached = self._adopted, self._keyword_desired
+                if (
+                    adopted is not None and cached is None and snap.previous_generation == adopted.generation
+                ):  # built on an image found behind the files: the image's rows, patched at the changed ids
+                    self._trust_image(index, adopted)
                 main_ids, history_ids = self._desired(snap)
                 base = self._keyword_base
                 since_main, since_history = ((base[0], base[2]), (base[1], base[2])) if base else (None, None)
