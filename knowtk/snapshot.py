@@ -934,7 +934,21 @@ class _Build:
             if by:
                 supersedes[by].append(rid)
         chain_issues: list[Issue] = []
-        chain_ends = _chains(sorted(ix.superseded), records, lifecycle, superseded_by, unavailable, chain_issues)
+        kept: dict[str, ChainEnd] = {}
+        prev = self.prev
+        if prev is not None:
+            # a chain is followed again only where something it read changed: a record on it (or its start)
+            # changed, or became or stopped being unavailable; the others, and their issues, are kept
+            dirty = before.keys() | (prev.unavailable.keys() ^ unavailable.keys())
+            superseded = ix.superseded
+            kept = {
+                rid: end
+                for rid, end in prev.chain_ends.items()
+                if rid in superseded and rid not in dirty and dirty.isdisjoint(end.via)
+            }
+            chain_issues = [i for i in prev.issues if i.code in _CHAIN_CODES and i.id in kept]
+        starts = sorted(ix.superseded - kept.keys()) if kept else sorted(ix.superseded)
+        chain_ends = _chains(starts, records, lifecycle, superseded_by, unavailable, chain_issues, valid=kept)
 
         issues = []
         if config.problem:
@@ -1001,6 +1015,9 @@ def _propagate(
     return out
 
 
+_CHAIN_CODES = frozenset({"supersession_cycle", "supersession_target_missing"})  # the issues _chains reports
+
+
 def _chains(
     starts: Iterable[str],
     records: Mapping[str, Record],
@@ -1008,9 +1025,14 @@ def _chains(
     superseded_by: Mapping[str, str | None],
     unavailable: Mapping[str, tuple[str, str | None]],
     issues: list[Issue],
+    *,
+    valid: Mapping[str, ChainEnd] | None = None,
 ) -> dict[str, ChainEnd]:
-    """Follow superseded_by from every superseded record (``starts``) to an active one, or to nothing."""
-    ends: dict[str, ChainEnd] = {}
+    """Follow superseded_by from every superseded record (``starts``) to an active one, or to nothing.
+
+    ``valid`` are chain ends still valid (nothing on their chain changed): taken as they are.
+    """
+    ends: dict[str, ChainEnd] = dict(valid) if valid else {}
     for start in starts:
         if start in ends:
             continue
