@@ -119,7 +119,8 @@ class FtsProjection:
         # the key of the stored snapshot image whose records the rows are exactly (knowtk.persist), or None
         self.image_mark: str | None = None
         self._version: int | None = None
-        self._synced: Mapping[str, str] | None = None  # the desired map last reconciled in full
+        self._synced: Mapping[str, str] | None = None  # the desired map the rows were last brought to
+        self._synced_version: int | None = None  # ... at this version of it (the engine patches it in place)
         self.mirror = 0  # bumped whenever the in-memory rows above change
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
@@ -241,20 +242,22 @@ class FtsProjection:
         desired: Mapping[str, str],
         text_of: Callable[[str], tuple[str, str, str] | None],
         *,
-        since: tuple[Mapping[str, str], Iterable[str]] | None = None,
+        version: int = 0,
+        since: tuple[int, Iterable[str]] | None = None,
         mark: str | None = None,
     ) -> int:
         """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written.
 
-        The engine hands over the same map object for as long as its snapshot stands, so an
-        unchanged store costs an identity check here. ``since`` is (an earlier map, the ids at
-        which ``desired`` may differ from it): when the projection holds exactly that earlier
-        map, only those ids are compared.
+        The engine hands over the same map object, patched in place, with a ``version`` bumped at
+        every patch, so an unchanged store costs an identity check here. ``since`` is (an earlier
+        version, the ids at which ``desired`` may differ from it): when the projection holds
+        exactly that version, only those ids are compared.
         """
         self.ensure()
-        if desired is self._synced:
+        synced = desired is self._synced
+        if synced and version == self._synced_version:
             return 0
-        if since is not None and since[0] is self._synced:
+        if since is not None and synced and since[0] == self._synced_version:
             shas = self.shas
             ids = since[1]
             stale = [rid for rid in ids if rid in shas and desired.get(rid) != shas[rid]]
@@ -263,7 +266,7 @@ class FtsProjection:
             stale = [rid for rid, sha in self.shas.items() if desired.get(rid) != sha]
             fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
         if not stale and not fresh:
-            self._synced = desired
+            self._synced, self._synced_version = desired, version
             if mark is not None and mark != self.image_mark:  # compared in full: the rows are that image's
                 self._set_mark(mark)
             return 0
@@ -309,16 +312,16 @@ class FtsProjection:
             self.image_mark = mark if complete else None
             self.state.set_meta(self._mark_key, self.image_mark or "")
         self.mirror += 1
-        self._synced = desired if complete else None
+        self._synced, self._synced_version = (desired, version) if complete else (None, None)
         return len(stale) + len(inserted)
 
     @property
     def _mark_key(self) -> str:
         return f"{self.key}:image"
 
-    def trust(self, desired: Mapping[str, str]) -> None:
+    def trust(self, desired: Mapping[str, str], version: int) -> None:
         """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
-        self._synced = desired
+        self._synced, self._synced_version = desired, version
 
     def _set_mark(self, mark: str) -> None:
         """Record that the rows are exactly the records of stored image ``mark`` (they were just compared)."""
