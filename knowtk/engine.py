@@ -124,7 +124,7 @@ class Engine:
         self._keyword: KeywordIndex | None = None
         self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
         self._desired_version = 0  # bumped at every change of the desired maps (they are patched in place)
-        # the maps the desired ones were patched from, and the ids that may differ (lets reconcile look at those only)
+        # (the version the desired maps were patched from, the ids that may differ): reconcile looks at those only
         self._keyword_base: tuple[int, frozenset[str]] | None = None
         # per-engine state of other projections (temporal tables, embeddings), keyed by their module
         self.extensions: dict[str, Any] = {}
@@ -330,7 +330,7 @@ class Engine:
         index.history.ensure()
         records = snap.records  # a cheap guard against rows that name no record (a hand-edited table)
         if isinstance(records, StoredRecords):
-            known: Any = records._where.keys()
+            known: Any = records.ids
         else:
             known = records.keys() if isinstance(records, dict) else set(records)
         if (

@@ -22,7 +22,7 @@ import hashlib
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, KeysView, Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -280,6 +280,11 @@ class StoredRecords(Mapping[str, Record]):
         ids = self._where.keys()
         sha: dict[str, str] = self._parts.get("record_sha", lambda shas: dict(zip(ids, shas, strict=True)))
         return sha
+
+    @property
+    def ids(self) -> KeysView[str]:
+        """The ids of the stored records, without building any."""
+        return self._where.keys()
 
     def __len__(self) -> int:
         return len(self._where)

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -146,7 +148,7 @@ class StateDB:
 
     def _create(self, store: str | None, rebind: bool) -> None:
         path = self.path
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        self._enable_wal()
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with self.transaction():
             for statement in _SCHEMA.split(";"):
@@ -182,6 +184,21 @@ class StateDB:
                         "state_dir (if that store was moved here, open with rebind_state=True "
                         "or run `knowtk state rebind`)",
                     )
+
+    def _enable_wal(self) -> None:
+        """Put the database in WAL mode. Two processes opening a new state at once both switch it, and
+        SQLite refuses the second switch at once ("database is locked") without waiting: wait and retry."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise Contention(str(exc)) from exc
+                time.sleep(random.uniform(0.005, 0.05))
 
     def _connect(self) -> set[str]:
         try:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import DEMO, REPO
@@ -90,6 +91,32 @@ def test_processes_racing_to_create_one_state(tmp_path: Path, seed: int) -> None
     assert store.check()["ok"] is True
     journal = (state / "safeguards.jsonl").read_text().splitlines()
     assert sum('"format": "knowtk-safeguards"' in line for line in journal) == 1
+
+
+def _open_at_once(root: str, state: str, barrier: Any, out: Any) -> None:
+    try:
+        barrier.wait(timeout=60)
+        knowtk.open_store(root, state_dir=state).close()
+        out.put("ok")
+    except Exception as exc:  # the test reports it
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_a_new_state_at_the_same_instant(tmp_path: Path) -> None:
+    """Processes released together on a state that does not exist: each switches it to WAL, and SQLite
+    refuses all but one switch at once ("database is locked", without waiting); each must wait instead."""
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    n = 4
+    for round_ in range(16):
+        barrier, out = ctx.Barrier(n), ctx.Queue()
+        state = str(tmp_path / f"state{round_}")
+        procs = [ctx.Process(target=_open_at_once, args=(str(DEMO), state, barrier, out)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert results == ["ok"] * n, results
 
 
 def test_processes_opening_a_truncated_state_at_once(tmp_path: Path) -> None:
