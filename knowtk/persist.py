@@ -161,11 +161,10 @@ def write_image(
     texts["record_at"] = json.dumps([ids, at], ensure_ascii=False)
     texts["record_sha"] = json.dumps([paths[path] for path in at])
     key = uuid.uuid4().hex
-    complete = not scanner._unsaved and not scanner._unremoved  # scan_files_v1 holds exactly what was built from
     meta = {
         "format": FORMAT,
         "key": key,
-        "scan_token": scanner.token if complete else None,
+        "scan_token": scanner.saved_token,  # the scan cache as this snapshot was built from it
         "scanned_at": snap.scanned_at.isoformat(),
         "evaluated_at": snap.evaluated_at.isoformat(),
         "valid_until": snap.valid_until.isoformat() if snap.valid_until else None,

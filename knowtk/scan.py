@@ -349,6 +349,11 @@ class Scanner:
             self.loaded_token = self.token = _token(self.state)
         self._loaded = True
 
+    @property
+    def saved_token(self) -> int | None:
+        """scan_files_v1's change counter when the table holds exactly ``files``, else None."""
+        return self.token if not self._unsaved and not self._unremoved else None
+
     def entry(self, path: str) -> FileEntry | None:
         """The entry of a file with its record built (filled from scan_files_v1 on first use)."""
         entry = self.files.get(path)

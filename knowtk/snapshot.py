@@ -640,22 +640,17 @@ class Grouped(Mapping[str, list[str]]):
         return count
 
 
-class _Grouped:
+class _Grouped(Grouped):
     """Builds the next key -> sorted list map from the previous one; a list is copied before its first change."""
+
+    __slots__ = ("_own",)
 
     def __init__(self, source: Mapping[str, list[str]]) -> None:
         if isinstance(source, Grouped):
-            self.base, self.top = source.base, dict(source.top)
+            super().__init__(source.base, dict(source.top))
         else:
-            self.base, self.top = source, {}
+            super().__init__(source, {})
         self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        top = self.top
-        if key in top:
-            found = top[key]
-            return default if found is None else found
-        return self.base.get(key, default)
 
     def _mine(self, key: str) -> list[str]:
         if key not in self._own:

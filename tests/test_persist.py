@@ -366,6 +366,15 @@ def _new_process(
 
 
 # -- targeted cases ------------------------------------------------------------------------------------
+def _built_chain(tmp_path: Path) -> tuple[Path, Path]:
+    """(store, state): the chain store, its state built (and its image written) by a first process."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store_with_chain(root)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    return root, state_dir
+
+
 def _store_with_chain(root: Path) -> None:
     def page(path: str, rid: str, title: str, body: str = "alpha words", **meta: Any) -> None:
         full = root / path
@@ -413,10 +422,7 @@ LATER = {
 @pytest.mark.parametrize("later", sorted(LATER))
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_change_between_processes(tmp_path: Path, clock: Clock, change: str, later: str) -> None:
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     CHANGES[change](root)
     store = knowtk.open_store(root, state_dir=state_dir)
     store.engine.snapshot()
@@ -434,10 +440,7 @@ def test_a_change_between_processes(tmp_path: Path, clock: Clock, change: str, l
 def test_a_rebuild_without_a_file_change_then_an_edit(tmp_path: Path, clock: Clock, trigger: str) -> None:
     """The image taken as is, then rebuilt for a reason other than a file (an expiry passing, knowtk.yaml,
     another process's safeguard), then a file edited: the edit must be seen."""
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     store = knowtk.open_store(root, state_dir=state_dir)
     store.grep("alpha")
     assert how_adopted(store) == "image"
@@ -501,10 +504,7 @@ PARTS = ["record_at", "record_sha", "lifecycle", "names", "paths", "unavailable"
     + [(how, "-") for how in ("meta_gone", "meta_broken", "table_dropped")],
 )
 def test_a_damaged_image_costs_a_build_never_an_answer(tmp_path: Path, clock: Clock, how: str, part: str) -> None:
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     old_parts = _parts(state_dir)
     _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
     _edit(root, "d/n9.md", "n9", "Note nine", expires_at="2030-01-03", depends_on=["nowhere"])
@@ -704,10 +704,7 @@ def test_the_scan_cache_damaged_under_a_process_that_has_not_read_it_yet(
 ) -> None:
     """A new process keeps the frontmatter in scan_files_v1 until a query needs it: the table dropped or
     its rows damaged by then costs a read of the files, never an error or a wrong record."""
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     store = knowtk.open_store(root, state_dir=state_dir)
     store.engine.snapshot()
     assert how_adopted(store) == "image"
@@ -724,10 +721,7 @@ def test_the_scan_cache_damaged_under_a_process_that_has_not_read_it_yet(
 
 
 def test_a_damaged_part_read_through_store_snapshot(tmp_path: Path, clock: Clock) -> None:
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     _damage(state_dir, "bad_json", "lifecycle", {})
     store = knowtk.open_store(root, state_dir=state_dir)
     ref = reference(root, tmp_path / "ref", store)
@@ -755,10 +749,7 @@ def test_an_image_evaluated_after_this_process_s_now_is_not_taken(tmp_path: Path
 
 
 def test_a_hand_edited_rows_table_under_a_true_looking_mark(tmp_path: Path, clock: Clock) -> None:
-    root, state_dir = tmp_path / "store", tmp_path / "state"
-    _store_with_chain(root)
-    with knowtk.open_store(root, state_dir=state_dir) as first:
-        first.grep("alpha")
+    root, state_dir = _built_chain(tmp_path)
     conn = sqlite3.connect(state_dir / STATE_FILE)
     with conn:
         conn.execute("UPDATE keyword_rows_v1_root SET id = 'zzz' WHERE id = 'n1'")
