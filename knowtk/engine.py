@@ -181,9 +181,7 @@ class Engine:
 
     def _snapshot_now(self) -> Snapshot:
         room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
-        touched, bodies = self.scanner.scan(keep_bodies=room)
-        if touched and isinstance(self._snapshot, StoredSnapshot):
-            self._snapshot.records.current = False  # its records must now be checked against their hashes
+        touched, bodies = self.scanner.scan(keep_bodies=room)  # (stored records see it: StoredRecords.current)
         self._pending_bodies.update(bodies)
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()

@@ -221,24 +221,24 @@ class StoredSnapshot(Snapshot):
         self.records._sha  # noqa: B018 (parsed: the stored hashes)
 
     def __getattr__(self, name: str) -> Any:  # only called for what is not set yet: the stored tables
-        spec = SNAPSHOT_PARTS.get(name)
-        if spec is None or name.startswith("__"):
-            raise AttributeError(name)
-        value = self._parts.get(name, spec[1])
-        setattr(self, name, value)
-        return value
+        return _stored_attribute(self, name, SNAPSHOT_PARTS, "")
 
 
 class _StoredIndex(_Index):
     _parts: _Parts
 
     def __getattr__(self, name: str) -> Any:
-        spec = INDEX_PARTS.get(name)
-        if spec is None or name.startswith("__"):
-            raise AttributeError(name)
-        value = self._parts.get("index." + name, spec[1])
-        setattr(self, name, value)
-        return value
+        return _stored_attribute(self, name, INDEX_PARTS, "index.")
+
+
+def _stored_attribute(obj: Any, name: str, parts: Mapping[str, tuple[Any, Callable[[Any], Any]]], prefix: str) -> Any:
+    """A stored table, parsed from its part and kept on ``obj`` (so this runs once per attribute)."""
+    spec = parts.get(name)
+    if spec is None or name.startswith("__"):
+        raise AttributeError(name)
+    value = obj._parts.get(prefix + name, spec[1])
+    setattr(obj, name, value)
+    return value
 
 
 class StoredRecords(Mapping[str, Record]):
