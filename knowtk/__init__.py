@@ -15,7 +15,7 @@ Layers, imports pointing one way only::
     plots, widgets, cli               notebook and command-line front ends
 """
 
-from .errors import (
+from knowtk.errors import (
     InvalidArgument,
     KnowtkError,
     RecordNotFound,
@@ -23,9 +23,9 @@ from .errors import (
     StateError,
     StoreUnavailable,
 )
-from .results import Result
-from .store import Store, open_store
-from .workspace import Workspace
+from knowtk.results import Result
+from knowtk.store import Store, open_store
+from knowtk.workspace import Workspace
 
 __all__ = [
     "InvalidArgument",

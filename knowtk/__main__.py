@@ -1,6 +1,6 @@
 """``python -m knowtk``: the ``knowtk`` command line."""
 
-from .cli import main
+from knowtk.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
-from .errors import InvalidArgument, KnowtkError
-from .query import TOOLS
-from .query.args import snake
-from .query.schema import param_schema
+from knowtk import __version__
+from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.query import TOOLS
+from knowtk.query.args import snake
+from knowtk.query.schema import param_schema
 
 __all__ = ["COMMANDS", "Command", "command", "main"]
 
@@ -95,7 +95,7 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
 
 
 def _store(a: argparse.Namespace) -> Any:
-    from .store import open_store
+    from knowtk.store import open_store
 
     return open_store(a.store, state_dir=a.state_dir)
 
@@ -154,7 +154,7 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             if not args["query"]:  # knowl without words: by id, or newest first
                 del args["query"]
         if tool == "knowl_query" and getattr(a, "link", None):
-            from .agent import open_target
+            from knowtk.mcp.agent import open_target
 
             return open_target(a.store, state_dir=a.state_dir, links=_links(a.link)).call(tool, args)
         return _store(a).call(tool, args)
@@ -335,7 +335,7 @@ def _mcp_setup(p: argparse.ArgumentParser) -> None:
 def _mcp(a: argparse.Namespace) -> int:
     links = _links(a.link)
     try:
-        from .mcp_server import serve
+        from knowtk.mcp.server import serve
     except ImportError as exc:
         print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
         return 1
@@ -359,7 +359,7 @@ def _eval_setup(p: argparse.ArgumentParser) -> None:
 
 @command("eval", "score the store against a gold set; exit 1 when a metric drops", setup=_eval_setup)
 def _eval(a: argparse.Namespace) -> int:
-    from .lab.cli import run_eval
+    from knowtk.lab.cli import run_eval
 
     return run_eval(a)
 
@@ -387,8 +387,8 @@ def _check(a: argparse.Namespace) -> int:
 
 @command("state accept-loss", "accept safeguards knowtk reported lost, so that queries answer again")
 def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
-    from .errors import StateError
-    from .store import open_store
+    from knowtk.errors import StateError
+    from knowtk.store import open_store
 
     refused = None
     try:
@@ -404,7 +404,7 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
 
 @command("state rebind", "bind the state to this store folder (after the store was moved)")
 def _rebind(a: argparse.Namespace) -> dict[str, Any]:
-    from .store import open_store
+    from knowtk.store import open_store
 
     store = open_store(a.store, state_dir=a.state_dir, rebind_state=True)
     return {"store": store.root, "state": store.state_path}

@@ -32,7 +32,7 @@ class Result:
 
     def to_frame(self) -> pd.DataFrame:
         if self._frame is None:
-            from .frames import frame_for
+            from knowtk.frames import frame_for
 
             self._frame = frame_for(self.tool, self._data)
         return self._frame.copy()
@@ -50,12 +50,12 @@ class Result:
         """Draw the result on a matplotlib date axis (timeline and chronicle tools)."""
         # the front ends are imported only when a plot is asked for: results never import them at load
         if self.tool == "knowledge_chronicle_day":
-            from .notebook.chronicle import plot_chronicle
+            from knowtk.notebook.chronicle import plot_chronicle
 
             kwargs.setdefault("tz", self.args.get("time_zone") or "UTC")
             return plot_chronicle(self.to_frame(), **kwargs)
         if self.tool in ("knowledge_timeline", "knowledge_chronicle_since", "knowledge_chronicle_last_seen"):
-            from .notebook.timeline import plot_timeline
+            from knowtk.notebook.timeline import plot_timeline
 
             return plot_timeline(self.to_frame(), **kwargs)
         raise TypeError(f"{self.tool} results have no plot; use to_frame()")

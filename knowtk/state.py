@@ -42,8 +42,8 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from .datevalues import format_utc
-from .errors import StateError
+from knowtk.errors import StateError
+from knowtk.model.datevalues import format_utc
 
 __all__ = [
     "JOURNAL_FILE",

@@ -17,14 +17,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .engine import Engine
-from .errors import InvalidArgument
-from .query import TOOLS
-from .query.args import validate
-from .query.citations import EvidenceVerifier
-from .results import Result
-from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource
-from .snapshot import Snapshot
+from knowtk.engine import Engine
+from knowtk.errors import InvalidArgument
+from knowtk.query import TOOLS
+from knowtk.query.args import validate
+from knowtk.query.citations import EvidenceVerifier
+from knowtk.results import Result
+from knowtk.scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource
+from knowtk.snapshot import Snapshot
 
 __all__ = ["Store", "open_store"]
 
@@ -193,9 +193,9 @@ class Store:
     ) -> dict[str, Any]:
         """Why record ``id`` is (not) in ``grep(query, ...)``: hit, replacement, not matched, or the rule excluding it.
 
-        Returns a plain dict; its keys are documented in ``knowtk.explain.explain``.
+        Returns a plain dict; its keys are documented in ``knowtk.query.explain.explain``.
         """
-        from .explain import explain  # a front end over grep: imported when used, so layers point one way
+        from knowtk.query.explain import explain  # a front end over grep: imported when used, so layers point one way
 
         args = {k: v for k, v in locals().items() if k not in ("self", "id", "query", "explain") and v is not None}
         return self.engine.run(lambda: explain(self, id, query=query, **args))

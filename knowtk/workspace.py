@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .engine import run_all
-from .errors import InvalidArgument
-from .query.args import validate
-from .query.knowl import KNOWL_PARAMS, Member, run_knowl
-from .results import Result
-from .store import Store
+from knowtk.engine import run_all
+from knowtk.errors import InvalidArgument
+from knowtk.query.args import validate
+from knowtk.query.knowl import KNOWL_PARAMS, Member, run_knowl
+from knowtk.results import Result
+from knowtk.store import Store
 
 __all__ = ["Workspace"]
 

@@ -258,7 +258,7 @@ SUPERSESSION: list[Cell] = [
     into one row per chain, dead ends first.
     """),
     code("""
-    from knowtk.chains import chain_edges, chain_summary, plot_chains
+    from knowtk.query.chains import chain_edges, chain_summary, plot_chains
 
     edges = chain_edges(store)
     chain_summary(edges)
@@ -458,7 +458,7 @@ PEPS: list[Cell] = [
     import pandas as pd
 
     import knowtk
-    from knowtk.chains import chain_edges, chain_summary, plot_chains
+    from knowtk.query.chains import chain_edges, chain_summary, plot_chains
 
     pd.set_option("display.max_colwidth", 90)
     {FIND_REPO.replace(chr(10), chr(10) + "    ")}

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from knowtk.records import load_frontmatter
+from knowtk.model.records import load_frontmatter
 from tests.conftest import StoreBuilder
 
 WORDS = [

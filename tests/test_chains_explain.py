@@ -1,4 +1,4 @@
-"""knowtk.chains (supersession chains as edges and a picture) and knowtk.explain (why is it (not) here?)."""
+"""knowtk.query.chains (supersession chains as edges and a picture) and knowtk.query.explain (why is it (not) here?)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from matplotlib.patches import FancyArrowPatch
 
 import knowtk
-from knowtk.chains import EDGE_COLUMNS, chain_edges, chain_summary, plot_chains
-from knowtk.explain import STATUSES, explain
+from knowtk.query.chains import EDGE_COLUMNS, chain_edges, chain_summary, plot_chains
+from knowtk.query.explain import STATUSES, explain
 from tests.conftest import DEMO, StoreBuilder
 
 NUMBERED_CHAIN = ["dec-2025-012", "dec-2025-027", "dec-2026-008", "dec-2026-021"]

@@ -181,7 +181,7 @@ def test_the_command_line_starts_without_pandas_matplotlib_or_ipywidgets(store: 
     assert proc.returncode == 0 and "dec-new" in proc.stdout
     imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
     assert "knowtk" in imported and not imported & set(heavy)
-    probe = f"import sys, knowtk.cli, knowtk.mcp_server; print(sorted(m for m in sys.modules if m in {heavy!r}))"
+    probe = f"import sys, knowtk.cli, knowtk.mcp.server; print(sorted(m for m in sys.modules if m in {heavy!r}))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout == "[]\n"
 
 

@@ -158,7 +158,7 @@ def test_fts5_corruption_only_integrity_check_sees_is_repaired_by_check(tmp_path
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    import knowtk, knowtk.scan, knowtk.engine, knowtk.temporal
+    import knowtk, knowtk.scan, knowtk.engine, knowtk.index.temporal
     root, state, phase, marker = sys.argv[1:5]
 
     def mark():
@@ -180,11 +180,11 @@ CHILD = textwrap.dedent(
             return real_text(self, r)
         knowtk.engine.Engine._text = slow_text
     elif phase == "temporal":
-        real_desired = knowtk.temporal.TemporalProjection.desired
+        real_desired = knowtk.index.temporal.TemporalProjection.desired
         def slow_desired(self, snap):
             mark()
             time.sleep(60)
-        knowtk.temporal.TemporalProjection.desired = slow_desired
+        knowtk.index.temporal.TemporalProjection.desired = slow_desired
     store = knowtk.open_store(root, state_dir=state)
     store.engine.scanner.parallel_min_files = 50
     store.grep("vector index")
@@ -258,7 +258,7 @@ def test_a_cold_build_killed_in_each_phase_leaves_nothing_running_and_a_correct_
     ],
 )
 def test_a_damaged_embedding_cache_is_rebuilt(tmp_path: Path, statement: str) -> None:
-    from knowtk import semantic
+    from knowtk.index import semantic
 
     if semantic.load_embedder() is None:
         pytest.skip("no embedding model")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from knowtk.records import FileProblem, build_record, load_frontmatter
+from knowtk.model.records import FileProblem, build_record, load_frontmatter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "fixtures" / "records"
 CASES = sorted(FIXTURES.glob("*.md"))

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 import knowtk
-from knowtk.explain import explain
 from knowtk.query import TOOLS
+from knowtk.query.explain import explain
 from tests.conftest import StoreBuilder
 
 

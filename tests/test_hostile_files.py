@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import knowtk
-from knowtk.keyword import FtsProjection
+from knowtk.index.keyword import FtsProjection
+from knowtk.model.records import FileProblem, read_regular
 from knowtk.query.citations import LARGE_BODY_BYTES
-from knowtk.records import FileProblem, read_regular
 from tests.conftest import StoreBuilder
 
 GOOD = "---\nid: good\nkind: page\ntitle: Good vector index\n---\nvector index body\n"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from knowtk.datevalues import LAST_INSTANT, parse_bound, parse_date_value
 from knowtk.errors import InvalidArgument
-from knowtk.records import FileProblem, build_record, load_frontmatter
+from knowtk.model.datevalues import LAST_INSTANT, parse_bound, parse_date_value
+from knowtk.model.records import FileProblem, build_record, load_frontmatter
 from tests.conftest import StoreBuilder
 
 GOOD = "---\nid: good\nkind: page\ntitle: Good vector index\n---\nvector index body\n"

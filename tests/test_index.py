@@ -210,7 +210,7 @@ def test_index_unavailable_is_reported_and_lookup_and_records_still_work(
     def broken(self, *args, **kwargs):
         raise sqlite3.OperationalError("no such module: fts5")
 
-    monkeypatch.setattr("knowtk.keyword.FtsProjection.ensure", broken)
+    monkeypatch.setattr("knowtk.index.keyword.FtsProjection.ensure", broken)
     res = store.call("knowledge_grep", {"query": "zebra"})
     assert res["index"]["state"] == "unavailable"
     assert res["total"] is None and res["hits"] == [] and res["nextOffset"] is None

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk import InvalidArgument, RecordNotFound, Workspace, semantic
-from knowtk.embeddings import TABLE, TEXT_RECIPE, embedding_text
+from knowtk import InvalidArgument, RecordNotFound, Workspace
+from knowtk.index import semantic
+from knowtk.index.embeddings import TABLE, TEXT_RECIPE, embedding_text
 from knowtk.query.knowl import PROVENANCE
 
 SEED_PROVENANCE = (

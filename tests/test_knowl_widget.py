@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk import Workspace, semantic
-from knowtk.widgets_knowl import KnowlWidget
+from knowtk import Workspace
+from knowtk.index import semantic
+from knowtk.notebook.knowl import KnowlWidget
 
 LONG = "word " * 600  # 3,000 characters
 

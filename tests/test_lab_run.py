@@ -12,9 +12,9 @@ import pytest
 
 import knowtk
 from knowtk import InvalidArgument
+from knowtk.index.semantic import ENV_VAR, load_embedder
 from knowtk.lab import Variant, ablate, compare, load_gold, parse_gold, run
 from knowtk.lab.compare import CHANGES
-from knowtk.semantic import ENV_VAR, load_embedder
 from tests.conftest import DEMO, REPO, StoreBuilder
 
 

@@ -26,8 +26,8 @@ import yaml
 
 import knowtk
 from knowtk.scan import StatWalk
+from knowtk.scan.watch import InotifyWatch
 from knowtk.state import STATE_FILE, StateDB
-from knowtk.watch import InotifyWatch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 

@@ -14,8 +14,8 @@ import anyio
 import jsonschema
 import pytest
 
-from knowtk.agent import TOOL_DESCRIPTIONS, compact, output_schema
 from knowtk.errors import InvalidArgument
+from knowtk.mcp.agent import TOOL_DESCRIPTIONS, compact, output_schema
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.schema import ARGUMENT_DOCS, input_schema

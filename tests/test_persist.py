@@ -25,11 +25,10 @@ import yaml
 
 import knowtk
 from knowtk import engine as engine_module
-from knowtk import persist
 from knowtk.engine import Engine
-from knowtk.persist import StoredRecords
 from knowtk.scan import StatWalk
-from knowtk.snapshot import Layered, Snapshot
+from knowtk.snapshot import Layered, Snapshot, persist
+from knowtk.snapshot.persist import StoredRecords
 from knowtk.state import STATE_FILE, StateDB
 
 FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
@@ -47,7 +46,7 @@ START = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 class Clock:
-    """The engines' now (knowtk.engine.now_utc, and knowtk.persist's), moved by the test."""
+    """The engines' now (knowtk.engine.now_utc, and knowtk.snapshot.persist's), moved by the test."""
 
     def __init__(self) -> None:
         self.now = START

@@ -22,7 +22,10 @@ from matplotlib.colors import to_hex
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from knowtk.errors import InvalidArgument
-from knowtk.plots import LANES, plot_chains, plot_chronicle, plot_timeline
+from knowtk.notebook.chain_plot import plot_chains
+from knowtk.notebook.chronicle import plot_chronicle
+from knowtk.notebook.draw import LANES
+from knowtk.notebook.timeline import plot_timeline
 
 BERLIN = "Europe/Berlin"
 TIMELINE_COLUMNS = [

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from knowtk import progress as progress_module
-from knowtk.progress import interactive, progress
+from knowtk.scan import progress as progress_module
+from knowtk.scan.progress import interactive, progress
 from tests.conftest import StoreBuilder
 
 

@@ -48,7 +48,7 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
     """Unfiltered queries are scored from kept phrase counts when they can: the doubles must be SQLite's own."""
     import numpy as np
 
-    from knowtk.keyword import QueryTerms, Source, _filtered_bm25
+    from knowtk.index.keyword import QueryTerms, Source, _filtered_bm25
     from tests.test_bm25 import build_random_store
 
     build_random_store(builder, 150, seed=3)
@@ -66,7 +66,7 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
 def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowtk import keyword
+    from knowtk.index import keyword
     from tests.test_bm25 import build_random_store
 
     monkeypatch.setattr(keyword, "KEEP_FROM_ROWS", 1)

@@ -1,4 +1,4 @@
-"""knowtk.semantic: vector packing, cosine, rank fusion, and the optional real model."""
+"""knowtk.index.semantic: vector packing, cosine, rank fusion, and the optional real model."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from knowtk import semantic
 from knowtk.errors import InvalidArgument
-from knowtk.semantic import RELEVANCE_FLOOR, UNAVAILABLE_REASON, cosine, fuse, load_embedder, pack, unpack
+from knowtk.index import semantic
+from knowtk.index.semantic import RELEVANCE_FLOOR, UNAVAILABLE_REASON, cosine, fuse, load_embedder, pack, unpack
 
 # --- pack / unpack -----------------------------------------------------------------------------------
 
@@ -147,7 +147,7 @@ def test_module_constants() -> None:
 
 def test_import_does_not_pull_in_the_optional_libraries() -> None:
     code = (
-        "import sys, knowtk.semantic\n"
+        "import sys, knowtk.index.semantic\n"
         "bad = {'wordllama', 'tokenizers', 'safetensors'} & set(sys.modules)\n"
         "assert not bad, bad\n"
     )

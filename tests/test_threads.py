@@ -179,9 +179,9 @@ def test_threads_with_an_editor_thread(store_copy: Path, expected: list[Any]) ->
 @pytest.mark.parametrize(
     "target",
     [
-        "knowtk.keyword.FtsProjection._docsizes",  # in the middle of writing the keyword projection
+        "knowtk.index.keyword.FtsProjection._docsizes",  # in the middle of writing the keyword projection
         "knowtk.snapshot._Build._derive",  # in the middle of building a snapshot
-        "knowtk.temporal.TemporalProjection.desired",  # before the temporal tables are written
+        "knowtk.index.temporal.TemporalProjection.desired",  # before the temporal tables are written
         "knowtk.scan.Scanner.save",  # after the scan, before the snapshot
     ],
 )

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 import knowtk
-from knowtk import watch
-from knowtk.scan import StatWalk
-from knowtk.watch import InotifyWatch, filesystem_types, unwatchable_filesystem
+from knowtk.scan import StatWalk, watch
+from knowtk.scan.watch import InotifyWatch, filesystem_types, unwatchable_filesystem
 from tests.conftest import StoreBuilder
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

@@ -15,20 +15,12 @@ import pandas as pd
 import pytest
 
 import knowtk
-from knowtk.chains import chain_edges
-from knowtk.notebook.chain_widget import readable_edges
-from knowtk.widgets import (
-    ChainWidget,
-    GrepWidget,
-    LookupWidget,
-    diff_answers,
-    diff_frame,
-    grep_table_html,
-    highlight,
-    issues_html,
-    lookup_html,
-    query_words,
-)
+from knowtk.notebook.chain_widget import ChainWidget, readable_edges
+from knowtk.notebook.grep import GrepWidget, diff_answers, diff_frame, grep_table_html
+from knowtk.notebook.lookup import LookupWidget, lookup_html
+from knowtk.notebook.panes import issues_html
+from knowtk.notebook.text import highlight, query_words
+from knowtk.query.chains import chain_edges
 from tests.conftest import DEMO, StoreBuilder
 
 

@@ -13,12 +13,12 @@ Modules, one role each: ``goldset`` (the file format), ``metrics`` (pure functio
 (``knowtk eval``). See docs/query-lab.md.
 """
 
-from .ablation import ablate
-from .baseline import Regression, check, load_run, save_run
-from .compare import compare
-from .goldset import Case, GoldSet, GoldSetError, Variant, load_gold, parse_gold
-from .metrics import METRICS
-from .run import LabRun, run, run_case
+from knowtk.lab.ablation import ablate
+from knowtk.lab.baseline import Regression, check, load_run, save_run
+from knowtk.lab.compare import compare
+from knowtk.lab.goldset import Case, GoldSet, GoldSetError, Variant, load_gold, parse_gold
+from knowtk.lab.metrics import METRICS
+from knowtk.lab.run import LabRun, run, run_case
 
 __all__ = [
     "METRICS",

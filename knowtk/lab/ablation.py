@@ -13,15 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InvalidArgument
-from ..frames import FLOAT, INT, OBJECT, STRING, Column, build_frame, key
-from ..query import TOOLS
-from ..query.args import validate
-from ..store import Store
-from ..workspace import Workspace
-from .goldset import DEFAULT_K, MAX_K, TOOLS_SCORED, Case
-from .metrics import METRICS
-from .run import run_case
+from knowtk.errors import InvalidArgument
+from knowtk.frames import FLOAT, INT, OBJECT, STRING, Column, build_frame, key
+from knowtk.lab.goldset import DEFAULT_K, MAX_K, TOOLS_SCORED, Case
+from knowtk.lab.metrics import METRICS
+from knowtk.lab.run import run_case
+from knowtk.query import TOOLS
+from knowtk.query.args import validate
+from knowtk.store import Store
+from knowtk.workspace import Workspace
 
 __all__ = ["VERDICTS", "ablate", "query_terms"]
 

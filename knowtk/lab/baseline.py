@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InvalidArgument
-from ..frames import BOOL, FLOAT, STRING, Column, build_frame, key
-from .metrics import METRICS
-from .run import CHECKS, FORMAT, LabRun, aggregate
+from knowtk.errors import InvalidArgument
+from knowtk.frames import BOOL, FLOAT, STRING, Column, build_frame, key
+from knowtk.lab.metrics import METRICS
+from knowtk.lab.run import CHECKS, FORMAT, LabRun, aggregate
 
 __all__ = ["Regression", "check", "load_run", "save_run"]
 

@@ -17,12 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument, KnowtkError
+from knowtk.errors import InvalidArgument, KnowtkError
 
 if TYPE_CHECKING:  # the run's modules import pandas: loaded when a gold set runs, not when the CLI parses
-    from .baseline import Regression
-    from .goldset import Variant
-    from .run import LabRun
+    from knowtk.lab.baseline import Regression
+    from knowtk.lab.goldset import Variant
+    from knowtk.lab.run import LabRun
 
 __all__ = ["eval_main", "report", "run_eval"]
 
@@ -30,7 +30,7 @@ OK, DROPPED, BAD = 0, 1, 2
 
 
 def _variants(given: list[str] | None) -> list[str | Variant] | None:
-    from .goldset import Variant
+    from knowtk.lab.goldset import Variant
 
     if not given:
         return None
@@ -58,17 +58,17 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
 
     The options are parsed by ``knowtk``'s own command line, where they are defined once.
     """
-    from ..cli import main
+    from knowtk.cli import main
 
     return main(["eval", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run_eval(a: argparse.Namespace) -> int:
     """Run the parsed ``knowtk eval`` command; returns its exit code."""
-    from ..store import open_store
-    from .baseline import check, load_run, save_run
-    from .goldset import GoldSetError, load_gold
-    from .run import run
+    from knowtk.lab.baseline import check, load_run, save_run
+    from knowtk.lab.goldset import GoldSetError, load_gold
+    from knowtk.lab.run import run
+    from knowtk.store import open_store
 
     try:
         gold = load_gold(a.gold)
@@ -115,8 +115,8 @@ def _number(value: Any) -> str:
 
 def report(result: LabRun, regression: Regression | None = None) -> str:
     """The run as text: metrics per variant, unscored cases, misses with their why-not, the baseline check."""
-    from .metrics import METRICS
-    from .run import CHECKS
+    from knowtk.lab.metrics import METRICS
+    from knowtk.lab.run import CHECKS
 
     store = result.meta["store"]
     lines = [

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import InvalidArgument
-from ..frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
-from .metrics import METRICS
+from knowtk.errors import InvalidArgument
+from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
+from knowtk.lab.metrics import METRICS
 
 if TYPE_CHECKING:
-    from .run import LabRun
+    from knowtk.lab.run import LabRun
 
 __all__ = ["CHANGES", "compare", "compare_cases"]
 

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
-from .metrics import METRICS
+from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
+from knowtk.lab.metrics import METRICS
 
 if TYPE_CHECKING:
-    from .run import LabRun
+    from knowtk.lab.run import LabRun
 
 __all__ = ["cases_frame", "hits_frame", "metrics_frame", "misses_frame"]
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import InvalidArgument, KnowtkError
-from ..query import TOOLS
-from ..query.args import validate
-from ..records import ID_PATTERN
+from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.model.records import ID_PATTERN
+from knowtk.query import TOOLS
+from knowtk.query.args import validate
 
 __all__ = [
     "DEFAULT_K",

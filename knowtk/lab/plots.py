@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..errors import InvalidArgument
-from .metrics import METRICS
+from knowtk.errors import InvalidArgument
+from knowtk.lab.metrics import METRICS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from .run import LabRun
+    from knowtk.lab.run import LabRun
 
 __all__ = ["plot_metrics", "plot_rank_changes"]
 

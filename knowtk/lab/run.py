@@ -12,7 +12,7 @@ two rules:
   case is not scored (``status: "unknown_ids"``); it is never silently counted as a miss.
 
 Every expected id that is not among the first ``k`` carries a *why-not*: the reason from
-:func:`knowtk.explain.explain` (not matched, filtered out by which filter, excluded by which rule)
+:func:`knowtk.query.explain.explain` (not matched, filtered out by which filter, excluded by which rule)
 or its rank when it came back below ``k``.
 """
 
@@ -25,15 +25,15 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import semantic
-from ..errors import InvalidArgument, KnowtkError, RecordNotFound
-from ..query import TOOLS
-from ..query.args import snake, validate
-from ..snapshot import Snapshot
-from ..store import Store
-from ..workspace import Workspace
-from .goldset import Case, GoldSet, Variant
-from .metrics import METRICS, score
+from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound
+from knowtk.index import semantic
+from knowtk.lab.goldset import Case, GoldSet, Variant
+from knowtk.lab.metrics import METRICS, score
+from knowtk.query import TOOLS
+from knowtk.query.args import snake, validate
+from knowtk.snapshot import Snapshot
+from knowtk.store import Store
+from knowtk.workspace import Workspace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +48,7 @@ _ENV_LOCK = threading.Lock()
 
 
 def _version() -> str:
-    from .. import __version__
+    from knowtk import __version__
 
     return __version__
 
@@ -108,27 +108,27 @@ class LabRun:
 
     # -- front ends (imported when used) -----------------------------------------------------------
     def metrics(self) -> pd.DataFrame:
-        from .frames import metrics_frame
+        from knowtk.lab.frames import metrics_frame
 
         return metrics_frame(self)
 
     def to_frame(self) -> pd.DataFrame:
-        from .frames import cases_frame
+        from knowtk.lab.frames import cases_frame
 
         return cases_frame(self)
 
     def misses(self) -> pd.DataFrame:
-        from .frames import misses_frame
+        from knowtk.lab.frames import misses_frame
 
         return misses_frame(self)
 
     def compare(self, left: str | None = None, right: str | None = None) -> pd.DataFrame:
-        from .compare import compare
+        from knowtk.lab.compare import compare
 
         return compare(self, left=left, right=right)
 
     def plot(self, **kwargs: Any) -> Any:
-        from .plots import plot_metrics
+        from knowtk.lab.plots import plot_metrics
 
         return plot_metrics(self, **kwargs)
 
@@ -324,7 +324,7 @@ def run_case(
     case: Case, target: Store | Workspace, *, variant: Variant | None = None, why_not: bool = True
 ) -> dict[str, Any]:
     """One case under one variant: the answer's ids, the metrics, and the why-not of each miss."""
-    from .goldset import DEFAULT_VARIANT
+    from knowtk.lab.goldset import DEFAULT_VARIANT
 
     variant = variant or DEFAULT_VARIANT
     args = case.args_for(variant)

@@ -19,16 +19,16 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..errors import KnowtkError
-from ..notebook.rows import Row, RowList
-from ..notebook.style import banner, wrap
-from ..store import Store
-from ..workspace import Workspace
-from .compare import compare
-from .frames import hits_frame
-from .goldset import GoldSet, load_gold
-from .metrics import METRICS
-from .run import CHECKS, LabRun, run
+from knowtk.errors import KnowtkError
+from knowtk.lab.compare import compare
+from knowtk.lab.frames import hits_frame
+from knowtk.lab.goldset import GoldSet, load_gold
+from knowtk.lab.metrics import METRICS
+from knowtk.lab.run import CHECKS, LabRun, run
+from knowtk.store import Store
+from knowtk.ui.rows import Row, RowList
+from knowtk.ui.style import banner, wrap
+from knowtk.workspace import Workspace
 
 __all__ = ["QueryLabWidget", "case_row", "lab_view", "view_html"]
 

@@ -13,7 +13,7 @@ One module per picture and per widget family:
     citations, one style sheet of JupyterLab theme variables, the static-HTML fallback.
 
 Imports point one way: records → store → results → these. Nothing below ``knowtk.notebook``
-imports it at load time (``Result.plot`` and ``knowtk.chains.plot_chains`` import it when called),
+imports it at load time (``Result.plot`` and ``knowtk.query.chains.plot_chains`` import it when called),
 so ``import knowtk`` loads neither matplotlib nor ipywidgets. Names are resolved lazily here too.
 """
 

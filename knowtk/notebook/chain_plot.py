@@ -20,8 +20,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
-from ..chains import EDGE_COLUMNS
-from ._draw import (
+from knowtk.notebook.draw import (
     _CHAIN_END_RANK,
     _CHAIN_END_TEXT,
     _GREEN,
@@ -43,6 +42,7 @@ from ._draw import (
     _text,
     _wrap_text,
 )
+from knowtk.query.chains import EDGE_COLUMNS
 
 __all__ = ["plot_chains"]
 

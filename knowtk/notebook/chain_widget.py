@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import pandas as pd
 
-from ..chains import chain_edges, chain_summary
-from .base import Front
-from .style import wrap
+from knowtk.notebook.base import Front
+from knowtk.query.chains import chain_edges, chain_summary
+from knowtk.ui.style import wrap
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from knowtk.store import Store
 
 __all__ = ["ALL_CHAINS", "ChainWidget", "readable_edges"]
 
@@ -51,8 +51,8 @@ def _png_size(png: bytes) -> tuple[int, int]:
 class ChainWidget(Front):
     """Supersession chains of the store, or of one record: the picture, a summary per chain, the edges.
 
-    ``.edges`` is :func:`knowtk.chains.chain_edges` for the selection, ``.summary`` its
-    :func:`~knowtk.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
+    ``.edges`` is :func:`knowtk.query.chains.chain_edges` for the selection, ``.summary`` its
+    :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
     size and shown at its screen size: sharp, never stretched to the column).
     """
 
@@ -91,7 +91,7 @@ class ChainWidget(Front):
         """Read the selected chains from the current snapshot and draw them; returns the edges."""
         import matplotlib.pyplot as plt
 
-        from .chain_plot import plot_chains
+        from knowtk.notebook.chain_plot import plot_chains
 
         rid = None if self.record.value == ALL_CHAINS else self.record.value
         self.edges = chain_edges(self.store, rid)

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from ._draw import (
+from knowtk.notebook.draw import (
     _CHAR_WIDTH_EM,
     _HATCH,
     _MARKER,

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import pandas as pd
 
-from ..errors import KnowtkError
-from ..frames import frame_for
-from ..query.common import KINDS, LIFECYCLES, TIME_FIELDS
-from ..results import Result
-from .base import Front, joined, listed, text_control
-from .panes import explain_html, issues_html, record_html
-from .rows import Row, RowList
-from .style import banner, escape, wrap
-from .text import highlight, query_words
+from knowtk.errors import KnowtkError
+from knowtk.frames import frame_for
+from knowtk.notebook.base import Front, joined, listed, text_control
+from knowtk.notebook.panes import explain_html, issues_html, record_html
+from knowtk.notebook.text import highlight, query_words
+from knowtk.query.common import KINDS, LIFECYCLES, TIME_FIELDS
+from knowtk.results import Result
+from knowtk.ui.rows import Row, RowList
+from knowtk.ui.style import banner, escape, wrap
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from knowtk.store import Store
 
 __all__ = ["GrepWidget", "diff_answers", "diff_frame", "diff_html", "grep_table_html", "known_types"]
 

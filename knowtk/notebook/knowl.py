@@ -1,6 +1,6 @@
 """``KnowlWidget``: knowl_query in a notebook, with the reading rules of its two numbers in view.
 
-    from knowtk.widgets import KnowlWidget
+    from knowtk.notebook.knowl import KnowlWidget
     w = KnowlWidget(store_or_workspace)
     w            # displays: query, filters, the result rows, each opening in place
     w.result     # the last search as a Result (w.frame: its DataFrame)
@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import pandas as pd
 
-from ..errors import KnowtkError
-from ..query.knowl import PROVENANCE, STATUSES
-from ..results import Result
-from .base import Front, text_control
-from .rows import Row, RowList
-from .style import banner, escape, wrap
+from knowtk.errors import KnowtkError
+from knowtk.notebook.base import Front, text_control
+from knowtk.query.knowl import PROVENANCE, STATUSES
+from knowtk.results import Result
+from knowtk.ui.rows import Row, RowList
+from knowtk.ui.style import banner, escape, wrap
 
 if TYPE_CHECKING:
-    from ..store import Store
-    from ..workspace import Workspace
+    from knowtk.store import Store
+    from knowtk.workspace import Workspace
 
 __all__ = ["KnowlWidget", "detail_html", "explain_text", "table_html"]
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W
 import pandas as pd
 
-from ..errors import KnowtkError, RecordNotFound
-from ..frames import frame_for
-from ..query.common import LIFECYCLES
-from ..results import Result
-from .base import Front, text_control
-from .panes import record_html
-from .rows import Row, RowList
-from .style import banner, escape, wrap
-from .text import citation_text
+from knowtk.errors import KnowtkError, RecordNotFound
+from knowtk.frames import frame_for
+from knowtk.notebook.base import Front, text_control
+from knowtk.notebook.panes import record_html
+from knowtk.notebook.text import citation_text
+from knowtk.query.common import LIFECYCLES
+from knowtk.results import Result
+from knowtk.ui.rows import Row, RowList
+from knowtk.ui.style import banner, escape, wrap
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from knowtk.store import Store
 
 __all__ = ["LookupWidget", "known_html", "lookup_html"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .style import escape, wrap
-from .text import citation_text, highlight
+from knowtk.notebook.text import citation_text, highlight
+from knowtk.ui.style import escape, wrap
 
 __all__ = ["explain_html", "issues_html", "record_html"]
 

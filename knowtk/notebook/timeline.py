@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.axes import Axes
 
-from ..errors import InvalidArgument
-from ._draw import (
+from knowtk.errors import InvalidArgument
+from knowtk.notebook.draw import (
     _CHAR_WIDTH_EM,
     _FIXED_LANE_ORDER,
     _HATCH,

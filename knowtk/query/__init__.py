@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import Engine
-from .args import Param
-from .citations import EvidenceVerifier
-from .dates import (
+from knowtk.engine import Engine
+from knowtk.query.args import Param
+from knowtk.query.citations import EvidenceVerifier
+from knowtk.query.dates import (
     CHRONICLE_DAY_PARAMS,
     CHRONICLE_SINCE_PARAMS,
     LAST_SEEN_PARAMS,
@@ -24,10 +24,10 @@ from .dates import (
     chronicle_since,
     timeline,
 )
-from .grep import GREP_PARAMS, grep
-from .inventory import RECORD_PARAMS, RECORDS_PARAMS, inventory, one_record
-from .knowl import KNOWL_PARAMS, knowl
-from .lookup import LOOKUP_PARAMS, lookup
+from knowtk.query.grep import GREP_PARAMS, grep
+from knowtk.query.inventory import RECORD_PARAMS, RECORDS_PARAMS, inventory, one_record
+from knowtk.query.knowl import KNOWL_PARAMS, knowl
+from knowtk.query.lookup import LOOKUP_PARAMS, lookup
 
 __all__ = ["TOOLS", "Tool"]
 

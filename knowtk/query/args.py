@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from ..datevalues import parse_bound, shown
-from ..errors import InvalidArgument
+from knowtk.errors import InvalidArgument
+from knowtk.model.datevalues import parse_bound, shown
 
 __all__ = [
     "BOUND_PATTERN",

@@ -15,8 +15,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from ..keyword import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
-from ..records import Evidence, FileProblem, Record, read_regular
+from knowtk.index.keyword import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+from knowtk.model.records import Evidence, FileProblem, Record, read_regular
 
 __all__ = [
     "EVIDENCE_MAX_BYTES",

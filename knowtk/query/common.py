@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..datevalues import format_utc
-from ..errors import InvalidArgument
-from ..records import Record
-from ..snapshot import Snapshot, in_scope
-from .args import FOLDERS, Param, bound, choice, strings, with_schema
+from knowtk.errors import InvalidArgument
+from knowtk.model.datevalues import format_utc
+from knowtk.model.records import Record
+from knowtk.query.args import FOLDERS, Param, bound, choice, strings, with_schema
+from knowtk.snapshot import Snapshot, in_scope
 
 __all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
 

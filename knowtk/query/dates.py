@@ -1,6 +1,6 @@
 """Dates and Chronicle: knowledge_timeline and the chronicle tools, read from the temporal projection.
 
-Each query reconciles the temporal projection (``knowtk.temporal``) with its snapshot, then lets
+Each query reconciles the temporal projection (``knowtk.index.temporal``) with its snapshot, then lets
 SQLite select and sort the dated rows: the time field, the range or calendar window, the exact
 ``record.type``, eligibility, the entity's explicit associations, and event claims standing for
 their source. Python then folds claims into their source rows (``group: "source"``), pages, and
@@ -19,16 +19,16 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..datevalues import format_utc, parse_date_value, shown
-from ..engine import Engine
-from ..errors import InvalidArgument, StateError
-from ..records import Record
-from ..snapshot import Snapshot
-from ..state import now_utc
-from ..temporal import TemporalProjection, from_us, reconciled, to_us
-from .args import Param, boolean, bound, choice, integer, text, time_zone, with_schema
-from .citations import EvidenceVerifier
-from .common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
+from knowtk.engine import Engine
+from knowtk.errors import InvalidArgument, StateError
+from knowtk.index.temporal import TemporalProjection, from_us, reconciled, to_us
+from knowtk.model.datevalues import format_utc, parse_date_value, shown
+from knowtk.model.records import Record
+from knowtk.query.args import Param, boolean, bound, choice, integer, text, time_zone, with_schema
+from knowtk.query.citations import EvidenceVerifier
+from knowtk.query.common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
+from knowtk.snapshot import Snapshot
+from knowtk.state import now_utc
 
 __all__ = [
     "BUDGET_BYTES",

@@ -11,13 +11,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..engine import Engine
-from ..errors import InvalidArgument
-from ..keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query, top_matches
-from ..snapshot import Snapshot, in_scope
-from ..state import now_utc
-from .args import Param, choice, integer, text
-from .citations import (
+from knowtk.engine import Engine
+from knowtk.errors import InvalidArgument
+from knowtk.index.keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query, top_matches
+from knowtk.query.args import Param, choice, integer, text
+from knowtk.query.citations import (
     LARGE_BODY_BYTES,
     EvidenceVerifier,
     body_snippet,
@@ -26,7 +24,7 @@ from .citations import (
     opening_excerpt,
     spans,
 )
-from .common import (
+from knowtk.query.common import (
     FILTER_PARAMS,
     RecordFilter,
     coverage,
@@ -34,6 +32,8 @@ from .common import (
     next_offset,
     record_summary,
 )
+from knowtk.snapshot import Snapshot, in_scope
+from knowtk.state import now_utc
 
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import Engine
-from ..errors import StoreUnavailable
-from ..records import Record
-from ..snapshot import Snapshot
-from ..state import now_utc
-from .args import Param, integer, text
-from .citations import EvidenceVerifier
-from .common import (
+from knowtk.engine import Engine
+from knowtk.errors import StoreUnavailable
+from knowtk.model.records import Record
+from knowtk.query.args import Param, integer, text
+from knowtk.query.citations import EvidenceVerifier
+from knowtk.query.common import (
     FILTER_PARAMS,
     RecordFilter,
     coverage,
@@ -24,6 +22,8 @@ from .common import (
     next_offset,
     record_summary,
 )
+from knowtk.snapshot import Snapshot
+from knowtk.state import now_utc
 
 __all__ = ["RECORDS_PARAMS", "RECORD_PARAMS", "full_record", "inventory", "one_record"]
 

@@ -24,19 +24,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import semantic
-from ..datevalues import DateValue
-from ..embeddings import EmbeddingCache, embedding_text
-from ..engine import Engine, KeywordIndex
-from ..errors import InvalidArgument, RecordNotFound, StoreUnavailable
-from ..keyword import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms, Source, rank
-from ..records import Record
-from ..snapshot import Snapshot
-from ..state import now_utc
-from .args import Param, boolean, bound, choice, integer, strings, text
-from .citations import EvidenceVerifier, utf16_len
-from .common import coverage, freshness
-from .grep import parse_terms
+from knowtk.engine import Engine, KeywordIndex
+from knowtk.errors import InvalidArgument, RecordNotFound, StoreUnavailable
+from knowtk.index import semantic
+from knowtk.index.embeddings import EmbeddingCache, embedding_text
+from knowtk.index.keyword import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms, Source, rank
+from knowtk.model.datevalues import DateValue
+from knowtk.model.records import Record
+from knowtk.query.args import Param, boolean, bound, choice, integer, strings, text
+from knowtk.query.citations import EvidenceVerifier, utf16_len
+from knowtk.query.common import coverage, freshness
+from knowtk.query.grep import parse_terms
+from knowtk.snapshot import Snapshot
+from knowtk.state import now_utc
 
 if TYPE_CHECKING:  # numpy is imported when semantic search runs: the CLI's grep starts without it
     import numpy as np

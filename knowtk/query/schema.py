@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import TOOLS
-from .args import Param
+from knowtk.query import TOOLS
+from knowtk.query.args import Param
 
 __all__ = ["ARGUMENT_DOCS", "argument_doc", "input_schema", "param_schema"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .datevalues import DateValue, parse_date_value
+from knowtk.model.datevalues import DateValue, parse_date_value
 
 __all__ = [
     "DATE_FIELDS",

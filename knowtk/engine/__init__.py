@@ -21,15 +21,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .config import CONFIG_FILE, StoreConfig, load_config
-from .errors import StateError, StoreUnavailable
-from .keyword import FtsProjection
-from .persist import StoredRecords, StoredSnapshot, guards_key, load_image, write_image
-from .records import Record
-from .scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, collector_paused
-from .snapshot import Safeguards, Snapshot, build_snapshot
-from .state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
-from .watch import choose_change_source, freshness_mode
+from knowtk.errors import StateError, StoreUnavailable
+from knowtk.index.keyword import FtsProjection
+from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
+from knowtk.model.records import Record
+from knowtk.scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource, Scanner, collector_paused
+from knowtk.scan.watch import choose_change_source, freshness_mode
+from knowtk.snapshot import Safeguards, Snapshot, build_snapshot
+from knowtk.snapshot.persist import StoredRecords, StoredSnapshot, guards_key, load_image, write_image
+from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
 __all__ = ["Engine", "KeywordIndex", "run_all"]
 
@@ -403,7 +403,7 @@ class Engine:
         (a safeguard loss to accept); ``earlier`` what queries repaired by themselves since
         the store was opened or last checked.
         """
-        from .temporal import TemporalProjection
+        from knowtk.index.temporal import TemporalProjection
 
         with self.lock:
             self.ensure_open()

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from .errors import InvalidArgument
+from knowtk.errors import InvalidArgument
 
 __all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "shown"]
 

@@ -21,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..errors import InvalidArgument
+from knowtk.errors import InvalidArgument
 
 # the pictures also import this module's underscored helpers: they are private to knowtk.notebook
 __all__ = [

@@ -13,17 +13,17 @@ import dataclasses
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from .engine import KeywordIndex
-from .errors import InvalidArgument, RecordNotFound
-from .keyword import FtsProjection, Match, QueryTerms
-from .query.args import plain_text, validate
-from .query.common import RecordFilter
-from .query.grep import GREP_PARAMS, MAX_OFFSET, parse_terms, ranked_matches
-from .records import Issue
-from .snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
+from knowtk.engine import KeywordIndex
+from knowtk.errors import InvalidArgument, RecordNotFound
+from knowtk.index.keyword import FtsProjection, Match, QueryTerms
+from knowtk.model.records import Issue
+from knowtk.query.args import plain_text, validate
+from knowtk.query.common import RecordFilter
+from knowtk.query.grep import GREP_PARAMS, MAX_OFFSET, parse_terms, ranked_matches
+from knowtk.snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
 if TYPE_CHECKING:
-    from .store import Store
+    from knowtk.store import Store
 
 __all__ = ["STATUSES", "explain"]
 

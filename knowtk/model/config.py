@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .records import FileProblem, parse_yaml, read_regular
+from knowtk.model.records import FileProblem, parse_yaml, read_regular
 
 __all__ = ["CONFIG_FILE", "StoreConfig", "load_config"]
 

@@ -2,7 +2,7 @@
 
 ``knowl_embeddings_v1`` is a projection, like the keyword tables: rows keyed by
 ``(model, id)``, each holding the sha256 of the file its vector was computed
-from and the vector as little-endian float32 (``knowtk.semantic.pack``).
+from and the vector as little-endian float32 (``knowtk.index.semantic.pack``).
 ``EmbeddingCache.reconcile`` brings one model's rows to a desired
 ``{id: sha256}`` set: it embeds only the records that are new or whose hash
 changed, drops the rows of records that left, and drops every other model's
@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from .semantic import Embedder, pack
-from .state import Contention, StateDB
+from knowtk.index.semantic import Embedder, pack
+from knowtk.state import Contention, StateDB
 
 if TYPE_CHECKING:  # numpy is imported when vectors are read or made, not with knowtk
     import numpy as np

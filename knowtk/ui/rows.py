@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import ipywidgets as W
 
-from .style import STYLE, escape
+from knowtk.ui.style import STYLE, escape
 
 __all__ = ["Row", "RowList"]
 

@@ -37,9 +37,9 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 
-from .config import CONFIG_FILE
-from .errors import ScanLimitExceeded
-from .scan import DEFAULT_MAX_FILES, ChangeSource, ScanDelta, Stat, StatWalk
+from knowtk.errors import ScanLimitExceeded
+from knowtk.model.config import CONFIG_FILE
+from knowtk.scan import DEFAULT_MAX_FILES, ChangeSource, ScanDelta, Stat, StatWalk
 
 __all__ = [
     "UNWATCHABLE_FILESYSTEMS",

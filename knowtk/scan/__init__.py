@@ -3,7 +3,7 @@
 Every query scans, so this is the hot path. An unchanged store costs one
 ``os.scandir`` walk with a ``stat`` per file and a dictionary comparison; a
 changed file costs one read, one SHA-256 and one YAML parse. "What changed"
-comes from a ``ChangeSource``: ``StatWalk`` here, or ``knowtk.watch.InotifyWatch``,
+comes from a ``ChangeSource``: ``StatWalk`` here, or ``knowtk.scan.watch.InotifyWatch``,
 which learns it from the kernel and walks only when it must.
 
 Parsed frontmatter is cached in ``scan_files_v1`` (a projection: deleting it
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from .errors import ScanLimitExceeded, StoreUnavailable
-from .progress import progress
-from .records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter, read_regular
-from .state import Contention, StateDB
+from knowtk.errors import ScanLimitExceeded, StoreUnavailable
+from knowtk.model.records import FileProblem, Issue, Record, body_of, build_record, load_frontmatter, read_regular
+from knowtk.scan.progress import progress
+from knowtk.state import Contention, StateDB
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -233,7 +233,7 @@ class StatWalk:
     def stat_path(self, path: str) -> Stat | None:
         """What ``listing`` lists at this record file path ('a/b.md'), or None when it lists nothing there.
 
-        For a change source that is told which paths changed (``knowtk.watch``): the walk's rules, one path.
+        For a change source that is told which paths changed (``knowtk.scan.watch``): the walk's rules, one path.
         A name that is not UTF-8, or a symlink to a folder, is listed under another key: such a source walks.
         """
         name = path.rpartition("/")[2]

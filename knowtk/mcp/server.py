@@ -4,7 +4,7 @@
 
 The server lists the nine contract tools with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
-``knowtk.agent``. A call runs ``Store.call`` (``Workspace.call`` for
+``knowtk.mcp.agent``. A call runs ``Store.call`` (``Workspace.call`` for
 ``knowl_query`` when stores are linked), which scans the store first, so edits
 made while the server runs are seen by the next call. Every refusal, and any
 unexpected failure of one call, comes back as a tool error (``isError``) naming
@@ -25,11 +25,11 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from . import __version__
-from .agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, Target, compact, error_payload, open_target, output_schema
-from .errors import KnowtkError
-from .query import TOOLS
-from .query.schema import input_schema
+from knowtk import __version__
+from knowtk.errors import KnowtkError
+from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, Target, compact, error_payload, open_target, output_schema
+from knowtk.query import TOOLS
+from knowtk.query.schema import input_schema
 
 __all__ = ["build_server", "serve"]
 

@@ -24,13 +24,13 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from .datevalues import format_utc
-from .records import Record
-from .snapshot import Snapshot
-from .state import Contention, StateDB, now_utc
+from knowtk.model.datevalues import format_utc
+from knowtk.model.records import Record
+from knowtk.snapshot import Snapshot
+from knowtk.state import Contention, StateDB, now_utc
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from knowtk.engine import Engine
 
 __all__ = ["STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
 

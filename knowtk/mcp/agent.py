@@ -1,6 +1,6 @@
 """What an agent sees: tool descriptions, compact list rows, output schemas, and refusals as text.
 
-The MCP server (``knowtk.mcp_server``) is a thin layer over this module, so
+The MCP server (``knowtk.mcp.server``) is a thin layer over this module, so
 everything an agent receives can be tested without the SDK. A tool's
 arguments are described by ``knowtk.query.schema.input_schema``; its answer is
 ``compact(tool, contract_dict)`` (the list rows the seeds promise agents, see
@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidArgument, KnowtkError
-from .query import TOOLS
-from .query.knowl import PROVENANCE
-from .store import Store, open_store
-from .workspace import Workspace
+from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.query import TOOLS
+from knowtk.query.knowl import PROVENANCE
+from knowtk.store import Store, open_store
+from knowtk.workspace import Workspace
 
 __all__ = [
     "COVERAGE_SAMPLE",

@@ -26,12 +26,12 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from .config import StoreConfig
-from .datevalues import DateValue, format_utc
-from .errors import InvalidArgument, StateError
-from .records import Issue, Record
-from .scan import FileEntry
-from .state import JournalEntries, StateDB
+from knowtk.errors import InvalidArgument, StateError
+from knowtk.model.config import StoreConfig
+from knowtk.model.datevalues import DateValue, format_utc
+from knowtk.model.records import Issue, Record
+from knowtk.scan import FileEntry
+from knowtk.state import JournalEntries, StateDB
 
 __all__ = ["Former", "Grouped", "Layered", "Safeguards", "Snapshot", "build_snapshot", "in_scope", "normalize_name"]
 
@@ -424,7 +424,7 @@ class Snapshot:
     changed_ids: frozenset[str] | None = None
     previous_generation: int | None = None
     _index: _Index | None = field(default=None, repr=False)
-    image_key: str | None = None  # the snapshot image in state.sqlite this one is (knowtk.persist), if any
+    image_key: str | None = None  # the snapshot image in state.sqlite this one is (knowtk.snapshot.persist), if any
     _fingerprints: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
@@ -516,7 +516,7 @@ class Layered(Mapping[str, Record]):
     """The records of a snapshot built on a stored one: this build's changes over the stored records.
 
     Copying the stored mapping into a dict would load and validate every record; a build
-    changes few of them. ``base`` is the stored records (``knowtk.persist.StoredRecords``),
+    changes few of them. ``base`` is the stored records (``knowtk.snapshot.persist.StoredRecords``),
     ``top`` what changed since (set or replaced), ``gone`` the base ids removed since.
     """
 

@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .errors import RecordNotFound
-from .frames import Column, build_frame
-from .records import Record
-from .snapshot import Snapshot
+from knowtk.errors import RecordNotFound
+from knowtk.frames import Column, build_frame
+from knowtk.model.records import Record
+from knowtk.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from .store import Store
+    from knowtk.store import Store
 
 __all__ = ["CHAIN_ENDS", "EDGE_COLUMNS", "chain_edges", "chain_summary", "plot_chains"]
 
@@ -239,7 +239,7 @@ def _path(first: str, links: dict[str, str]) -> str:
 
 def plot_chains(source: Store | Snapshot, id: str | None = None, **kwargs: Any) -> Axes:
     """Draw the store's chains (or ``id``'s chain) with :mod:`knowtk.notebook.chain_plot`; returns the Axes."""
-    from .notebook.chain_plot import plot_chains as draw  # matplotlib only when a picture is asked for
+    from knowtk.notebook.chain_plot import plot_chains as draw  # matplotlib only when a picture is asked for
 
     if id is not None:
         kwargs.setdefault("title", f"Supersession chain of {id}")

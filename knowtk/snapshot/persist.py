@@ -27,12 +27,12 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from .config import StoreConfig
-from .datevalues import DateValue, parse_date_value
-from .records import Issue, Record
-from .scan import Scanner, collector_paused
-from .snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
-from .state import Contention, StateDB, now_utc
+from knowtk.model.config import StoreConfig
+from knowtk.model.datevalues import DateValue, parse_date_value
+from knowtk.model.records import Issue, Record
+from knowtk.scan import Scanner, collector_paused
+from knowtk.snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
+from knowtk.state import Contention, StateDB, now_utc
 
 __all__ = ["ImageDamaged", "StoredRecords", "StoredSnapshot", "config_key", "guards_key", "load_image", "write_image"]
 

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .datevalues import format_utc
-from .progress import progress
-from .state import Contention, StateDB, now_utc
+from knowtk.model.datevalues import format_utc
+from knowtk.scan.progress import progress
+from knowtk.state import Contention, StateDB, now_utc
 
 __all__ = [
     "WEIGHTS",
@@ -116,7 +116,7 @@ class FtsProjection:
         self.tokens: dict[int, int] = {}  # rowid -> tokens in the row (all columns)
         self.total_tokens = 0
         self.indexed_at: str | None = None
-        # the key of the stored snapshot image whose records the rows are exactly (knowtk.persist), or None
+        # the key of the stored snapshot image whose records the rows are exactly (knowtk.snapshot.persist), or None
         self.image_mark: str | None = None
         self._version: int | None = None
         self._synced: Mapping[str, str] | None = None  # the desired map the rows were last brought to
