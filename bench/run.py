@@ -239,7 +239,7 @@ def child_warm(a: argparse.Namespace) -> dict[str, Any]:
 
 def child_walk(a: argparse.Namespace) -> dict[str, Any]:
     """warm and mixed as before change notification: every query walks and stats the store."""
-    from knowtk.scan import StatWalk
+    from knowtk.scan.changes import StatWalk
 
     specs = json.loads(a.spec)
     store = open_store(a, change_source=StatWalk)

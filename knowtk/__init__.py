@@ -4,15 +4,23 @@
     store = knowtk.open_store("data/fixtures/demo")
     store.grep("vector index").to_frame()
 
-Layers, imports pointing one way only::
+Layers, top to bottom; a module imports only from its own layer or below (the import-linter
+contract in pyproject.toml, checked by ``lint-imports``)::
 
-    records, datevalues, config       one file, its frontmatter and validity
-    scan, state, snapshot             the store at a query: changes, safeguards, availability, chains
-    keyword, engine                   projections in state.sqlite, reconciled at every query
-    query/*                           the tools (grep, lookup, records, dates, knowl)
-    results, frames                   Result: the contract's dict and a DataFrame
-    store, workspace                  the Python surface
-    plots, widgets, cli               notebook and command-line front ends
+    cli | mcp | lab | notebook        front ends, independent of each other
+    ui                                HTML and widget parts shared by notebook and lab
+    workspace                         Workspace: a store and its linked stores, for knowl_query
+    store                             Store and open_store: the Python surface of one store
+    results                           Result: the contract's dict and a DataFrame
+    query                             the tools (grep, lookup, records, dates, knowl), explain, chains
+    frames                            typed DataFrame building
+    engine                            reconciles the projections with the snapshot at every query
+    index                             projections in state.sqlite: FTS5, BM25, temporal, embeddings
+    snapshot                          the store at a query: availability, chains, safeguards
+    scan                              what changed: the walk, inotify, the scanner cache
+    state                             state.sqlite and the safeguard journal
+    model                             one file: records, date values, config
+    errors                            the one exception tree
 """
 
 from knowtk.errors import (
@@ -21,7 +29,9 @@ from knowtk.errors import (
     RecordNotFound,
     ScanLimitExceeded,
     StateError,
+    StoreChanged,
     StoreUnavailable,
+    UnexpectedArgument,
 )
 from knowtk.results import Result
 from knowtk.store import Store, open_store
@@ -35,10 +45,13 @@ __all__ = [
     "ScanLimitExceeded",
     "StateError",
     "Store",
+    "StoreChanged",
     "StoreUnavailable",
+    "UnexpectedArgument",
     "Workspace",
     "__version__",
     "open_store",
 ]
 
-__version__ = "0.1.0"
+#: The one version source: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
+__version__ = "0.3.0"

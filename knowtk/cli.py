@@ -1,4 +1,4 @@
-"""``knowtk`` on the command line: a subcommand per tool, options made from the tools' argument specs.
+"""``knowtk`` on the command line: it parses, then calls down; a subcommand per tool, options from their specs.
 
     knowtk --store data/fixtures/demo grep "vector index" --mode any --tag search
     knowtk --store data/fixtures/demo chronicle day 2026-03-29 --week --time-zone Europe/Berlin
@@ -20,36 +20,57 @@ A new subcommand is one decorated function returning a dict::
     @command("check", "validate every file of the store", table=_check_table)
     def _check(a: argparse.Namespace) -> dict[str, Any]:
         return check_store(_store(a))
+
+Plug-ins: the front ends this module never imports (``knowtk.lab``, ``knowtk.mcp``) add their own
+subcommands. Each module named in ``DEFAULT_PLUGINS`` defines the hook::
+
+    def register_commands(register) -> None:
+        register("eval", "score the store against a gold set", run_eval, setup=add_eval_options)
+
+``register(name, help, run, *, setup=None, table=None, flags=None)`` is ``command`` without the
+decorator: ``setup(parser)`` adds the subcommand's options (``--store``, ``--state-dir`` and ``--json``
+are there already); ``run(args)`` returns an exit code (it printed its answer) or a dict (printed as a
+``table`` or as JSON); a ``KnowtkError`` it raises is printed on stderr with exit code 2 for an
+``InvalidArgument`` (``flags`` maps the argument it names to the option the user typed) and 1 otherwise.
+A plug-in is imported only when the command line needs it: for its subcommand, or for the whole list
+(``--help``, a mistyped command); ``knowtk grep`` loads none.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from knowtk import __version__
-from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.errors import InvalidArgument, KnowtkError, StateError
 from knowtk.query import TOOLS
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
+from knowtk.store import Store, open_store
+from knowtk.workspace import open_target, parse_links
 
-__all__ = ["COMMANDS", "Command", "command", "main"]
+__all__ = ["COMMANDS", "DEFAULT_PLUGINS", "Command", "command", "load_plugins", "main", "parser", "register"]
+
+#: Modules that add subcommands through their ``register_commands(register)`` hook, imported when needed.
+DEFAULT_PLUGINS = ("knowtk.lab.commands", "knowtk.mcp.commands")
 
 Table = Callable[[dict[str, Any]], str]
 Setup = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], dict[str, Any] | int]
 
 
 @dataclass(frozen=True)
 class Command:
     name: str  # "grep", or "chronicle day" for a subcommand of a group
     help: str
-    run: Callable[[argparse.Namespace], dict[str, Any] | int]  # a dict is printed; an int is the exit code
+    run: Run  # a dict is printed; an int is the exit code
     setup: Setup | None = None
     table: Table | None = None  # None: the dict is printed as JSON
     tool: str | None = None  # the contract tool it calls, if it is a tool's subcommand
@@ -57,6 +78,23 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {}
+_LOADED: set[str] = set()  # plug-in modules whose commands are registered
+
+
+def register(
+    name: str,
+    help: str,
+    run: Run,
+    *,
+    setup: Setup | None = None,
+    table: Table | None = None,
+    flags: dict[str, str] | None = None,
+) -> None:
+    """Register a subcommand: ``run(args)`` returns the answer (a dict) or an exit code.
+
+    ``flags`` maps an argument name an ``InvalidArgument`` may carry to the option the user typed.
+    """
+    COMMANDS[name] = Command(name, help, run, setup, table, None, dict(flags or {}))
 
 
 def command(
@@ -66,17 +104,22 @@ def command(
     setup: Setup | None = None,
     table: Table | None = None,
     flags: dict[str, str] | None = None,
-) -> Callable:
-    """Register a subcommand: ``run(args)`` returns the answer (a dict) or an exit code.
+) -> Callable[[Run], Run]:
+    """``register`` as a decorator of the ``run`` function."""
 
-    ``flags`` maps an argument name an ``InvalidArgument`` may carry to the option the user typed.
-    """
-
-    def register(run: Callable[[argparse.Namespace], dict[str, Any] | int]) -> Callable:
-        COMMANDS[name] = Command(name, help, run, setup, table, None, dict(flags or {}))
+    def decorate(run: Run) -> Run:
+        register(name, help, run, setup=setup, table=table, flags=flags)
         return run
 
-    return register
+    return decorate
+
+
+def load_plugins(modules: Iterable[str] = DEFAULT_PLUGINS) -> None:
+    """Import each plug-in module once and let its ``register_commands`` hook register its subcommands."""
+    for module in modules:
+        if module not in _LOADED:
+            importlib.import_module(module).register_commands(register)
+            _LOADED.add(module)
 
 
 # -- the common options ------------------------------------------------------------------------
@@ -94,9 +137,7 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
     return p
 
 
-def _store(a: argparse.Namespace) -> Any:
-    from knowtk.store import open_store
-
+def _store(a: argparse.Namespace) -> Store:
     return open_store(a.store, state_dir=a.state_dir)
 
 
@@ -154,9 +195,7 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             if not args["query"]:  # knowl without words: by id, or newest first
                 del args["query"]
         if tool == "knowl_query" and getattr(a, "link", None):
-            from knowtk.mcp.agent import open_target
-
-            return open_target(a.store, state_dir=a.state_dir, links=_links(a.link)).call(tool, args)
+            return open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link)).call(tool, args)
         return _store(a).call(tool, args)
 
     COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, tool, flags)
@@ -309,61 +348,6 @@ def _call(a: argparse.Namespace) -> dict[str, Any]:
     return _store(a).call(a.tool, args)
 
 
-def _links(given: list[str] | None) -> dict[str, str]:
-    links = {}
-    for item in given or []:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise InvalidArgument("--link", f"{item!r} is not NAME=PATH", allowed="NAME=PATH, NAME the store's name")
-        links[name] = path
-    return links
-
-
-def _mcp_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--link",
-        action="append",
-        metavar="NAME=PATH",
-        help="link another store for knowl_query's repos/scope; NAME is its knowtk.yaml name (repeatable)",
-    )
-    p.add_argument(
-        "--complete", action="store_true", help="answer with the contract's complete dicts instead of list rows"
-    )
-
-
-@command("mcp", "serve every tool over MCP on stdin/stdout", setup=_mcp_setup, flags={"linked": "--link"})
-def _mcp(a: argparse.Namespace) -> int:
-    links = _links(a.link)
-    try:
-        from knowtk.mcp.server import serve
-    except ImportError as exc:
-        print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
-        return 1
-    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete)
-    return 0
-
-
-def _eval_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("gold", help="the gold set (.yaml, .yml or .csv; docs/query-lab.md)")
-    p.add_argument("--baseline", metavar="FILE", help="a run saved with --save: exit 1 when a metric drops below it")
-    p.add_argument("--save", metavar="FILE", help="save this run as JSON (a baseline for later runs)")
-    p.add_argument(
-        "--variant",
-        action="append",
-        metavar="NAME[=JSON]",
-        help='run only this variant of the gold set (repeatable); NAME={"mode": "any"} defines one',
-    )
-    p.add_argument("--tolerance", type=float, default=0.0, help="a drop smaller than this passes (default 0)")
-    p.add_argument("--per-case", action="store_true", help="also fail when a single case's metric drops")
-
-
-@command("eval", "score the store against a gold set; exit 1 when a metric drops", setup=_eval_setup)
-def _eval(a: argparse.Namespace) -> int:
-    from knowtk.lab.cli import run_eval
-
-    return run_eval(a)
-
-
 def _check_table(r: dict[str, Any]) -> str:
     lines = [f"state {r['state']}: " + ("ok, nothing found" if r["ok"] else "problems found")]
     for title, key in (
@@ -387,9 +371,6 @@ def _check(a: argparse.Namespace) -> int:
 
 @command("state accept-loss", "accept safeguards knowtk reported lost, so that queries answer again")
 def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
-    from knowtk.errors import StateError
-    from knowtk.store import open_store
-
     refused = None
     try:
         store = open_store(a.store, state_dir=a.state_dir)
@@ -404,16 +385,21 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
 
 @command("state rebind", "bind the state to this store folder (after the store was moved)")
 def _rebind(a: argparse.Namespace) -> dict[str, Any]:
-    from knowtk.store import open_store
-
     store = open_store(a.store, state_dir=a.state_dir, rebind_state=True)
     return {"store": store.root, "state": store.state_path}
+
+
+#: The first words of the subcommands defined here: for these no plug-in is loaded.
+BUILT_IN = frozenset(name.split(" ")[0] for name in COMMANDS)
+_VALUED = ("--store", "--state-dir")  # the options before a subcommand that take a value
 
 
 # -- parsing and running ------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser(plugins: Iterable[str] = DEFAULT_PLUGINS) -> argparse.ArgumentParser:
+    """The command line: the subcommands defined here and those of ``plugins`` (loaded now)."""
+    load_plugins(plugins)
     p = argparse.ArgumentParser(
         prog="knowtk", description="Query a Markdown knowledge store.", parents=[_common(top=True)]
     )
@@ -431,8 +417,29 @@ def _parser() -> argparse.ArgumentParser:
         sp = where.add_parser(leaf, help=cmd.help, description=cmd.help, parents=[_common(top=False)])
         if cmd.setup is not None:
             cmd.setup(sp)
-        sp.set_defaults(_command=cmd)
+        sp.set_defaults(handler=cmd)
     return p
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand's first word as argparse will read it (an option before it may take a value)."""
+    takes_value = False
+    for arg in argv:
+        if takes_value:
+            takes_value = False
+        elif arg.startswith("-"):  # argparse also takes an unambiguous prefix: --sto
+            takes_value = "=" not in arg and len(arg) > 2 and any(o.startswith(arg) for o in _VALUED)
+        else:
+            return arg
+    return None
+
+
+def _plugins_for(argv: Sequence[str]) -> tuple[str, ...]:
+    """No plug-in for a subcommand defined here or ``--version`` (start-up time); all to find or list one."""
+    word = _command_word(argv)
+    if word in BUILT_IN or (word is None and "--version" in argv):
+        return ()
+    return DEFAULT_PLUGINS
 
 
 def _message(cmd: Command, exc: InvalidArgument) -> str:
@@ -442,22 +449,33 @@ def _message(cmd: Command, exc: InvalidArgument) -> str:
     return text
 
 
+def _answer(cmd: Command, a: argparse.Namespace) -> int:
+    """Run the command and print its answer; the exit code (1 when the keyword index was unavailable)."""
+    answer = cmd.run(a)
+    if isinstance(answer, int):  # the command printed its own answer
+        sys.stdout.flush()
+        return answer
+    if a.json or cmd.table is None:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        print(cmd.table(answer))
+    sys.stdout.flush()
+    index = answer.get("index")
+    if isinstance(index, dict) and index.get("state") == "unavailable":
+        print("knowtk: the keyword index was unavailable; retry", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        a = _parser().parse_args(argv)
+        a = parser(_plugins_for(argv)).parse_args(argv)
     except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
         return exc.code if isinstance(exc.code, int) else 2
-    cmd: Command = a._command
+    cmd: Command = a.handler
     try:
-        answer = cmd.run(a)
-        if isinstance(answer, int):  # the command printed its own answer
-            sys.stdout.flush()
-            return answer
-        if a.json or cmd.table is None:
-            print(json.dumps(answer, indent=2, ensure_ascii=False))
-        else:
-            print(cmd.table(answer))
-        sys.stdout.flush()
+        return _answer(cmd, a)
     except InvalidArgument as exc:
         print(f"knowtk: {_message(cmd, exc)}", file=sys.stderr)
         return 2
@@ -467,11 +485,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `knowtk ... | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
         return 0
-    index = answer.get("index")
-    if isinstance(index, dict) and index.get("state") == "unavailable":
-        print("knowtk: the keyword index was unavailable; retry", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,15 +2,20 @@
 
     KnowtkError                    every refusal; carries ``.code``
      ├── InvalidArgument           (also ValueError) a bad argument: ``.argument``, ``.allowed``
+     │    └── UnexpectedArgument   (also TypeError) an argument this call does not take
      ├── StoreUnavailable          the store folder cannot be read: ``.path``
+     ├── StoreChanged              the store changed between two reads of one answer: ask again
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
      ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
-     └── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
+     ├── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
+     └── GoldSetError              (also ValueError; ``knowtk.lab.goldset``) a gold set that cannot be
+                                   used as written: ``.path``, ``.line``, ``.case``, ``.field``
 
 A failure always raises one of these; knowtk never answers a failed
 operation with an empty or partial result. The one reported (not raised)
 failure is the keyword index being unavailable, which the contract shapes
-as ``index.state == "unavailable"`` with ``total: null``.
+as ``index.state == "unavailable"`` with ``total: null``. ``GoldSetError``
+lives with the query lab, the one part that reads gold sets.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ __all__ = [
     "RecordNotFound",
     "ScanLimitExceeded",
     "StateError",
+    "StoreChanged",
     "StoreUnavailable",
+    "UnexpectedArgument",
 ]
 
 
@@ -49,6 +56,12 @@ class InvalidArgument(KnowtkError, ValueError):
         super().__init__(text)
 
 
+class UnexpectedArgument(InvalidArgument, TypeError):
+    """An argument this call does not take; also a TypeError, as Python's own for an unknown keyword."""
+
+    code = "invalid_argument"
+
+
 class StoreUnavailable(KnowtkError):
     """The store root is missing, not a folder, or unreadable: Markdown is the authority."""
 
@@ -57,6 +70,12 @@ class StoreUnavailable(KnowtkError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class StoreChanged(KnowtkError):
+    """The store changed between two reads that one answer needs; asking again answers from the new files."""
+
+    code = "store_changed"
 
 
 class StateError(KnowtkError):

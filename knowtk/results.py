@@ -1,15 +1,40 @@
-"""``Result``: one answer, as the contract's dict and as a pandas DataFrame."""
+"""``Result``: one answer, as the contract's dict and as a pandas DataFrame; its picture through ``PLOTTERS``."""
 
 from __future__ import annotations
 
 import copy
 import html
+from collections.abc import Callable
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from knowtk.errors import InvalidArgument
 
 if TYPE_CHECKING:  # pandas is imported when a frame is asked for, so the CLI and MCP server start fast
     import pandas as pd
 
-__all__ = ["Result"]
+__all__ = ["PLOTTERS", "PLOT_PLUGINS", "Plotter", "Result", "register_plotter"]
+
+#: ``plotter(result, **kwargs)`` draws a result and returns what it drew on (a matplotlib Axes).
+Plotter = Callable[..., Any]
+#: tool -> the plotter of its results. The pictures live above this module (:mod:`knowtk.notebook`),
+#: so they fill this mapping when imported (:func:`register_plotter`); results never import them.
+PLOTTERS: dict[str, Plotter] = {}
+#: Modules imported, by name, the first time a result has no plotter: importing one registers its
+#: plotters (as datasette loads its default plug-ins from a tuple of module names).
+PLOT_PLUGINS: tuple[str, ...] = ("knowtk.notebook.plotters",)
+
+
+def register_plotter(tool: str, plotter: Plotter) -> None:
+    """Make ``plotter`` draw the results of ``tool`` (``Result.plot``)."""
+    PLOTTERS[tool] = plotter
+
+
+def _plotter(tool: str) -> Plotter | None:
+    if tool not in PLOTTERS:
+        for module in PLOT_PLUGINS:
+            import_module(module)
+    return PLOTTERS.get(tool)
 
 
 class Result:
@@ -31,7 +56,7 @@ class Result:
         return copied
 
     def to_frame(self) -> pd.DataFrame:
-        if self._frame is None:
+        if self._frame is None:  # pandas comes with the first frame, not with ``import knowtk``
             from knowtk.frames import frame_for
 
             self._frame = frame_for(self.tool, self._data)
@@ -47,18 +72,21 @@ class Result:
         return self._data.keys()
 
     def plot(self, **kwargs: Any) -> Any:
-        """Draw the result on a matplotlib date axis (timeline and chronicle tools)."""
-        # the front ends are imported only when a plot is asked for: results never import them at load
-        if self.tool == "knowledge_chronicle_day":
-            from knowtk.notebook.chronicle import plot_chronicle
+        """Draw the result on a matplotlib date axis (timeline and chronicle tools); returns the Axes.
 
-            kwargs.setdefault("tz", self.args.get("time_zone") or "UTC")
-            return plot_chronicle(self.to_frame(), **kwargs)
-        if self.tool in ("knowledge_timeline", "knowledge_chronicle_since", "knowledge_chronicle_last_seen"):
-            from knowtk.notebook.timeline import plot_timeline
-
-            return plot_timeline(self.to_frame(), **kwargs)
-        raise TypeError(f"{self.tool} results have no plot; use to_frame()")
+        ``kwargs`` go to the picture (:func:`knowtk.notebook.plot_timeline`, or
+        :func:`~knowtk.notebook.plot_chronicle` in the tool's time zone). The pictures are a plug-in:
+        the plotter registered for this tool in :data:`PLOTTERS`. When none is, the modules named in
+        :data:`PLOT_PLUGINS` are imported first (``knowtk.notebook.plotters``, which registers the
+        pictures), so ``store.timeline().plot()`` works without importing :mod:`knowtk.notebook`
+        first, and ``import knowtk`` loads no matplotlib. Another tool's results raise
+        ``InvalidArgument``.
+        """
+        plotter = _plotter(self.tool)
+        if plotter is None:
+            allowed = sorted(PLOTTERS)
+            raise InvalidArgument("tool", f"{self.tool} results have no plot; use to_frame()", allowed=allowed)
+        return plotter(self, **kwargs)
 
     def summary(self) -> str:
         d = self._data

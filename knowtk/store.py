@@ -17,14 +17,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.citations import EvidenceVerifier
+from knowtk.query.explain import explain
 from knowtk.results import Result
-from knowtk.scan import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, ChangeSource
-from knowtk.snapshot import Snapshot
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
+from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
+from knowtk.snapshot.model import Snapshot
 
 __all__ = ["Store", "open_store"]
 
@@ -195,9 +197,7 @@ class Store:
 
         Returns a plain dict; its keys are documented in ``knowtk.query.explain.explain``.
         """
-        from knowtk.query.explain import explain  # a front end over grep: imported when used, so layers point one way
-
-        args = {k: v for k, v in locals().items() if k not in ("self", "id", "query", "explain") and v is not None}
+        args = {k: v for k, v in locals().items() if k not in ("self", "id", "query") and v is not None}
         return self.engine.run(lambda: explain(self, id, query=query, **args))
 
     def records(

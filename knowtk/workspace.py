@@ -10,21 +10,26 @@ a neighbour's records never change how this store's records rank.
 
 A workspace may be shared by threads, and its stores used alone meanwhile: a query
 holds the lock of every store it reads, taken in one global order.
+
+``open_target(path, links=...)`` opens a store and its links by path, as the command line
+and the MCP server are given them (``parse_links`` reads their ``NAME=PATH`` options).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from knowtk.engine import run_all
+from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument
 from knowtk.query.args import validate
 from knowtk.query.knowl import KNOWL_PARAMS, Member, run_knowl
 from knowtk.results import Result
-from knowtk.store import Store
+from knowtk.store import Store, open_store
 
-__all__ = ["Workspace"]
+__all__ = ["Target", "Workspace", "open_target", "parse_links"]
 
 TOOL = "knowl_query"
 
@@ -96,3 +101,44 @@ class Workspace:
         """knowl_query over this store and the linked stores that share (see docs/knowl.md)."""
         given = {k: v for k, v in locals().items() if k != "self" and v is not None}
         return self._run(given, python=True)
+
+
+@dataclass
+class Target:
+    """A store, and a workspace of it plus its linked stores that answers ``knowl_query``."""
+
+    store: Store
+    workspace: Workspace | None = None
+
+    def call(self, tool: str, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        if tool == TOOL and self.workspace is not None:
+            return self.workspace.call(tool, args)
+        return self.store.call(tool, args)
+
+
+def open_target(
+    store: str | os.PathLike[str],
+    *,
+    state_dir: str | os.PathLike[str] | None = None,
+    links: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> Target:
+    """Open the store, and its linked stores as a Workspace (their state goes to ``state_dir/linked/NAME``)."""
+    local = open_store(store, state_dir=state_dir)
+    if not links:
+        return Target(local)
+    linked = {
+        name: open_store(path, state_dir=None if state_dir is None else os.path.join(state_dir, "linked", name))
+        for name, path in links.items()
+    }
+    return Target(local, Workspace(local, linked))
+
+
+def parse_links(given: Iterable[str] | None) -> dict[str, str]:
+    """``NAME=PATH`` options (``--link``) as ``{name: path}``; anything else is refused naming ``--link``."""
+    links = {}
+    for item in given or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InvalidArgument("--link", f"{item!r} is not NAME=PATH", allowed="NAME=PATH, NAME the store's name")
+        links[name] = path
+    return links

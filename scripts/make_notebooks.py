@@ -258,16 +258,17 @@ SUPERSESSION: list[Cell] = [
     into one row per chain, dead ends first.
     """),
     code("""
-    from knowtk.query.chains import chain_edges, chain_summary, plot_chains
+    from knowtk.notebook import plot_chains
+    from knowtk.query.chains import chain_edges, chain_summary
 
     edges = chain_edges(store)
     chain_summary(edges)
     """),
     code("""
-    plot_chains(store);
+    plot_chains(edges);
     """),
     md("""
-    The edges frame is exactly what `knowtk.notebook.chain_plot.plot_chains` draws: both ends'
+    The edges frame is exactly what `plot_chains` draws: both ends'
     lifecycle, revision and date, whether the edge lies on a cycle, and how its chain ends.
     `readable_edges` writes the dates as a person does (a date-only value as its date):
     """),
@@ -287,7 +288,7 @@ SUPERSESSION: list[Cell] = [
     one[["chain", "from_id", "from_title", "to_id", "to_title", "to_lifecycle", "chain_end"]]
     """),
     code("""
-    plot_chains(store, "dec-2025-027");
+    plot_chains(one, title="Supersession chain of dec-2025-027");
     """),
     md("""
     ## What a dead end costs a search
@@ -458,7 +459,8 @@ PEPS: list[Cell] = [
     import pandas as pd
 
     import knowtk
-    from knowtk.query.chains import chain_edges, chain_summary, plot_chains
+    from knowtk.notebook import plot_chains
+    from knowtk.query.chains import chain_edges, chain_summary
 
     pd.set_option("display.max_colwidth", 90)
     {FIND_REPO.replace(chr(10), chr(10) + "    ")}
@@ -506,8 +508,9 @@ PEPS: list[Cell] = [
     """),
     code("""
     if store is not None:
-        display(chain_summary(chain_edges(store)))
-        plot_chains(store)
+        edges = chain_edges(store)
+        display(chain_summary(edges))
+        plot_chains(edges)
         plt.show()
     """),
     code("""

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 import knowtk
+import knowtk.errors
 from knowtk.query import TOOLS
-from tests.conftest import StoreBuilder
+from knowtk.query.explain import explain
+from tests.helpers import StoreBuilder
 
 
 def test_all_is_explicit_and_importable() -> None:
@@ -35,6 +40,76 @@ def test_exception_tree() -> None:
     for cls in (knowtk.StoreUnavailable, knowtk.StateError, knowtk.ScanLimitExceeded, knowtk.RecordNotFound):
         assert issubclass(cls, knowtk.KnowtkError)
         assert isinstance(cls.code, str) and cls.code != knowtk.KnowtkError.code
+
+
+def test_all_is_exactly_what_the_package_exports() -> None:
+    public = {n for n, v in vars(knowtk).items() if not n.startswith("_") and not isinstance(v, ModuleType)}
+    assert set(knowtk.__all__) == public | {"__version__"}
+    assert set(knowtk.errors.__all__) <= set(knowtk.__all__)  # every error is reachable as knowtk.X
+
+
+def _error_classes() -> set[type]:
+    for info in pkgutil.walk_packages(knowtk.__path__, "knowtk."):  # the lab's errors too
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    found, todo = set(), [knowtk.KnowtkError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls)
+        todo += [c for c in cls.__subclasses__() if c.__module__.startswith("knowtk.")]
+    return found
+
+
+def _drawn_tree() -> dict[str, str | None]:
+    """Each class drawn in knowtk/errors.py's docstring -> the class drawn above it at a smaller indent."""
+    parents: dict[str, str | None] = {}
+    path: list[tuple[int, str]] = []
+    for line in (knowtk.errors.__doc__ or "").split("\n\n")[1].splitlines():
+        drawn = re.match(r"^[\s├└│─]*([A-Z]\w+)", line)
+        if drawn is None:
+            continue
+        column = drawn.start(1)
+        while path and path[-1][0] >= column:
+            path.pop()
+        parents[drawn.group(1)] = path[-1][1] if path else None
+        path.append((column, drawn.group(1)))
+    return parents
+
+
+def test_every_error_class_sits_in_the_tree_drawn_in_errors() -> None:
+    tree, classes = _drawn_tree(), _error_classes()
+    assert {"GoldSetError", "UnexpectedArgument", "StoreChanged"} <= {c.__name__ for c in classes}
+    assert tree["KnowtkError"] is None
+    for cls in classes - {knowtk.KnowtkError}:
+        parent = next(b for b in cls.__bases__ if issubclass(b, knowtk.KnowtkError))
+        assert tree.get(cls.__name__) == parent.__name__, f"{cls.__module__}.{cls.__name__} under {parent.__name__}"
+
+
+class _EditedBeforeThePage:
+    """A store whose files change just before explain reads its grep page (as another process may edit)."""
+
+    def __init__(self, store: knowtk.Store, builder: StoreBuilder) -> None:
+        self.store, self.builder = store, builder
+
+    @property
+    def engine(self) -> Any:
+        return self.store.engine
+
+    @property
+    def verifier(self) -> Any:  # read once, right before the page
+        self.builder.page("a", "Zebra", "an edit that changes the snapshot")
+        return self.store.verifier
+
+
+def test_explain_refuses_with_knowtk_errors(builder: StoreBuilder) -> None:
+    builder.page("a", "Zebra")
+    store = builder.open()
+    with pytest.raises(knowtk.UnexpectedArgument) as info:
+        explain(store, "a", query="zebra", offset=20)
+    assert info.value.argument == "offset" and isinstance(info.value, TypeError | knowtk.InvalidArgument)
+    with pytest.raises(knowtk.StoreChanged, match="run explain again"):
+        explain(_EditedBeforeThePage(store, builder), "a", query="zebra")
+    assert explain(store, "a", query="zebra")["status"] == "hit"
 
 
 def test_bad_arguments_name_the_argument_and_what_is_allowed(builder: StoreBuilder) -> None:

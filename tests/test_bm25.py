@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from knowtk.model.records import load_frontmatter
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 WORDS = [
     "alpha",

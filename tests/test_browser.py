@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 import knowtk
-from tests.conftest import DEMO, REPO
+from tests.helpers import DEMO, REPO
 
 CHROMIUM = Path(os.environ.get("KNOWTK_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(os.environ.get("KNOWTK_BROWSER_ARTIFACTS", REPO / "browser-artifacts"))

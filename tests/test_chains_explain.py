@@ -15,9 +15,10 @@ import pytest
 from matplotlib.patches import FancyArrowPatch
 
 import knowtk
-from knowtk.query.chains import EDGE_COLUMNS, chain_edges, chain_summary, plot_chains
+from knowtk.notebook.chain_plot import plot_chains
+from knowtk.query.chains import EDGE_COLUMNS, chain_edges, chain_summary
 from knowtk.query.explain import STATUSES, explain
-from tests.conftest import DEMO, StoreBuilder
+from tests.helpers import DEMO, StoreBuilder
 
 NUMBERED_CHAIN = ["dec-2025-012", "dec-2025-027", "dec-2026-008", "dec-2026-021"]
 
@@ -134,12 +135,12 @@ def test_summary_puts_dead_ends_first_and_writes_the_path(demo: knowtk.Store) ->
 
 def test_plot_chains_draws_the_edges_it_reads(demo: knowtk.Store) -> None:
     edges = chain_edges(demo)
-    ax = plot_chains(demo)
+    ax = plot_chains(chain_edges(demo))
     arrows = sorted(str(p.get_gid()) for p in ax.patches if isinstance(p, FancyArrowPatch))
     assert arrows == sorted(f"edge:{c}:{a}->{b}" for c, a, b in edges[["chain", "from_id", "to_id"]].itertuples(False))
     markers = sorted(t.get_text() for t in ax.texts if str(t.get_gid()).startswith("end:"))
     assert markers == ["↻ cycle", "✕ missing", "✕ withdrawn"]
-    one = plot_chains(demo, "dec-2026-021")
+    one = plot_chains(chain_edges(demo, "dec-2026-021"), title="Supersession chain of dec-2026-021")
     assert one.get_title().startswith("Supersession chain of dec-2026-021")
     assert sum(isinstance(p, FancyArrowPatch) for p in one.patches) == 3
 

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 def utf16(text: str) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -11,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import knowtk
-from knowtk.cli import COMMANDS, _parser, main
+from knowtk.cli import COMMANDS, main, parser
 from knowtk.query import TOOLS
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_every_tool_has_a_subcommand_with_every_argument() -> None:
-    _parser()  # fills each command's flags
+    parser()  # fills each command's flags
     tools = {c.tool: c for c in COMMANDS.values() if c.tool}
     assert set(tools) == set(TOOLS)
     assert {"call", "mcp", "grep", "lookup", "records", "record", "timeline", "knowl"} <= set(COMMANDS)
@@ -185,6 +186,18 @@ def test_the_command_line_starts_without_pandas_matplotlib_or_ipywidgets(store: 
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout == "[]\n"
 
 
+def test_plug_ins_are_imported_only_when_their_subcommand_or_the_list_is_asked_for(store: Path, capsys) -> None:
+    probe = (
+        "import sys, knowtk.cli; knowtk.cli.main(['--store', sys.argv[1], '--json', 'lookup', 'ada']); "
+        "knowtk.cli.main(['--version']); print(sorted(m for m in sys.modules if m.startswith(('knowtk.lab', "
+        "'knowtk.mcp'))))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(store)], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.endswith(f"knowtk {knowtk.__version__}\n[]\n"), proc.stderr
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and {"eval", "mcp", "grep", "chronicle"} <= set(re.findall(r"^ {4}(\S+)", out, re.M))
+
+
 def test_eval_runs_a_gold_set_with_json_in_either_position(store: Path, tmp_path: Path, capsys) -> None:
     gold = tmp_path / "gold.yaml"
     gold.write_text(
@@ -213,7 +226,7 @@ def test_eval_runs_a_gold_set_with_json_in_either_position(store: Path, tmp_path
 
 
 def test_eval_parser_does_not_import_pandas() -> None:
-    probe = "import sys, knowtk.cli; knowtk.cli._parser(); print('pandas' in sys.modules)"
+    probe = "import sys, knowtk.cli; knowtk.cli.parser(); print('pandas' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.stdout == "False\n"
 

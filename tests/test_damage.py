@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO
 
 import knowtk
+from tests.helpers import DEMO
 
 SHADOWS = ("data", "idx", "content", "docsize", "config")
 CALLS = [
@@ -158,7 +158,7 @@ def test_fts5_corruption_only_integrity_check_sees_is_repaired_by_check(tmp_path
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    import knowtk, knowtk.scan, knowtk.engine, knowtk.index.temporal
+    import knowtk, knowtk.scan.cache, knowtk.engine.engine, knowtk.index.temporal
     root, state, phase, marker = sys.argv[1:5]
 
     def mark():
@@ -166,19 +166,19 @@ CHILD = textwrap.dedent(
             open(marker, "w").write(str(os.getpid()))
 
     if phase == "parse":  # runs in the pool workers (forked: they inherit this patch)
-        real = knowtk.scan.load_file
+        real = knowtk.scan.cache.load_file
         def slow(*args):
             mark()
             time.sleep(0.05)
             return real(*args)
-        knowtk.scan.load_file = slow
+        knowtk.scan.cache.load_file = slow
     elif phase == "index":
-        real_text = knowtk.engine.Engine._text
+        real_text = knowtk.engine.engine.Engine._text
         def slow_text(self, r):
             mark()
             time.sleep(0.005)
             return real_text(self, r)
-        knowtk.engine.Engine._text = slow_text
+        knowtk.engine.engine.Engine._text = slow_text
     elif phase == "temporal":
         real_desired = knowtk.index.temporal.TemporalProjection.desired
         def slow_desired(self, snap):

@@ -23,7 +23,7 @@ from matplotlib.patches import Rectangle
 import knowtk
 from knowtk import InvalidArgument
 from knowtk.query.dates import BUDGET_BYTES, LAST_SEEN_ROWS
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 ROW_KEYS = {
     "id", "kind", "type", "title", "summary", "lifecycle", "path", "timeField", "value", "dateOnly", "start", "end",

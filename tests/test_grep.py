@@ -7,7 +7,7 @@ import time
 import pytest
 
 import knowtk
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 def ids(res) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 import knowtk
 from knowtk.query import TOOLS
 from knowtk.query.explain import explain
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 @pytest.fixture

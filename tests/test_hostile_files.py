@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 import knowtk
-from knowtk.index.keyword import FtsProjection
+from knowtk.index.fts import FtsProjection
 from knowtk.model.records import FileProblem, read_regular
 from knowtk.query.citations import LARGE_BODY_BYTES
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 GOOD = "---\nid: good\nkind: page\ntitle: Good vector index\n---\nvector index body\n"
 SECRET = "---\nid: secret\nkind: page\ntitle: Secret vector index\n---\nvector index secret\n"

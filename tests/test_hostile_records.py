@@ -10,7 +10,7 @@ import pytest
 from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import LAST_INSTANT, parse_bound, parse_date_value
 from knowtk.model.records import FileProblem, build_record, load_frontmatter
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 GOOD = "---\nid: good\nkind: page\ntitle: Good vector index\n---\nvector index body\n"
 

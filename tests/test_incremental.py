@@ -9,10 +9,11 @@ import threading
 
 import pytest
 
-from knowtk import scan
-from knowtk.engine import Engine
-from knowtk.snapshot import Snapshot, build_snapshot
-from tests.conftest import StoreBuilder
+from knowtk.engine.engine import Engine
+from knowtk.scan import pool
+from knowtk.snapshot.build import build_snapshot
+from knowtk.snapshot.model import Snapshot
+from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
 
 FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
@@ -185,7 +186,7 @@ def test_a_parallel_first_scan_equals_a_serial_one(
     build_varied_store(builder)
     if threaded:  # as in a Jupyter kernel: workers come from a fork server, not from this process
         monkeypatch.setattr(threading, "active_count", lambda: 2)
-    context = scan._pool_context()
+    context = pool._pool_context()
     if context is None:
         pytest.skip("this process cannot start parse workers (a script's __main__ would run again in them)")
     assert context.get_start_method() == ("forkserver" if threaded else "fork")
@@ -260,13 +261,13 @@ def test_parse_workers_that_cannot_start_fall_back_to_this_process(
 ) -> None:
     builder = make_builder("store")
     build_varied_store(builder)
-    monkeypatch.setattr(scan, "_pool_context", lambda: object())
+    monkeypatch.setattr(pool, "_pool_context", lambda: object())
 
     class NoWorkers:
         def __init__(self, *args, **kwargs) -> None:
             raise OSError("fork: resource temporarily unavailable")
 
-    monkeypatch.setattr(scan, "ProcessPoolExecutor", NoWorkers)
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", NoWorkers)
     engine = Engine(builder.root, state_dir=tmp_path / "state", max_file_bytes=1500)
     engine.scanner.parallel_min_files = 1
     snap = engine.snapshot()

@@ -11,8 +11,8 @@ import time
 import pytest
 
 import knowtk
-from knowtk.engine import Engine
-from tests.conftest import StoreBuilder, codes, markdown_digest
+from knowtk.engine.engine import Engine
+from tests.helpers import StoreBuilder, codes, markdown_digest
 
 
 def ids(res: dict) -> list[str]:
@@ -210,7 +210,7 @@ def test_index_unavailable_is_reported_and_lookup_and_records_still_work(
     def broken(self, *args, **kwargs):
         raise sqlite3.OperationalError("no such module: fts5")
 
-    monkeypatch.setattr("knowtk.index.keyword.FtsProjection.ensure", broken)
+    monkeypatch.setattr("knowtk.index.fts.FtsProjection.ensure", broken)
     res = store.call("knowledge_grep", {"query": "zebra"})
     assert res["index"]["state"] == "unavailable"
     assert res["total"] is None and res["hits"] == [] and res["nextOffset"] is None

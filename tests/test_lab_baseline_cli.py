@@ -13,7 +13,7 @@ import knowtk
 from knowtk import InvalidArgument
 from knowtk.lab import check, load_run, parse_gold, run, save_run
 from knowtk.lab.cli import eval_main
-from tests.conftest import REPO, StoreBuilder, markdown_digest
+from tests.helpers import REPO, StoreBuilder, markdown_digest
 
 GOLD = """\
 name: zoo

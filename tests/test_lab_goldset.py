@@ -8,7 +8,7 @@ import pytest
 
 from knowtk import InvalidArgument, KnowtkError
 from knowtk.lab import GoldSetError, load_gold, parse_gold
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 GOLD = REPO / "data" / "fixtures" / "gold"
 

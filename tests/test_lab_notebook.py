@@ -9,7 +9,7 @@ from typing import Any
 
 import nbformat
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 from tests.test_notebooks import generator, outputs
 
 NOTEBOOK = REPO / "notebooks" / "06_query_lab.ipynb"

@@ -14,8 +14,8 @@ import knowtk
 from knowtk import InvalidArgument
 from knowtk.index.semantic import ENV_VAR, load_embedder
 from knowtk.lab import Variant, ablate, compare, load_gold, parse_gold, run
-from knowtk.lab.compare import CHANGES
-from tests.conftest import DEMO, REPO, StoreBuilder
+from knowtk.lab.comparison import CHANGES
+from tests.helpers import DEMO, REPO, StoreBuilder
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from knowtk.lab import compare, parse_gold, run
 from knowtk.lab.metrics import METRICS
 from knowtk.lab.plots import plot_metrics, plot_rank_changes
 from knowtk.lab.widget import QueryLabWidget, lab_view, view_html
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 GOLD = """\
 name: zoo

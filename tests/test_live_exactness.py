@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk.scan import StatWalk
+from knowtk.scan.changes import StatWalk
 from knowtk.scan.watch import InotifyWatch
 from knowtk.state import STATE_FILE, StateDB
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import knowtk
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 @pytest.fixture

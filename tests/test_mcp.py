@@ -19,7 +19,7 @@ from knowtk.mcp.agent import TOOL_DESCRIPTIONS, compact, output_schema
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.schema import ARGUMENT_DOCS, input_schema
-from tests.conftest import DEMO, StoreBuilder
+from tests.helpers import DEMO, StoreBuilder
 
 mcp = pytest.importorskip("mcp")
 from mcp.client.session import ClientSession  # noqa: E402

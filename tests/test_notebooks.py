@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import DEMO, REPO, markdown_digest
+from tests.helpers import DEMO, REPO, markdown_digest
 
 NOTEBOOKS = REPO / "notebooks"
 PEPS = REPO.parent / "shared" / "corpora" / "peps"

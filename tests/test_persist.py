@@ -24,10 +24,12 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk import engine as engine_module
-from knowtk.engine import Engine
-from knowtk.scan import StatWalk
-from knowtk.snapshot import Layered, Snapshot, persist
+from knowtk.engine import engine as engine_module
+from knowtk.engine.engine import Engine
+from knowtk.scan.changes import StatWalk
+from knowtk.snapshot import persist
+from knowtk.snapshot.model import Snapshot
+from knowtk.snapshot.overlay import Layered
 from knowtk.snapshot.persist import StoredRecords
 from knowtk.state import STATE_FILE, StateDB
 
@@ -46,7 +48,7 @@ START = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 class Clock:
-    """The engines' now (knowtk.engine.now_utc, and knowtk.snapshot.persist's), moved by the test."""
+    """The engines' now (knowtk.engine.engine.now_utc, and knowtk.snapshot.persist's), moved by the test."""
 
     def __init__(self) -> None:
         self.now = START

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEMO, REPO
 
 import knowtk
+from tests.helpers import DEMO, REPO
 
 SOAK = REPO / "bench" / "soak.py"
 

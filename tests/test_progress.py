@@ -8,7 +8,7 @@ import pytest
 
 from knowtk.scan import progress as progress_module
 from knowtk.scan.progress import interactive, progress
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 def build(builder: StoreBuilder, n: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 
 @pytest.mark.parametrize("filters", [{}, {"kind": "claim"}, {"lifecycle": "all"}])
@@ -48,7 +48,8 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
     """Unfiltered queries are scored from kept phrase counts when they can: the doubles must be SQLite's own."""
     import numpy as np
 
-    from knowtk.index.keyword import QueryTerms, Source, _filtered_bm25
+    from knowtk.index.bm25 import Source, filtered_bm25
+    from knowtk.index.fts import QueryTerms
     from tests.test_bm25 import build_random_store
 
     build_random_store(builder, 150, seed=3)
@@ -57,7 +58,7 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
     for words in (("alpha",), ("beta", "gamma"), ("sigma", "omega", "cafe"), ("naive", "alpha")):
         terms = QueryTerms(words, mode)
         native, rowids = index.main.native_arrays(terms)
-        counted, counted_rowids, _ = _filtered_bm25([Source(index.main, None)], terms)
+        counted, counted_rowids, _ = filtered_bm25([Source(index.main, None)], terms)
         order, counted_order = np.argsort(rowids), np.argsort(counted_rowids)
         assert rowids[order].tolist() == counted_rowids[counted_order].tolist()
         assert native[order].tolist() == counted[counted_order].tolist()  # equal doubles, not approximately
@@ -66,10 +67,10 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
 def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowtk.index import keyword
+    from knowtk.index import bm25
     from tests.test_bm25 import build_random_store
 
-    monkeypatch.setattr(keyword, "KEEP_FROM_ROWS", 1)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 1)
     build_random_store(builder, 120, seed=5)
     store = builder.open()
     args = {"query": "alpha", "limit": 50}

@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import StoreBuilder, codes
 
 import knowtk
 from knowtk.state import JOURNAL_FILE
+from tests.helpers import StoreBuilder, codes
 
 
 def ids(res: dict) -> list[str]:

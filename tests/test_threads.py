@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEMO
 
 import knowtk
+from tests.helpers import DEMO
 
 # (tool, args, stable): the editor only writes churn/, which the stable calls leave out of scope
 CALLS: list[tuple[str, dict[str, Any], bool]] = [
@@ -179,10 +179,10 @@ def test_threads_with_an_editor_thread(store_copy: Path, expected: list[Any]) ->
 @pytest.mark.parametrize(
     "target",
     [
-        "knowtk.index.keyword.FtsProjection._docsizes",  # in the middle of writing the keyword projection
-        "knowtk.snapshot._Build._derive",  # in the middle of building a snapshot
+        "knowtk.index.fts.FtsProjection._docsizes",  # in the middle of writing the keyword projection
+        "knowtk.snapshot.build._Build._derive",  # in the middle of building a snapshot
         "knowtk.index.temporal.TemporalProjection.desired",  # before the temporal tables are written
-        "knowtk.scan.Scanner.save",  # after the scan, before the snapshot
+        "knowtk.scan.cache.Scanner.save",  # after the scan, before the snapshot
     ],
 )
 def test_an_exception_mid_call_leaves_nothing_half_updated(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import StoreBuilder, codes
+from tests.helpers import StoreBuilder, codes
 
 MODES = ("all", "any", "phrase")
 

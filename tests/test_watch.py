@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 import knowtk
-from knowtk.scan import StatWalk, watch
+from knowtk.scan import watch
+from knowtk.scan.changes import StatWalk
 from knowtk.scan.watch import InotifyWatch, filesystem_types, unwatchable_filesystem
-from tests.conftest import StoreBuilder
+from tests.helpers import StoreBuilder
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 

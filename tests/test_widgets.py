@@ -21,7 +21,7 @@ from knowtk.notebook.lookup import LookupWidget, lookup_html
 from knowtk.notebook.panes import issues_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.chains import chain_edges
-from tests.conftest import DEMO, StoreBuilder
+from tests.helpers import DEMO, StoreBuilder
 
 
 @pytest.fixture(scope="module")

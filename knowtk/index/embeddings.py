@@ -21,15 +21,18 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from knowtk.index.projection import Findings, Runner, register
 from knowtk.index.semantic import Embedder, pack
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, StateDB
 
 if TYPE_CHECKING:  # numpy is imported when vectors are read or made, not with knowtk
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["TABLE", "TEXT_RECIPE", "EmbeddingCache", "embedding_text"]
+__all__ = ["NAME", "TABLE", "TEXT_RECIPE", "EmbeddingCache", "embedding_text"]
 
+NAME = "knowl_embeddings"  # the cache's key in Engine.extensions
 TABLE = "knowl_embeddings_v1"
 TEXT_RECIPE = "title-aliases-plainbody-v1"
 _BATCH = 256  # texts per embed() call: bounds the memory of a first full embedding
@@ -58,6 +61,25 @@ class EmbeddingCache:
     def invalidate(self) -> None:
         """Forget the mirror (after a rollback): loaded again at the next use."""
         self._version = None
+
+    def take_repairs(self) -> list[str]:
+        """Nothing: a query re-embeds a missing or broken vector without calling it a repair."""
+        return []
+
+    def check(self, snap: Snapshot, run: Runner) -> Findings:
+        """Drop the broken vectors (of no float32 size): the next knowl_query embeds those records again."""
+        out = Findings()
+        if not self.state.table_exists(TABLE):
+            return out
+        broken = f"FROM {TABLE} WHERE length(vector) = 0 OR length(vector) % 4 != 0"
+        bad = self.state.conn.execute(f"SELECT count(*) {broken}").fetchone()[0]
+        if bad:
+            out.found.append(f"{TABLE} holds {bad} broken vectors")
+            with self.state.transaction() as conn:
+                conn.execute(f"DELETE {broken}")
+            self.invalidate()
+            out.repaired.append(f"{bad} broken vectors dropped (re-embedded by the next knowl_query)")
+        return out
 
     def _load(self, model: str, dim: int) -> None:
         import numpy as np
@@ -123,3 +145,6 @@ class EmbeddingCache:
     def _has_other_models(self, model: str) -> bool:
         row = self.state.conn.execute(f"SELECT 1 FROM {TABLE} WHERE model != ? LIMIT 1", (model,)).fetchone()
         return row is not None
+
+
+register(NAME, EmbeddingCache)

@@ -151,7 +151,7 @@ class WordLlamaEmbedder:
         return vectors
 
 
-def _disabled() -> bool:
+def disabled() -> bool:
     return os.environ.get(ENV_VAR, "").strip().lower() in _OFF_VALUES
 
 
@@ -193,7 +193,7 @@ def load_embedder() -> Embedder | None:
     (so installing the extra into a running kernel works).
     """
     global _cached
-    if _disabled():
+    if disabled():
         return None
     with _cache_lock:
         if _cached is None:

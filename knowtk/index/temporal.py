@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
+from knowtk.index.projection import Findings, Host, Runner, kept, register
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
-from knowtk.snapshot import Snapshot
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, StateDB, now_utc
 
-if TYPE_CHECKING:
-    from knowtk.engine import Engine
+__all__ = ["NAME", "STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
 
-__all__ = ["STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
-
+NAME = "temporal"  # the projection's key in Engine.extensions
 STATE_TABLE = "temporal_state_v1"
 _SCHEMA = (
     "CREATE TABLE {records} (id TEXT PRIMARY KEY, sig TEXT NOT NULL, kind TEXT NOT NULL, type TEXT NOT NULL, "
@@ -128,6 +126,24 @@ class TemporalProjection:
                 out.append(f"{self.dates} holds {have_dates} dates, the snapshot {want_dates}")
             if have_links != want_links:
                 out.append(f"{self.links} holds {have_links} associations, the snapshot {want_links}")
+        return out
+
+    def take_repairs(self) -> list[str]:
+        """What was rebuilt and why since the last call (then forgotten)."""
+        out, self.repairs = self.repairs, []
+        return out
+
+    def check(self, snap: Snapshot, run: Runner) -> Findings:
+        """Bring the tables in step with ``snap``, then compare them with it; rebuilt if they still disagree."""
+        out = Findings()
+        run(lambda: self.reconcile(snap))
+        out.rebuilt(self.take_repairs())
+        problems = run(lambda: self.problems(snap))
+        if problems:
+            out.found += problems
+            self.rebuild()
+            run(lambda: self.reconcile(snap))
+            out.repaired.append("temporal tables rebuilt")
         return out
 
     def rebuild(self) -> None:
@@ -235,10 +251,11 @@ class TemporalProjection:
         return len(self.written)
 
 
-def reconciled(engine: Engine, snap: Snapshot) -> TemporalProjection:
+def reconciled(engine: Host, snap: Snapshot) -> TemporalProjection:
     """This engine's temporal projection, brought in step with ``snap`` (kept in ``engine.extensions``)."""
-    proj = engine.extensions.get("temporal")
-    if proj is None:
-        proj = engine.extensions["temporal"] = TemporalProjection(engine.state)
+    proj = kept(engine, NAME, TemporalProjection)
     proj.reconcile(snap)
     return proj
+
+
+register(NAME, TemporalProjection)

@@ -7,18 +7,59 @@
     result.compare("default", "any-words")    # the cases that changed first
     result.misses()                           # every expected id that did not come back, and why
 
-Modules, one role each: ``goldset`` (the file format), ``metrics`` (pure functions), ``run``
-(asking the store), ``compare``, ``ablation``, ``baseline`` (saved runs, regressions), ``frames``,
-``plots`` (matplotlib, imported when used), ``widget`` (``QueryLabWidget``), ``cli``
-(``knowtk eval``). See docs/query-lab.md.
+Modules, one role each, in the order they build on each other:
+
+``goldset``, ``metrics``
+    the gold set file format; the ranking metrics (pure functions).
+``scored``
+    ``ScoredRun``: a finished run as data and its means (what the views read).
+``frames``, ``comparison``, ``plots``
+    the views of a run: DataFrames, two variants side by side, matplotlib (imported when drawn).
+``labrun``
+    ``LabRun``: a ``ScoredRun`` with those views as methods.
+``whynot``, ``runner``
+    asking the store and scoring each case; why an expected id did not come back.
+``ablation``, ``baseline``
+    one query with each word dropped or added; saved runs and regressions.
+``widget``, ``cli``, ``commands``
+    ``QueryLabWidget``; ``knowtk eval`` and its command-line plug-in hook.
+
+Names are resolved when first used, so that ``knowtk eval``'s plug-in can be loaded without pandas.
+See docs/query-lab.md.
 """
 
-from knowtk.lab.ablation import ablate
-from knowtk.lab.baseline import Regression, check, load_run, save_run
-from knowtk.lab.compare import compare
-from knowtk.lab.goldset import Case, GoldSet, GoldSetError, Variant, load_gold, parse_gold
-from knowtk.lab.metrics import METRICS
-from knowtk.lab.run import LabRun, run, run_case
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, for type checkers
+    from knowtk.lab.ablation import ablate
+    from knowtk.lab.baseline import Regression, check, load_run, save_run
+    from knowtk.lab.comparison import compare
+    from knowtk.lab.goldset import Case, GoldSet, GoldSetError, Variant, load_gold, parse_gold
+    from knowtk.lab.labrun import LabRun
+    from knowtk.lab.metrics import METRICS
+    from knowtk.lab.runner import run, run_case
+
+_HOMES = {
+    "METRICS": "metrics",
+    "Case": "goldset",
+    "GoldSet": "goldset",
+    "GoldSetError": "goldset",
+    "LabRun": "labrun",
+    "Regression": "baseline",
+    "Variant": "goldset",
+    "ablate": "ablation",
+    "check": "baseline",
+    "compare": "comparison",
+    "load_gold": "goldset",
+    "load_run": "baseline",
+    "parse_gold": "goldset",
+    "run": "runner",
+    "run_case": "runner",
+    "save_run": "baseline",
+}
 
 __all__ = [
     "METRICS",
@@ -38,3 +79,9 @@ __all__ = [
     "run_case",
     "save_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.frames import FLOAT, INT, OBJECT, STRING, Column, build_frame, key
 from knowtk.lab.goldset import DEFAULT_K, MAX_K, TOOLS_SCORED, Case
 from knowtk.lab.metrics import METRICS
-from knowtk.lab.run import run_case
+from knowtk.lab.runner import run_case
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.store import Store
@@ -43,6 +43,44 @@ def _verdict(effect: float | None) -> str | None:
 def _without(query: str, word: str) -> str:
     kept = [w for w in _WORD.findall(query) if w.casefold() != word]
     return " ".join(kept)
+
+
+def _base_case(
+    query: str | Case,
+    expect: Sequence[str] | Mapping[str, int] | None,
+    tool: str,
+    args: Mapping[str, Any] | None,
+    k: int | None,
+) -> Case:
+    """The case to ablate: a gold case (``k`` overriding its own), or one made of a query and its expected ids."""
+    if isinstance(query, Case):
+        if query.tool == "knowledge_lookup":
+            raise InvalidArgument("query", "lookup is exact: dropping words only changes the name looked up")
+        if k is None:
+            return query
+        return Case(query.id, query.tool, query.args, query.expect, query.must_not, None, k)
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query", "must be a non-empty string or a gold Case", value=query)
+    if tool not in TOOLS_SCORED or tool == "knowledge_lookup":
+        allowed = [t for t in TOOLS_SCORED if t != "knowledge_lookup"]
+        raise InvalidArgument("tool", f"{tool!r} cannot be ablated", allowed=allowed, value=tool)
+    if not expect:
+        raise InvalidArgument("expect", "name the record ids a good answer contains")
+    grades = dict.fromkeys(expect, 1) if not isinstance(expect, Mapping) else dict(expect)
+    k = DEFAULT_K if k is None else k
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidArgument("k", f"must be a whole number from 1 to {MAX_K}", value=k)
+    return Case("ablation", tool, {**(args or {}), "query": query}, grades, (), None, k)
+
+
+def _plan(query: str, add: Iterable[str]) -> list[tuple[str, str | None, str]]:
+    """(change, word, query) to ask: the full query, each word dropped (when there are two or more), each added."""
+    words = query_terms(query)
+    extra = [w for w in (x.strip() for x in add) if w]
+    plan: list[tuple[str, str | None, str]] = [("full", None, query)]
+    plan += [("drop", w, _without(query, w)) for w in words if len(words) > 1]
+    plan += [("add", w, f"{query} {w}") for w in extra]
+    return plan
 
 
 COLUMNS: list[Column] = [
@@ -77,34 +115,11 @@ def ablate(
     """
     if metric not in METRICS:
         raise InvalidArgument("metric", f"{metric!r} is not a metric", allowed=METRICS, value=metric)
-    if isinstance(query, Case):
-        base = query
-        if base.tool == "knowledge_lookup":
-            raise InvalidArgument("query", "lookup is exact: dropping words only changes the name looked up")
-        if k is not None:
-            base = Case(base.id, base.tool, base.args, base.expect, base.must_not, None, k)
-    else:
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidArgument("query", "must be a non-empty string or a gold Case", value=query)
-        if tool not in TOOLS_SCORED or tool == "knowledge_lookup":
-            allowed = [t for t in TOOLS_SCORED if t != "knowledge_lookup"]
-            raise InvalidArgument("tool", f"{tool!r} cannot be ablated", allowed=allowed, value=tool)
-        if not expect:
-            raise InvalidArgument("expect", "name the record ids a good answer contains")
-        grades = dict.fromkeys(expect, 1) if not isinstance(expect, Mapping) else dict(expect)
-        k = DEFAULT_K if k is None else k
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InvalidArgument("k", f"must be a whole number from 1 to {MAX_K}", value=k)
-        base = Case("ablation", tool, {**(args or {}), "query": query}, grades, (), None, k)
+    base = _base_case(query, expect, tool, args, k)
     validate(base.tool, TOOLS[base.tool].params, base.args, python=False)  # a bad argument raises here
-    words = query_terms(base.args["query"])
-    extra = [w for w in (x.strip() for x in add) if w]
-    plan: list[tuple[str, str | None, str]] = [("full", None, base.args["query"])]
-    plan += [("drop", w, _without(base.args["query"], w)) for w in words if len(words) > 1]
-    plan += [("add", w, f"{base.args['query']} {w}") for w in extra]
     rows = []
     full: float | None = None
-    for change, word, text in plan:
+    for change, word, text in _plan(base.args["query"], add):
         case = Case(base.id, base.tool, {**base.args, "query": text}, base.expect, base.must_not, None, base.k)
         result = run_case(case, target, why_not=False)
         if result["status"] != "ok":

@@ -17,15 +17,16 @@ import pandas as pd
 
 from knowtk.errors import InvalidArgument
 from knowtk.frames import BOOL, FLOAT, STRING, Column, build_frame, key
+from knowtk.lab.labrun import LabRun
 from knowtk.lab.metrics import METRICS
-from knowtk.lab.run import CHECKS, FORMAT, LabRun, aggregate
+from knowtk.lab.scored import CHECKS, FORMAT, ScoredRun, aggregate
 
 __all__ = ["Regression", "check", "load_run", "save_run"]
 
 _SCORES = (*METRICS, *CHECKS)
 
 
-def save_run(run: LabRun, path: str | os.PathLike[str]) -> Path:
+def save_run(run: ScoredRun, path: str | os.PathLike[str]) -> Path:
     """Write ``run.to_dict()`` as JSON; returns the path."""
     p = Path(path)
     text = json.dumps(run.to_dict(), indent=1, ensure_ascii=False, default=str)
@@ -110,25 +111,14 @@ class Regression:
         return f"<Regression ok={self.ok}: {len(self.dropped)} metric(s) dropped, {len(self.case_drops)} case drop(s)>"
 
 
-def check(run: LabRun, baseline: LabRun, *, tolerance: float = 0.0, per_case: bool = False) -> Regression:
+def check(run: ScoredRun, baseline: ScoredRun, *, tolerance: float = 0.0, per_case: bool = False) -> Regression:
     """Compare ``run`` with ``baseline``: every metric of every variant both have, on the cases both scored.
 
     ``per_case=True`` also fails when any single case's metric dropped (not only a mean).
     """
     if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not 0 <= tolerance < 1:
         raise InvalidArgument("tolerance", "must be a number from 0 up to (not including) 1", value=tolerance)
-    notes = []
-    if baseline.gold.get("sha256") != run.gold.get("sha256"):
-        notes.append("the gold set changed since the baseline: compared on the cases both runs scored")
-    if baseline.meta.get("knowtkVersion") != run.meta.get("knowtkVersion"):
-        notes.append(
-            f"knowtk {baseline.meta.get('knowtkVersion')} made the baseline, {run.meta.get('knowtkVersion')} this run"
-        )
-    before_snap = (baseline.meta.get("store") or {}).get("snapshot")
-    after_snap = (run.meta.get("store") or {}).get("snapshot")
-    notes.append(
-        "store unchanged since the baseline" if before_snap == after_snap else "store changed since the baseline"
-    )
+    notes = _notes(run, baseline)
     missing = [v for v in baseline.variant_names if v not in run.variant_names]
     if missing and run.meta.get("variantsChosen"):
         notes.append(f"not run, so not compared: {', '.join(missing)}")
@@ -145,33 +135,68 @@ def check(run: LabRun, baseline: LabRun, *, tolerance: float = 0.0, per_case: bo
                 f"{variant}: {len(unscored)} case(s) scored in the baseline are not scored now "
                 f"({', '.join(unscored)}); they count as 0"
             )
-        before = aggregate([old[cid] for cid in common])
-        after = aggregate([_as_zero(new[cid], old[cid]) for cid in common])
-        for metric in _SCORES:
-            a, b = before[metric], after[metric]
-            if a is None and b is None:
-                continue
-            delta = None if a is None or b is None else b - a
-            dropped = a is not None and (b is None or b < a - tolerance - 1e-12)
-            rows.append(
-                {"variant": variant, "metric": metric, "baseline": a, "current": b, "delta": delta, "dropped": dropped}
-            )
-        for cid in common:
-            for metric in _SCORES:
-                a = old[cid]["metrics"].get(metric)
-                b = _as_zero(new[cid], old[cid])["metrics"].get(metric)
-                if a is not None and (b is None or b < a - tolerance - 1e-12):
-                    case_drops.append(
-                        {
-                            "case": cid,
-                            "variant": variant,
-                            "metric": metric,
-                            "baseline": a,
-                            "current": b,
-                            "delta": None if b is None else b - a,
-                        }
-                    )
+        rows += _metric_rows(variant, [old[cid] for cid in common], [new[cid] for cid in common], tolerance)
+        case_drops += _case_drops(variant, [(old[cid], new[cid]) for cid in common], tolerance)
     return Regression(rows, case_drops, notes, missing, per_case)
+
+
+def _notes(run: ScoredRun, baseline: ScoredRun) -> list[str]:
+    """What differs between the two runs besides the scores: the gold set, knowtk, the store."""
+    notes = []
+    if baseline.gold.get("sha256") != run.gold.get("sha256"):
+        notes.append("the gold set changed since the baseline: compared on the cases both runs scored")
+    if baseline.meta.get("knowtkVersion") != run.meta.get("knowtkVersion"):
+        notes.append(
+            f"knowtk {baseline.meta.get('knowtkVersion')} made the baseline, {run.meta.get('knowtkVersion')} this run"
+        )
+    before_snap = (baseline.meta.get("store") or {}).get("snapshot")
+    after_snap = (run.meta.get("store") or {}).get("snapshot")
+    notes.append(
+        "store unchanged since the baseline" if before_snap == after_snap else "store changed since the baseline"
+    )
+    return notes
+
+
+def _metric_rows(
+    variant: str, old: list[dict[str, Any]], new: list[dict[str, Any]], tolerance: float
+) -> list[dict[str, Any]]:
+    """One row per metric of one variant: the means before and after over the same cases, and whether it dropped."""
+    before = aggregate(old)
+    after = aggregate([_as_zero(n, o) for o, n in zip(old, new, strict=True)])
+    rows = []
+    for metric in _SCORES:
+        a, b = before[metric], after[metric]
+        if a is None and b is None:
+            continue
+        delta = None if a is None or b is None else b - a
+        dropped = a is not None and (b is None or b < a - tolerance - 1e-12)
+        rows.append(
+            {"variant": variant, "metric": metric, "baseline": a, "current": b, "delta": delta, "dropped": dropped}
+        )
+    return rows
+
+
+def _case_drops(
+    variant: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]], tolerance: float
+) -> list[dict[str, Any]]:
+    """Every metric of every case (baseline, now) that dropped by more than ``tolerance``."""
+    drops = []
+    for old, new in pairs:
+        for metric in _SCORES:
+            a = old["metrics"].get(metric)
+            b = _as_zero(new, old)["metrics"].get(metric)
+            if a is not None and (b is None or b < a - tolerance - 1e-12):
+                drops.append(
+                    {
+                        "case": old["case"],
+                        "variant": variant,
+                        "metric": metric,
+                        "baseline": a,
+                        "current": b,
+                        "delta": None if b is None else b - a,
+                    }
+                )
+    return drops
 
 
 def _as_zero(case: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:

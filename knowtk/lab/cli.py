@@ -18,20 +18,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.lab.goldset import GoldSetError, Variant, load_gold
+from knowtk.lab.metrics import METRICS
+from knowtk.lab.scored import CHECKS, ScoredRun
+from knowtk.store import open_store
 
-if TYPE_CHECKING:  # the run's modules import pandas: loaded when a gold set runs, not when the CLI parses
+if TYPE_CHECKING:
     from knowtk.lab.baseline import Regression
-    from knowtk.lab.goldset import Variant
-    from knowtk.lab.run import LabRun
 
-__all__ = ["eval_main", "report", "run_eval"]
+__all__ = ["EVAL_HELP", "add_eval_options", "eval_main", "eval_parser", "report", "run_eval"]
 
 OK, DROPPED, BAD = 0, 1, 2
+EVAL_HELP = "score the store against a gold set; exit 1 when a metric drops"
 
 
 def _variants(given: list[str] | None) -> list[str | Variant] | None:
-    from knowtk.lab.goldset import Variant
-
     if not given:
         return None
     out: list[str | Variant] = []
@@ -53,22 +54,53 @@ def _variants(given: list[str] | None) -> list[str | Variant] | None:
     return out
 
 
+def add_eval_options(p: argparse.ArgumentParser) -> None:
+    """``knowtk eval``'s own options; ``--store``, ``--state-dir`` and ``--json`` come with the command line."""
+    p.add_argument("gold", help="the gold set (.yaml, .yml or .csv; docs/query-lab.md)")
+    p.add_argument("--baseline", metavar="FILE", help="a run saved with --save: exit 1 when a metric drops below it")
+    p.add_argument("--save", metavar="FILE", help="save this run as JSON (a baseline for later runs)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME[=JSON]",
+        help='run only this variant of the gold set (repeatable); NAME={"mode": "any"} defines one',
+    )
+    p.add_argument("--tolerance", type=float, default=0.0, help="a drop smaller than this passes (default 0)")
+    p.add_argument("--per-case", action="store_true", help="also fail when a single case's metric drops")
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    """``knowtk eval`` standing alone (``eval_main``, ``python -m knowtk.lab.cli``): its options and the store's."""
+    p = argparse.ArgumentParser(prog="knowtk eval", description=EVAL_HELP)
+    p.add_argument("--store", default=".", help="the store folder (default: the current folder)")
+    p.add_argument("--state-dir", help="where to keep state.sqlite (default: STORE/.knowtk)")
+    p.add_argument("--json", action="store_true", help="print the run as JSON instead of a table")
+    add_eval_options(p)
+    return p
+
+
 def eval_main(argv: Sequence[str] | None = None) -> int:
-    """``knowtk eval ARGV``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set).
-
-    The options are parsed by ``knowtk``'s own command line, where they are defined once.
-    """
-    from knowtk.cli import main
-
-    return main(["eval", *(sys.argv[1:] if argv is None else argv)])
+    """``knowtk eval ARGV``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set)."""
+    try:
+        a = eval_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # --help (0); bad usage, already explained on stderr (2)
+        return exc.code if isinstance(exc.code, int) else BAD
+    try:
+        return run_eval(a)
+    except InvalidArgument as exc:
+        print(f"knowtk eval: {exc}", file=sys.stderr)
+        return BAD
+    except KnowtkError as exc:
+        print(f"knowtk eval: {exc}", file=sys.stderr)
+        return DROPPED
 
 
 def run_eval(a: argparse.Namespace) -> int:
     """Run the parsed ``knowtk eval`` command; returns its exit code."""
+    # pandas comes with the run and the baseline: imported when a gold set runs, so that building the
+    # command line (which loads this plug-in) stays as fast as before (tests/test_cli.py)
     from knowtk.lab.baseline import check, load_run, save_run
-    from knowtk.lab.goldset import GoldSetError, load_gold
-    from knowtk.lab.run import run
-    from knowtk.store import open_store
+    from knowtk.lab.runner import run
 
     try:
         gold = load_gold(a.gold)
@@ -113,25 +145,39 @@ def _number(value: Any) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def report(result: LabRun, regression: Regression | None = None) -> str:
+def report(result: ScoredRun, regression: Regression | None = None) -> str:
     """The run as text: metrics per variant, unscored cases, misses with their why-not, the baseline check."""
-    from knowtk.lab.metrics import METRICS
-    from knowtk.lab.run import CHECKS
-
     store = result.meta["store"]
     lines = [
         f"gold set {result.gold['name']!r} ({len(result.gold['cases'])} cases, k={result.gold['k']}) on store "
         f"{store['name']!r} (snapshot {store['snapshot']}), knowtk {result.meta['knowtkVersion']}",
         "",
+        *_metric_lines(result),
+        *_miss_lines(result),
     ]
+    for note in result.meta.get("notes") or []:
+        lines.append(f"note: {note}")
+    if regression is not None:
+        lines += _regression_lines(regression)
+    return "\n".join(lines)
+
+
+def _metric_lines(result: ScoredRun) -> list[str]:
+    """A table of the means, one row per variant, then the cases that could not be scored."""
     names = (*METRICS, *CHECKS)
     width = max(len(v) for v in result.variant_names)
-    lines.append(f"{'variant':<{width}}  " + "  ".join(f"{n:>9}" for n in names) + "  scored")
+    lines = [f"{'variant':<{width}}  " + "  ".join(f"{n:>9}" for n in names) + "  scored"]
     for name, values in result.summary().items():
         cells = "  ".join(f"{_number(values[n]):>9}" for n in names)
         lines.append(f"{name:<{width}}  {cells}  {values['scored']}/{values['cases']}")
     for p in result.problems:
         lines.append(f"UNSCORED {p['case']} [{p['variant']}]: {p['message']}")
+    return lines
+
+
+def _miss_lines(result: ScoredRun) -> list[str]:
+    """Every expected id not in its case's first k, and why; the superseded ones counted through a replacement."""
+    lines = []
     misses = [(c, e) for c in result.cases for e in c["expected"] if e["rank"] is None or e["rank"] > c["k"]]
     if misses:
         lines += ["", "misses (expected id not in the first k) and why:"]
@@ -146,19 +192,20 @@ def report(result: LabRun, regression: Regression | None = None) -> str:
             "superseded expectations counted through their current replacement: "
             + ", ".join(f"{a} → {b}" for a, b in replaced)
         )
-    for note in result.meta.get("notes") or []:
-        lines.append(f"note: {note}")
-    if regression is not None:
-        lines += ["", f"against the baseline: {'OK' if regression.ok else 'DROPPED'}"]
-        lines += [f"  note: {n}" for n in regression.notes]
-        lines += [f"  variant {v!r} is in the baseline but was not run" for v in regression.missing_variants]
-        for r in regression.dropped:
-            lines.append(f"  {r['variant']} {r['metric']}: {_number(r['baseline'])} → {_number(r['current'])}")
-        for d in regression.case_drops:
-            lines.append(
-                f"  case {d['case']} [{d['variant']}] {d['metric']}: {_number(d['baseline'])} → {_number(d['current'])}"
-            )
-    return "\n".join(lines)
+    return lines
+
+
+def _regression_lines(regression: Regression) -> list[str]:
+    lines = ["", f"against the baseline: {'OK' if regression.ok else 'DROPPED'}"]
+    lines += [f"  note: {n}" for n in regression.notes]
+    lines += [f"  variant {v!r} is in the baseline but was not run" for v in regression.missing_variants]
+    for r in regression.dropped:
+        lines.append(f"  {r['variant']} {r['metric']}: {_number(r['baseline'])} → {_number(r['current'])}")
+    for d in regression.case_drops:
+        lines.append(
+            f"  case {d['case']} [{d['variant']}] {d['metric']}: {_number(d['baseline'])} → {_number(d['current'])}"
+        )
+    return lines
 
 
 if __name__ == "__main__":

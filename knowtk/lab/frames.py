@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
 from knowtk.lab.metrics import METRICS
-
-if TYPE_CHECKING:
-    from knowtk.lab.run import LabRun
+from knowtk.lab.scored import CHECKS, ScoredRun
 
 __all__ = ["cases_frame", "hits_frame", "metrics_frame", "misses_frame"]
 
-_SCORES = (*METRICS, "status_ok", "clean")
+_SCORES = (*METRICS, *CHECKS)
 
 
 def _metric(name: str) -> Any:
@@ -31,7 +29,7 @@ METRIC_COLUMNS: list[Column] = [
 ]
 
 
-def metrics_frame(run: LabRun) -> pd.DataFrame:
+def metrics_frame(run: ScoredRun) -> pd.DataFrame:
     """One row per variant: the mean of each metric over the cases where it is defined."""
     notes = {v["name"]: v.get("note") or "" for v in run.variants}
     rows = [{"variant": name, "note": notes.get(name, ""), **values} for name, values in run.summary().items()]
@@ -82,7 +80,7 @@ CASE_COLUMNS: list[Column] = [
 ]
 
 
-def cases_frame(run: LabRun, variant: str | None = None) -> pd.DataFrame:
+def cases_frame(run: ScoredRun, variant: str | None = None) -> pd.DataFrame:
     """One row per case and variant. ``replaced`` says which superseded expectations counted through their
     current replacement (``dec-2025-012 → dec-2026-021``); ``why_not`` the reason of each miss."""
     rows = [c for c in run.cases if variant is None or c["variant"] == variant]
@@ -107,7 +105,7 @@ MISS_COLUMNS: list[Column] = [
 ]
 
 
-def misses_frame(run: LabRun) -> pd.DataFrame:
+def misses_frame(run: ScoredRun) -> pd.DataFrame:
     """One row per expected id that was not among a case's first k, with its why-not."""
     rows = []
     for c in run.cases:

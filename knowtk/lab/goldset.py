@@ -372,18 +372,7 @@ def _build(raw: Any, lines: Lines, path: str | None, digest: str) -> GoldSet:
             raise fail(f"the case id is used twice (first as case {seen[case.id] + 1})", ("cases", i, "id"), case.id)
         seen[case.id] = i
         cases.append(replace(case, line=lines.get(("cases", i))))
-    used = {c.tool for c in cases}
-    for v in variants:
-        for name in v.args:
-            if not any(name in {p.name for p in TOOLS[t].params} for t in used):
-                raise fail(
-                    f"no case's tool takes the argument {name!r}",
-                    ("variants", v.name, "args", name),
-                    field=f"variants.{v.name}.args",
-                )
-    for i, case in enumerate(cases):  # every case must also be valid under every variant
-        for v in variants:
-            _check_args(case.tool, case.args_for(v), fail, ("cases", i), case.id, f"under variant {v.name!r}")
+    _check_variants(cases, variants, fail)
     title = raw.get("name")
     if not isinstance(title, str) or not title.strip():
         raise fail("must be a non-empty string", ("name",), field="name")
@@ -396,6 +385,22 @@ def _build(raw: Any, lines: Lines, path: str | None, digest: str) -> GoldSet:
         path=path,
         sha256=digest,
     )
+
+
+def _check_variants(cases: list[Case], variants: list[Variant], fail: Any) -> None:
+    """Every variant's argument is taken by some case's tool, and every case is valid under every variant."""
+    used = {c.tool for c in cases}
+    for v in variants:
+        for name in v.args:
+            if not any(name in {p.name for p in TOOLS[t].params} for t in used):
+                raise fail(
+                    f"no case's tool takes the argument {name!r}",
+                    ("variants", v.name, "args", name),
+                    field=f"variants.{v.name}.args",
+                )
+    for i, case in enumerate(cases):
+        for v in variants:
+            _check_args(case.tool, case.args_for(v), fail, ("cases", i), case.id, f"under variant {v.name!r}")
 
 
 def _k(value: Any, fail: Any) -> int:
@@ -449,6 +454,23 @@ def _case(item: Any, i: int, default_k: int, variants: list[Variant], fail: Any)
     unknown = sorted(set(item) - set(CASE_KEYS))
     if unknown:
         raise fail(f"unknown key {unknown[0]!r} (allowed: {', '.join(CASE_KEYS)})", (*at, unknown[0]), cid)
+    tool, args = _tool_and_args(item, fail, at, cid)
+    expect = _expect(item.get("expect"), fail, (*at, "expect"), cid)
+    must_not = _ids(item.get("must_not"), fail, (*at, "must_not"), cid, "must_not")
+    both = sorted(set(expect) & set(must_not))
+    if both:
+        raise fail(f"{both[0]} is both expected and must_not", (*at, "must_not"), cid, "must_not")
+    status = _status(item.get("status"), tool, fail, at, cid)
+    if not expect and not must_not and status is None:
+        raise fail("expects nothing: give expect, must_not or (for lookup) status", at, cid)
+    k = _k(item["k"], lambda m: fail(m, (*at, "k"), cid, "k")) if "k" in item else default_k
+    overrides = _overrides(item.get("variants") or {}, variants, fail, at, cid)
+    note = item.get("note") or ""
+    return Case(cid, tool, dict(args), expect, must_not, status, k, str(note), overrides)
+
+
+def _tool_and_args(item: dict[str, Any], fail: Any, at: tuple[Any, ...], cid: str) -> tuple[str, dict[str, Any]]:
+    """A case's tool (one a gold case can score) and its arguments, valid for the tool."""
     tool = item.get("tool")
     if tool not in TOOLS_SCORED:
         raise fail(
@@ -473,12 +495,11 @@ def _case(item: Any, i: int, default_k: int, variants: list[Variant], fail: Any)
             "a knowl_query case needs a query (without one, items are listed by date)", (*at, "args"), cid, "args.query"
         )
     _check_args(tool, args, fail, at, cid, "")
-    expect = _expect(item.get("expect"), fail, (*at, "expect"), cid)
-    must_not = _ids(item.get("must_not"), fail, (*at, "must_not"), cid, "must_not")
-    both = sorted(set(expect) & set(must_not))
-    if both:
-        raise fail(f"{both[0]} is both expected and must_not", (*at, "must_not"), cid, "must_not")
-    status = item.get("status")
+    return tool, args
+
+
+def _status(status: Any, tool: str, fail: Any, at: tuple[Any, ...], cid: str) -> str | None:
+    """The lookup status a knowledge_lookup case expects, if it names one."""
     if status is not None:
         if tool != "knowledge_lookup":
             raise fail("only knowledge_lookup cases expect a status", (*at, "status"), cid, "status")
@@ -489,15 +510,18 @@ def _case(item: Any, i: int, default_k: int, variants: list[Variant], fail: Any)
                 cid,
                 "status",
             )
-    if not expect and not must_not and status is None:
-        raise fail("expects nothing: give expect, must_not or (for lookup) status", at, cid)
-    k = _k(item["k"], lambda m: fail(m, (*at, "k"), cid, "k")) if "k" in item else default_k
-    overrides_raw = item.get("variants") or {}
-    if not isinstance(overrides_raw, dict):
+    return status
+
+
+def _overrides(
+    raw: Any, variants: list[Variant], fail: Any, at: tuple[Any, ...], cid: str
+) -> dict[str, dict[str, Any]]:
+    """A case's own arguments under some of the declared variants."""
+    if not isinstance(raw, dict):
         raise fail("must map variant names to argument overrides", (*at, "variants"), cid, "variants")
     declared = {v.name for v in variants}
     overrides: dict[str, dict[str, Any]] = {}
-    for name, extra in overrides_raw.items():
+    for name, extra in raw.items():
         if name not in declared:
             allowed = ", ".join(sorted(declared)) or "none declared: add them under the top-level 'variants'"
             raise fail(
@@ -512,8 +536,7 @@ def _case(item: Any, i: int, default_k: int, variants: list[Variant], fail: Any)
             if bad in extra:
                 raise fail(_NOT_SCORED[bad], (*at, "variants", name, bad), cid, f"variants.{name}")
         overrides[name] = dict(extra)
-    note = item.get("note") or ""
-    return Case(cid, tool, dict(args), expect, must_not, status, k, str(note), overrides)
+    return overrides
 
 
 def _check_args(tool: str, args: Mapping[str, Any], fail: Any, at: tuple[Any, ...], cid: str, under: str) -> None:

@@ -16,23 +16,24 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from knowtk.errors import InvalidArgument
+from knowtk.lab.frames import metrics_frame
 from knowtk.lab.metrics import METRICS
+from knowtk.lab.scored import ScoredRun
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from knowtk.lab.run import LabRun
 
 __all__ = ["plot_metrics", "plot_rank_changes"]
 
 _COLOURS = {"worse": "#dc2626", "mixed": "#d97706", "better": "#16a34a"}
 
 
-def plot_metrics(run: LabRun | pd.DataFrame, *, metrics: tuple[str, ...] = METRICS, ax: Axes | None = None) -> Axes:
-    """The mean of each metric per variant (a ``LabRun`` or its ``metrics()`` frame)."""
+def plot_metrics(run: ScoredRun | pd.DataFrame, *, metrics: tuple[str, ...] = METRICS, ax: Axes | None = None) -> Axes:
+    """The mean of each metric per variant (a run, or its ``metrics()`` frame)."""
     import matplotlib.pyplot as plt
 
-    frame = run if isinstance(run, pd.DataFrame) else run.metrics()
+    frame = run if isinstance(run, pd.DataFrame) else metrics_frame(run)
     unknown = [m for m in metrics if m not in frame.columns]
     if unknown:
         raise InvalidArgument("metrics", f"{unknown[0]!r} is not a metric of the run", allowed=METRICS)

@@ -5,7 +5,7 @@
     lab.run_button.click()          # or lab.run()
     lab.case.value = "gpu-budget"   # as a click on its row: its hits, and why each expected id is missing
 
-Everything shown comes from :func:`lab_view`, a plain dict built from the :class:`~knowtk.lab.run.LabRun`
+Everything shown comes from :func:`lab_view`, a plain dict built from the :class:`~knowtk.lab.labrun.LabRun`
 (metrics per variant, the cases of two variants side by side with the changed ones first, and
 the picked case's hits and why-nots); the HTML is rendered from that dict. So the widget can be
 driven without a browser through its controls' ``.value`` and ``.click()``, and tested the same way.
@@ -18,14 +18,18 @@ import os
 from typing import Any
 
 import ipywidgets as W
+import pandas as pd
 
 from knowtk.errors import KnowtkError
-from knowtk.lab.compare import compare
+from knowtk.lab.comparison import compare
 from knowtk.lab.frames import hits_frame
 from knowtk.lab.goldset import GoldSet, load_gold
+from knowtk.lab.labrun import LabRun
 from knowtk.lab.metrics import METRICS
-from knowtk.lab.run import CHECKS, LabRun, run
+from knowtk.lab.runner import run
+from knowtk.lab.scored import CHECKS, ScoredRun
 from knowtk.store import Store
+from knowtk.ui.front import Front
 from knowtk.ui.rows import Row, RowList
 from knowtk.ui.style import banner, wrap
 from knowtk.workspace import Workspace
@@ -47,7 +51,7 @@ def _n(value: Any) -> str:
 
 
 def lab_view(
-    result: LabRun,
+    result: ScoredRun,
     *,
     case: str | None = None,
     variant: str | None = None,
@@ -61,71 +65,67 @@ def lab_view(
     left = left or names[0]
     right = right or (names[1] if len(names) > 1 else names[0])
     metrics = [{"variant": name, **values} for name, values in result.summary().items()]
-    if left != right:
-        rows = compare(result, left=left, right=right).to_dict("records")
-        cases = [
-            {
-                "case": r["case"],
-                "tool": r["tool"],
-                "change": r["change"],
-                "query": r["query_right"]
-                if r["query_right"] == r["query_left"]
-                else f"{r['query_left']} → {r['query_right']}",
-                "left": _plain(r["ndcg@k_left"]),
-                "right": _plain(r["ndcg@k_right"]),
-                "rank_left": _plain(r["rank_left"]),
-                "rank_right": _plain(r["rank_right"]),
-            }
-            for r in rows
-        ]
-    else:
-        cases = [
-            {
-                "case": c["case"],
-                "tool": c["tool"],
-                "change": "passed" if c["passed"] else c["status"] if c["status"] != "ok" else "missed",
-                "query": c["query"],
-                "left": c["metrics"]["ndcg@k"],
-                "right": None,
-                "rank_left": _first(c),
-                "rank_right": None,
-            }
-            for c in result.cases
-            if c["variant"] == left
-        ]
+    cases = _compared_cases(result, left, right) if left != right else _cases_of(result, left)
+    detail = _detail(result.case(case, variant or right)) if case is not None else None
     order = [c["case"] for c in cases]
-    detail = None
-    if case is not None:
-        c = result.case(case, variant or right)
-        frame = hits_frame(c)
-        detail = {
-            "case": c["case"],
-            "variant": c["variant"],
-            "tool": c["tool"],
-            "query": c["query"],
-            "k": c["k"],
-            "status": c["status"],
-            "error": c["error"],
-            "passed": c["passed"],
-            "lookupStatus": c["lookupStatus"],
-            "expectedStatus": c["expectedStatus"],
-            "metrics": c["metrics"],
-            "hits": [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")],
-            "expected": c["expected"],
-            "mustNot": c["mustNot"],
-        }
     return {"left": left, "right": right, "metrics": metrics, "cases": cases, "order": order, "detail": detail}
+
+
+def _compared_cases(result: ScoredRun, left: str, right: str) -> list[dict[str, Any]]:
+    """The cases under two variants, changed first: nDCG@k and first rank on each side."""
+    return [
+        {
+            "case": r["case"],
+            "tool": r["tool"],
+            "change": r["change"],
+            "query": _queries(r["query_left"], r["query_right"]),
+            "left": _plain(r["ndcg@k_left"]),
+            "right": _plain(r["ndcg@k_right"]),
+            "rank_left": _plain(r["rank_left"]),
+            "rank_right": _plain(r["rank_right"]),
+        }
+        for r in compare(result, left=left, right=right).to_dict("records")
+    ]
+
+
+def _queries(left: str | None, right: str | None) -> str | None:
+    return right if right == left else f"{left} → {right}"
+
+
+def _cases_of(result: ScoredRun, variant: str) -> list[dict[str, Any]]:
+    """The cases under one variant, in the gold set's order: passed, missed, or why not scored."""
+    return [
+        {
+            "case": c["case"],
+            "tool": c["tool"],
+            "change": "passed" if c["passed"] else c["status"] if c["status"] != "ok" else "missed",
+            "query": c["query"],
+            "left": c["metrics"]["ndcg@k"],
+            "right": None,
+            "rank_left": _first(c),
+            "rank_right": None,
+        }
+        for c in result.cases
+        if c["variant"] == variant
+    ]
+
+
+def _detail(c: dict[str, Any]) -> dict[str, Any]:
+    """One case under one variant: what was asked, its outcome, its hits marked, its expected and must-not ids."""
+    keys = ("case", "variant", "tool", "query", "k", "status", "error", "passed", "lookupStatus", "expectedStatus")
+    return {
+        **{key: c[key] for key in keys},
+        "metrics": c["metrics"],
+        "hits": [{k: _plain(v) for k, v in row.items()} for row in hits_frame(c).to_dict("records")],
+        "expected": c["expected"],
+        "mustNot": c["mustNot"],
+    }
 
 
 def _plain(value: Any) -> Any:
     """pandas' missing values as None, numpy scalars as Python ones (the view is plain data)."""
-    try:
-        import pandas as pd
-
-        if value is pd.NA or (isinstance(value, float) and value != value):
-            return None
-    except ImportError:  # pragma: no cover
-        pass
+    if value is pd.NA or (isinstance(value, float) and value != value):
+        return None
     return value.item() if hasattr(value, "item") else value
 
 
@@ -225,7 +225,7 @@ def _detail_html(d: dict[str, Any] | None) -> str:
     return wrap("".join(parts))
 
 
-class QueryLabWidget(W.VBox):
+class QueryLabWidget(Front):
     """A gold set's run in a notebook. ``.result`` is the :class:`LabRun`, ``.view`` the :func:`lab_view` dict,
     ``.error`` the last refusal (shown in place of the answer, never raised from a callback).
 
@@ -245,25 +245,7 @@ class QueryLabWidget(W.VBox):
         self.view: dict[str, Any] | None = None
         self.error: str | None = None
         self._quiet = False
-        self.path = W.Text(
-            description="gold set",
-            placeholder="path to a .yaml or .csv gold set",
-            layout=W.Layout(width="480px"),
-            value="" if gold is None or isinstance(gold, GoldSet) else os.fspath(gold),
-        )
-        self.load_button = W.Button(description="Load", layout=W.Layout(width="80px"))
-        self.variants = W.SelectMultiple(description="variants", options=[], rows=4)
-        self.run_button = W.Button(description="Run", button_style="primary", layout=W.Layout(width="80px"))
-        self.left = W.Dropdown(description="compare", options=[], layout=W.Layout(width="240px"))
-        self.right = W.Dropdown(description="with", options=[], layout=W.Layout(width="240px"))
-        self.variant = W.Dropdown(description="case under", options=[], layout=W.Layout(width="240px"))
-        # the picked case: set by a row's click, or by code (``lab.case.value = "gpu-budget"``); the rows show it
-        self.case = W.Select(description="case", options=[], layout=W.Layout(display="none"))
-        self.message = W.HTML()
-        self.metrics = W.HTML()
-        self.cases = W.HTML()
-        self.detail = W.HTML(_detail_html(None))
-        self.rows = RowList(self.detail, self._row_clicked)
+        self._build_controls("" if gold is None or isinstance(gold, GoldSet) else os.fspath(gold))
         super().__init__(
             children=[
                 W.HBox([self.path, self.load_button]),
@@ -284,6 +266,28 @@ class QueryLabWidget(W.VBox):
             self._set_gold(gold, variants)
         elif gold is not None:
             self.load(variants)
+
+    def _build_controls(self, path: str) -> None:
+        """The gold set's path, the variants to run, the two to compare, and the panes the answer fills."""
+        self.path = W.Text(
+            description="gold set",
+            placeholder="path to a .yaml or .csv gold set",
+            layout=W.Layout(width="480px"),
+            value=path,
+        )
+        self.load_button = W.Button(description="Load", layout=W.Layout(width="80px"))
+        self.variants = W.SelectMultiple(description="variants", options=[], rows=4)
+        self.run_button = W.Button(description="Run", button_style="primary", layout=W.Layout(width="80px"))
+        self.left = W.Dropdown(description="compare", options=[], layout=W.Layout(width="240px"))
+        self.right = W.Dropdown(description="with", options=[], layout=W.Layout(width="240px"))
+        self.variant = W.Dropdown(description="case under", options=[], layout=W.Layout(width="240px"))
+        # the picked case: set by a row's click, or by code (``lab.case.value = "gpu-budget"``); the rows show it
+        self.case = W.Select(description="case", options=[], layout=W.Layout(display="none"))
+        self.message = W.HTML()
+        self.metrics = W.HTML()
+        self.cases = W.HTML()
+        self.detail = W.HTML(_detail_html(None))
+        self.rows = RowList(self.detail, self._row_clicked)
 
     # -- actions ------------------------------------------------------------------------------------
     def load(self, variants: list[str] | None = None) -> GoldSet | None:
@@ -398,11 +402,6 @@ class QueryLabWidget(W.VBox):
             return self.message.value
         panes = view_html(self.view)
         return self.message.value + panes["metrics"] + panes["cases"] + panes["detail"]
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.html()
-        return bundle
 
     def __repr__(self) -> str:
         name = self.gold.name if self.gold else None

@@ -10,26 +10,19 @@ docs/agents.md), or the contract's complete dict when the server runs with
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.query import TOOLS
 from knowtk.query.knowl import PROVENANCE
-from knowtk.store import Store, open_store
-from knowtk.workspace import Workspace
 
 __all__ = [
     "COVERAGE_SAMPLE",
     "INSTRUCTIONS",
     "SNIPPET_CHARS",
     "TOOL_DESCRIPTIONS",
-    "Target",
     "compact",
     "error_payload",
-    "open_target",
     "output_schema",
 ]
 
@@ -139,36 +132,6 @@ INSTRUCTIONS = (
     "knowledge_timeline and knowledge_chronicle_* for dates. Results are list rows; a refused call names the "
     "argument and its allowed values."
 )
-
-
-@dataclass
-class Target:
-    """What the server answers from: a store, and a workspace of it plus linked stores for knowl_query."""
-
-    store: Store
-    workspace: Workspace | None = None
-
-    def call(self, tool: str, args: Mapping[str, Any] | None) -> dict[str, Any]:
-        if tool == "knowl_query" and self.workspace is not None:
-            return self.workspace.call(tool, args)
-        return self.store.call(tool, args)
-
-
-def open_target(
-    store: str | os.PathLike[str],
-    *,
-    state_dir: str | os.PathLike[str] | None = None,
-    links: Mapping[str, str | os.PathLike[str]] | None = None,
-) -> Target:
-    """Open the store, and its linked stores as a Workspace (their state goes to ``state_dir/linked/NAME``)."""
-    local = open_store(store, state_dir=state_dir)
-    if not links:
-        return Target(local)
-    linked = {
-        name: open_store(path, state_dir=None if state_dir is None else os.path.join(state_dir, "linked", name))
-        for name, path in links.items()
-    }
-    return Target(local, Workspace(local, linked))
 
 
 # -- compact answers -------------------------------------------------------------------------

@@ -27,9 +27,10 @@ from mcp.server.stdio import stdio_server
 
 from knowtk import __version__
 from knowtk.errors import KnowtkError
-from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, Target, compact, error_payload, open_target, output_schema
+from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
+from knowtk.workspace import Target, open_target
 
 __all__ = ["build_server", "serve"]
 

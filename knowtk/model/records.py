@@ -5,7 +5,7 @@ or a ``FileProblem``; ``build_record`` turns a mapping into a ``Record`` plus
 the issues it carries. The two halves are separate so that the scan can cache
 the (JSON-safe) mapping and rebuild records without parsing YAML again.
 Rules that need the whole store (duplicates, dependencies, supersession
-chains, safeguards) live in ``snapshot.py``.
+chains, safeguards) live in ``knowtk.snapshot``.
 """
 
 from __future__ import annotations
@@ -251,109 +251,79 @@ def body_of(data: bytes) -> str | None:
 
 def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -> tuple[Record | None, list[Issue]]:
     """The record a frontmatter mapping describes, with its issues; None when it cannot be one."""
-    issues: list[Issue] = []
-    raw_id = meta.get("id")
-    if raw_id is None:
-        return None, [Issue(path, None, "id_missing", "no id in the frontmatter")]
-    if not isinstance(raw_id, str) or not ID_PATTERN.fullmatch(raw_id):
-        shown = str(raw_id)
-        hint = " (write it as a quoted string)" if not isinstance(raw_id, str) else ""
-        return None, [Issue(path, shown, "id_invalid", f"id {shown!r} does not match {ID_PATTERN.pattern}{hint}")]
-    rid = raw_id
+    rid = _record_id(path, meta)
+    if isinstance(rid, Issue):
+        return None, [rid]
+    read = _Fields(path, rid, meta)
+    try:
+        return _record(read, sha256, body_line), read.issues
+    except _NotARecord as refused:
+        return None, [*read.issues, Issue(path, rid, refused.code, refused.message)]
 
-    def bad(code: str, message: str) -> tuple[None, list[Issue]]:
-        return None, [*issues, Issue(path, rid, code, message)]
 
-    kind = meta.get("kind")
-    if kind not in KINDS:
-        return bad("kind_invalid", f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    status = meta.get("status", "active")
-    if status not in STATUSES:
-        return bad("status_invalid", f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-    revision = meta.get("revision", 1)
-    if isinstance(revision, bool) or not isinstance(revision, int) or not 1 <= revision <= MAX_REVISION:
-        return bad("revision_invalid", f"revision must be an integer from 1 to {MAX_REVISION}, not {revision!r}")
-    type_ = meta.get("type", kind)
-    if not isinstance(type_, str) or not type_:
-        return bad("field_invalid", f"type must be a non-empty string, not {type_!r}")
+class _NotARecord(Exception):
+    """A field the record cannot be without is missing or invalid: the file is no record."""
 
-    def text_field(name: str) -> str | None:
-        value = meta.get(name)
+    def __init__(self, code: str, message: str) -> None:
+        self.code, self.message = code, message
+
+
+class _Fields:
+    """Reads one frontmatter's optional fields; a field of the wrong shape is ignored, with an issue."""
+
+    def __init__(self, path: str, rid: str, meta: dict[str, Any]) -> None:
+        self.path, self.rid, self.meta = path, rid, meta
+        self.issues: list[Issue] = []
+
+    def issue(self, code: str, message: str) -> None:
+        self.issues.append(Issue(self.path, self.rid, code, message))
+
+    def text(self, name: str) -> str | None:
+        value = self.meta.get(name)
         if value is None or isinstance(value, str):
             return value
         if isinstance(value, int | float) and not isinstance(value, bool):
             return str(value)
-        issues.append(Issue(path, rid, "field_invalid", f"{name} must be a string; ignored"))
+        self.issue("field_invalid", f"{name} must be a string; ignored")
         return None
 
-    def list_field(name: str) -> tuple[str, ...]:
-        value = meta.get(name)
+    def strings(self, name: str) -> tuple[str, ...]:
+        value = self.meta.get(name)
         if value is None:
             return ()
         if isinstance(value, str):
             return (value,)
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
-        issues.append(Issue(path, rid, "field_invalid", f"{name} must be a string or a list of strings; ignored"))
+        self.issue("field_invalid", f"{name} must be a string or a list of strings; ignored")
         return ()
 
-    superseded_by = text_field("superseded_by")
-    if status == "superseded" and not superseded_by:
-        issues.append(
-            Issue(path, rid, "superseded_by_missing", "status is superseded but superseded_by names no record")
-        )
-    fields = meta.get("fields")
-    if fields is not None and not isinstance(fields, dict):
-        issues.append(Issue(path, rid, "field_invalid", "fields must be a mapping; ignored"))
-        fields = None
-    fields = fields or {}
 
-    dates: dict[str, DateValue] = {}
-    for name in DATE_FIELDS:
-        raw, where = meta.get(name), name
-        if raw is None and name == "occurred_at" and fields.get("occurred_at") is not None:
-            raw, where = fields["occurred_at"], "fields.occurred_at"
-        if raw is None:
-            continue
-        value = parse_date_value(raw)
-        if value is None:
-            issues.append(_date_issue(path, rid, where, raw))
-        else:
-            dates[name] = value
-    expires_at = None
-    if meta.get("expires_at") is not None:
-        expires_at = parse_date_value(meta["expires_at"])
-        if expires_at is None:
-            issues.append(_date_issue(path, rid, "expires_at", meta["expires_at"]))
-
-    from_id, to_id = text_field("from"), text_field("to")
-    if kind == "relationship" and not (from_id and to_id):
-        return bad("endpoints_missing", "a relationship needs both from and to")
-    source_event = meta.get("source_event", False)
-    if not isinstance(source_event, bool):
-        issues.append(Issue(path, rid, "field_invalid", "source_event must be true or false; ignored"))
-        source_event = False
-    origin = text_field("origin")
-    if origin is not None and origin not in ORIGINS:
-        issues.append(Issue(path, rid, "field_invalid", f"origin must be one of {', '.join(ORIGINS)}; ignored"))
-        origin = None
-
-    entities, depends_on = list_field("entities"), list_field("depends_on")
-    owner, source = text_field("owner"), text_field("source")
+def _record(read: _Fields, sha256: str, body_line: int) -> Record:
+    """The record, its fields read in a fixed order (the order of its issues); raises _NotARecord."""
+    meta = read.meta
+    kind, status, revision, type_ = _essentials(meta)
+    superseded_by = _superseded_by(read, status)
+    fields = _fields(read)
+    dates, expires_at = _dates(read, fields), _expires_at(read)
+    from_id, to_id = _endpoints(read, kind)
+    source_event, origin = _source_event(read), _origin(read)
+    entities, depends_on = read.strings("entities"), read.strings("depends_on")
+    owner, source = read.text("owner"), read.text("source")
     references = tuple(dict.fromkeys([*depends_on, *entities, *(x for x in (from_id, to_id, owner, source) if x)]))
-    record = Record(
-        id=rid,
-        path=path,
+    return Record(
+        id=read.rid,
+        path=read.path,
         sha256=sha256,
         kind=kind,
         type=type_,
-        title=text_field("title"),
-        aliases=list_field("aliases"),
-        tags=list_field("tags"),
+        title=read.text("title"),
+        aliases=read.strings("aliases"),
+        tags=read.strings("tags"),
         status=status,
         superseded_by=superseded_by,
         revision=revision,
-        summary=text_field("summary"),
+        summary=read.text("summary"),
         dates=dates,
         expires_at=expires_at,
         entities=entities,
@@ -363,12 +333,12 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
         source_event=source_event,
         from_id=from_id,
         to_id=to_id,
-        relation=text_field("relation"),
+        relation=read.text("relation"),
         origin=origin,
-        author=text_field("author"),
-        evidence=_evidence(path, rid, meta.get("evidence"), issues),
-        affected_paths=list_field("affected_paths"),
-        category=text_field("category"),
+        author=read.text("author"),
+        evidence=_evidence(read.path, read.rid, meta.get("evidence"), read.issues),
+        affected_paths=read.strings("affected_paths"),
+        category=read.text("category"),
         reasoning=meta.get("reasoning"),
         alternatives=meta.get("alternatives"),
         fields=fields,
@@ -376,7 +346,103 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
         body_line=body_line,
         references=references,
     )
-    return record, issues
+
+
+def _record_id(path: str, meta: dict[str, Any]) -> str | Issue:
+    """The record's id, or the issue that makes the file no record."""
+    raw_id = meta.get("id")
+    if raw_id is None:
+        return Issue(path, None, "id_missing", "no id in the frontmatter")
+    if not isinstance(raw_id, str) or not ID_PATTERN.fullmatch(raw_id):
+        shown = str(raw_id)
+        hint = " (write it as a quoted string)" if not isinstance(raw_id, str) else ""
+        return Issue(path, shown, "id_invalid", f"id {shown!r} does not match {ID_PATTERN.pattern}{hint}")
+    return raw_id
+
+
+def _essentials(meta: dict[str, Any]) -> tuple[str, str, int, str]:
+    """(kind, status, revision, type): checked in this order, the first invalid one refuses the record."""
+    kind = meta.get("kind")
+    if kind not in KINDS:
+        raise _NotARecord("kind_invalid", f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    status = meta.get("status", "active")
+    if status not in STATUSES:
+        raise _NotARecord("status_invalid", f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    revision = meta.get("revision", 1)
+    if isinstance(revision, bool) or not isinstance(revision, int) or not 1 <= revision <= MAX_REVISION:
+        raise _NotARecord("revision_invalid", f"revision must be an integer from 1 to {MAX_REVISION}, not {revision!r}")
+    type_ = meta.get("type", kind)
+    if not isinstance(type_, str) or not type_:
+        raise _NotARecord("field_invalid", f"type must be a non-empty string, not {type_!r}")
+    return kind, status, revision, type_
+
+
+def _superseded_by(read: _Fields, status: str) -> str | None:
+    superseded_by = read.text("superseded_by")
+    if status == "superseded" and not superseded_by:
+        read.issue("superseded_by_missing", "status is superseded but superseded_by names no record")
+    return superseded_by
+
+
+def _fields(read: _Fields) -> dict[str, Any]:
+    """The free-form ``fields`` mapping ({} when absent or not a mapping)."""
+    fields = read.meta.get("fields")
+    if fields is not None and not isinstance(fields, dict):
+        read.issue("field_invalid", "fields must be a mapping; ignored")
+        fields = None
+    return fields or {}
+
+
+def _dates(read: _Fields, fields: dict[str, Any]) -> dict[str, DateValue]:
+    """The valid DATE_FIELDS (a meeting's occurred_at may sit in fields.occurred_at); bad ones dropped."""
+    meta = read.meta
+    dates: dict[str, DateValue] = {}
+    for name in DATE_FIELDS:
+        raw, where = meta.get(name), name
+        if raw is None and name == "occurred_at" and fields.get("occurred_at") is not None:
+            raw, where = fields["occurred_at"], "fields.occurred_at"
+        if raw is None:
+            continue
+        value = parse_date_value(raw)
+        if value is None:
+            read.issues.append(_date_issue(read.path, read.rid, where, raw))
+        else:
+            dates[name] = value
+    return dates
+
+
+def _expires_at(read: _Fields) -> DateValue | None:
+    raw = read.meta.get("expires_at")
+    if raw is None:
+        return None
+    expires_at = parse_date_value(raw)
+    if expires_at is None:
+        read.issues.append(_date_issue(read.path, read.rid, "expires_at", raw))
+    return expires_at
+
+
+def _endpoints(read: _Fields, kind: str) -> tuple[str | None, str | None]:
+    """(from, to); a relationship without both is no record."""
+    from_id, to_id = read.text("from"), read.text("to")
+    if kind == "relationship" and not (from_id and to_id):
+        raise _NotARecord("endpoints_missing", "a relationship needs both from and to")
+    return from_id, to_id
+
+
+def _source_event(read: _Fields) -> bool:
+    source_event = read.meta.get("source_event", False)
+    if not isinstance(source_event, bool):
+        read.issue("field_invalid", "source_event must be true or false; ignored")
+        return False
+    return source_event
+
+
+def _origin(read: _Fields) -> str | None:
+    origin = read.text("origin")
+    if origin is not None and origin not in ORIGINS:
+        read.issue("field_invalid", f"origin must be one of {', '.join(ORIGINS)}; ignored")
+        return None
+    return origin
 
 
 def _evidence(path: str, rid: str, raw: Any, issues: list[Issue]) -> tuple[Evidence, ...]:

@@ -4,16 +4,19 @@ One module per picture and per widget family:
 
 ``timeline``, ``chronicle``, ``chain_plot``
     matplotlib pictures (``plot_timeline``, ``plot_chronicle``, ``plot_chains``), sized for a
-    ~1000 px notebook column with no text under 9 pt; shared drawing helpers in ``_draw``.
+    ~1000 px notebook column with no text under 9 pt; shared drawing helpers in ``draw``, the
+    rows of a timeline or chronicle frame in ``dated``.
+``plotters``
+    the pictures as ``Result.plot`` for the timeline and chronicle tools (registered in
+    ``knowtk.results.PLOTTERS`` when imported; ``Result.plot`` imports it by name).
 ``grep``, ``lookup``, ``knowl``, ``chain_widget``
     ipywidgets front ends (``GrepWidget``, ``LookupWidget``, ``KnowlWidget``, ``ChainWidget``) and
     the pure HTML views they show (``grep_table_html``, ``lookup_html``, ...).
-``panes``, ``rows``, ``text``, ``style``, ``base``
-    what the widgets share: record/why/coverage panes, compact selectable rows, highlighting and
-    citations, one style sheet of JupyterLab theme variables, the static-HTML fallback.
+``panes``, ``text``, ``base``
+    what the widgets share: record/why/coverage panes, highlighting and citations, the static-HTML
+    fallback. The style sheet and the selectable rows, shared with the lab, are in ``knowtk.ui``.
 
-Imports point one way: records → store → results → these. Nothing below ``knowtk.notebook``
-imports it at load time (``Result.plot`` and ``knowtk.query.chains.plot_chains`` import it when called),
+Imports point one way: store → results → these. Nothing below ``knowtk.notebook`` imports it,
 so ``import knowtk`` loads neither matplotlib nor ipywidgets. Names are resolved lazily here too.
 """
 
@@ -26,7 +29,7 @@ _HOMES = {
     "ChainWidget": "chain_widget",
     "GrepWidget": "grep",
     "KnowlWidget": "knowl",
-    "LANES": "_draw",
+    "LANES": "draw",
     "LookupWidget": "lookup",
     "diff_answers": "grep",
     "diff_frame": "grep",

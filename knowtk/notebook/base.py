@@ -1,12 +1,10 @@
-"""What every notebook widget shares: a static HTML copy in its MIME bundle, and small control helpers."""
+"""Small helpers every notebook widget's controls share: list fields as text, and a text box."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import ipywidgets as W
 
-__all__ = ["Front", "joined", "listed", "text_control"]
+__all__ = ["joined", "listed", "text_control"]
 
 
 def joined(value: str | list[str] | tuple[str, ...] | None) -> str:
@@ -27,19 +25,3 @@ def text_control(description: str, placeholder: str, value: str = "", width: str
         continuous_update=False,
         layout=W.Layout(width=width),
     )
-
-
-class Front(W.VBox):
-    """A VBox whose MIME bundle adds a static HTML rendering, for places where widgets do not run.
-
-    A stored notebook opened before its kernel runs (GitHub, nbviewer, JupyterLab without a live
-    kernel) shows that ``text/html`` copy of the widget's last state instead of ``VBox(...)``.
-    """
-
-    def html(self) -> str:
-        raise NotImplementedError
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.html()
-        return bundle

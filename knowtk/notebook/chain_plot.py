@@ -21,30 +21,52 @@ from matplotlib.axes import Axes
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 from knowtk.notebook.draw import (
-    _CHAIN_END_RANK,
-    _CHAIN_END_TEXT,
-    _GREEN,
-    _GREY,
-    _NODE_FILL,
-    _RED,
     COLUMN_INCHES,
-    EMPTY_CHAINS_TEXT,
     MIN_FONT,
-    _chars_for,
-    _count,
-    _empty,
-    _legend_below,
-    _missing,
-    _new_axes,
-    _require,
-    _set_title,
-    _shorten,
-    _text,
-    _wrap_text,
+    chars_for,
+    count_argument,
+    draw_empty,
+    is_missing,
+    legend_below,
+    new_axes,
+    require_columns,
+    set_title,
+    shorten,
+    text_or_none,
+    wrap_text,
 )
 from knowtk.query.chains import EDGE_COLUMNS
 
-__all__ = ["plot_chains"]
+__all__ = ["EMPTY_CHAINS_TEXT", "plot_chains"]
+
+EMPTY_CHAINS_TEXT = "no supersession chains"
+
+_CHAIN_END_RANK = {"withdrawn": 0, "missing": 1, "unavailable": 2, "cycle": 3, "current": 9}
+_CHAIN_END_TEXT = {
+    "withdrawn": "✕ withdrawn",
+    "missing": "✕ missing",
+    "unavailable": "✕ unavailable",
+    "cycle": "↻ cycle",
+}
+_NODE_FILL = {
+    "active": "#d5efcf",
+    "superseded": "#e4e4e4",
+    "withdrawn": "#f5cfcf",
+    "missing": "#ffffff",
+    "unavailable": "#fbe0c3",
+    "expired": "#f3ecc8",
+}
+_LEGEND_ORDER = ["active", "superseded", "withdrawn", "unavailable", "missing", "expired"]
+_GREEN = "#23923a"
+_RED = "#c0392b"
+_GREY = "#555555"
+
+# inches; box text: the id, revision · date, a title on two lines
+_LINE_IN = MIN_FONT * 1.25 / 72.0
+_BOX_H = 4 * _LINE_IN + 0.16
+_ROW_H = _BOX_H + 0.22
+_CYCLE_PAD = 0.45  # below a chain with a cycle, for the arrow that curves back
+_CHAIN_GAP = 0.2
 
 
 @dataclass
@@ -62,25 +84,37 @@ class _Node:
 class _Chain:
     number: Any
     nodes: dict[str, _Node] = field(default_factory=dict)
-    edges: list[tuple[str, str, bool]] = field(default_factory=list)
+    edges: list[tuple[str, str, bool]] = field(default_factory=list)  # (from, to, on a cycle)
     end: str = "current"
-    back: set[int] = field(default_factory=set)
+    back: set[int] = field(default_factory=set)  # edges (by index) that close a cycle
     rows: int = 1
     cols: int = 1
+
+    @property
+    def dead(self) -> bool:
+        return self.end != "current"
+
+    @property
+    def height(self) -> float:
+        return self.rows * _ROW_H + (_CYCLE_PAD if self.back else 0.0)
+
+    def forward_sources(self) -> set[str]:
+        """The nodes with an edge out that does not close a cycle: every node but the chain's ends."""
+        return {a for k, (a, _, _) in enumerate(self.edges) if k not in self.back}
 
 
 def _merge_node(nodes: dict[str, _Node], nid: str, title: Any, revision: Any, lifecycle: Any, when: Any) -> None:
     node = nodes.setdefault(nid, _Node(nid))
     if node.title is None:
-        node.title = _text(title)
-    if node.revision is None and not _missing(revision):
+        node.title = text_or_none(title)
+    if node.revision is None and not is_missing(revision):
         try:
             node.revision = int(revision)
         except (TypeError, ValueError):
             node.revision = None
     if node.lifecycle is None:
-        node.lifecycle = _text(lifecycle)
-    if node.when is None and not _missing(when):
+        node.lifecycle = text_or_none(lifecycle)
+    if node.when is None and not is_missing(when):
         try:
             node.when = pd.Timestamp(when)
         except (TypeError, ValueError):
@@ -94,8 +128,11 @@ def _node_sort_key(node: _Node) -> tuple[int, float, str]:
     return (0, stamp.timestamp(), node.nid)
 
 
-def _layout_chain(chain: _Chain) -> None:
-    """Columns by longest forward path, rows so that merging branches stack below the main line."""
+# -- layout ----------------------------------------------------------------------------------------
+
+
+def _depth_first(chain: _Chain) -> list[str]:
+    """The nodes in topological order, found depth first from the earliest roots; marks the back edges."""
     succ: dict[str, list[int]] = defaultdict(list)
     indegree: dict[str, int] = defaultdict(int)
     for k, (a, b, _) in enumerate(chain.edges):
@@ -125,16 +162,13 @@ def _layout_chain(chain: _Chain) -> None:
                 state[nid] = 2
                 finished.append(nid)
                 stack.pop()
-    topo = finished[::-1]
-    preds: dict[str, list[str]] = defaultdict(list)
-    for k, (a, b, _) in enumerate(chain.edges):
-        if k not in chain.back:
-            preds[b].append(a)
-    for nid in topo:
-        chain.nodes[nid].col = max((chain.nodes[p].col + 1 for p in preds[nid]), default=0)
-    # rows: walk back from the sinks; the first predecessor continues the row, others open new rows
-    has_forward_out = {a for k, (a, _, _) in enumerate(chain.edges) if k not in chain.back}
-    sinks = sorted((n for n in chain.nodes.values() if n.nid not in has_forward_out), key=_node_sort_key)
+    return finished[::-1]
+
+
+def _place_rows(chain: _Chain, preds: dict[str, list[str]]) -> int:
+    """Walk back from the sinks: the first predecessor continues the row, others open new rows; returns the rows."""
+    outs = chain.forward_sources()
+    sinks = sorted((n for n in chain.nodes.values() if n.nid not in outs), key=_node_sort_key)
     assigned: set[str] = set()
     next_row = 0
     for sink in sinks:
@@ -162,7 +196,19 @@ def _layout_chain(chain: _Chain) -> None:
         if node.nid not in assigned:
             node.row = next_row
             next_row += 1
-    chain.rows = max(next_row, 1)
+    return next_row
+
+
+def _layout_chain(chain: _Chain) -> None:
+    """Columns by longest forward path, rows so that merging branches stack below the main line."""
+    topo = _depth_first(chain)
+    preds: dict[str, list[str]] = defaultdict(list)
+    for k, (a, b, _) in enumerate(chain.edges):
+        if k not in chain.back:
+            preds[b].append(a)
+    for nid in topo:
+        chain.nodes[nid].col = max((chain.nodes[p].col + 1 for p in preds[nid]), default=0)
+    chain.rows = max(_place_rows(chain, preds), 1)
     chain.cols = max((n.col for n in chain.nodes.values()), default=0) + 1
 
 
@@ -176,8 +222,8 @@ def _build_chains(edges: pd.DataFrame) -> list[_Chain]:
     for i in range(len(edges)):
         number = cols["chain"][i]
         chain = chains.setdefault(number, _Chain(number, end=""))
-        a = _text(cols["from_id"][i]) or "?"
-        b = _text(cols["to_id"][i]) or "?"
+        a = text_or_none(cols["from_id"][i]) or "?"
+        b = text_or_none(cols["to_id"][i]) or "?"
         _merge_node(
             chain.nodes,
             a,
@@ -190,9 +236,9 @@ def _build_chains(edges: pd.DataFrame) -> list[_Chain]:
             chain.nodes, b, cols["to_title"][i], cols["to_revision"][i], cols["to_lifecycle"][i], cols["to_date"][i]
         )
         cycle = cols["cycle"][i]
-        chain.edges.append((a, b, bool(cycle) if not _missing(cycle) else False))
+        chain.edges.append((a, b, bool(cycle) if not is_missing(cycle) else False))
         if not chain.end:
-            chain.end = _text(cols["chain_end"][i]) or ""
+            chain.end = text_or_none(cols["chain_end"][i]) or ""
     for chain in chains.values():
         _layout_chain(chain)
         if not chain.end:  # derive it when the engine did not say
@@ -207,7 +253,7 @@ def _build_chains(edges: pd.DataFrame) -> list[_Chain]:
 
 
 def _sortable(value: Any) -> tuple[int, float, str]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not _missing(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_missing(value):
         return (0, float(value), "")
     return (1, 0.0, str(value))
 
@@ -222,10 +268,194 @@ def _node_lines(node: _Node, chars: int) -> tuple[str, str]:
     life = node.lifecycle or "?"
     if life in ("missing", "unavailable", "withdrawn"):
         meta.append(life)
-    second = _shorten(" · ".join(meta) or life, chars)
+    second = shorten(" · ".join(meta) or life, chars)
     if node.title:
-        second += "\n" + _wrap_text(node.title, chars, 2)
-    return _shorten(node.nid, chars), second
+        second += "\n" + wrap_text(node.title, chars, 2)
+    return shorten(node.nid, chars), second
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Sizes in inches: the boxes share what the column leaves after the chain labels and the end marker."""
+
+    max_cols: int
+    marker_w: float  # room right of the last box for "✕ withdrawn"
+
+    @property
+    def dx(self) -> float:
+        return min(2.45, (COLUMN_INCHES - 1.0 - self.marker_w) / self.max_cols)
+
+    @property
+    def box_w(self) -> float:
+        return self.dx - 0.4
+
+    @property
+    def chars(self) -> int:
+        return chars_for(self.box_w - 0.12, MIN_FONT)
+
+    @property
+    def width(self) -> float:
+        return 1.0 + self.max_cols * self.dx + self.marker_w
+
+
+def _geometry(shown: list[_Chain]) -> _Geometry:
+    return _Geometry(max(c.cols for c in shown), 1.35 if any(c.dead for c in shown) else 0.2)
+
+
+# -- draw ------------------------------------------------------------------------------------------
+
+
+def _draw_node(ax: Axes, chain: _Chain, node: _Node, at: tuple[float, float], g: _Geometry, is_end: bool) -> None:
+    """A box filled by lifecycle, green-bordered at a current end, red at a dead one; its text."""
+    cx, cy = at
+    life = node.lifecycle or "missing"
+    edge_color, lw, ls = _GREY, 0.9, "-"
+    if life == "missing":
+        ls = "--"
+    if is_end and chain.end == "current" and life == "active":
+        edge_color, lw = _GREEN, 2.6
+    elif is_end and chain.dead and chain.end != "cycle":
+        edge_color, lw = _RED, 1.6
+    box = FancyBboxPatch(
+        (cx - g.box_w / 2, cy - _BOX_H / 2),
+        g.box_w,
+        _BOX_H,
+        boxstyle="round,pad=0.02,rounding_size=0.08",
+        facecolor=_NODE_FILL.get(life, "#ffffff"),
+        edgecolor=edge_color,
+        linewidth=lw,
+        linestyle=ls,
+        zorder=2,
+        gid=f"node:{chain.number}:{node.nid}",
+    )
+    ax.add_patch(box)
+    head, rest = _node_lines(node, g.chars)
+    top = cy + _BOX_H / 2 - 0.08
+    ax.text(cx, top, head, ha="center", va="top", fontsize=MIN_FONT, fontweight="bold", zorder=3, clip_on=True)
+    ax.text(
+        cx,
+        top - _LINE_IN,
+        rest,
+        ha="center",
+        va="top",
+        fontsize=MIN_FONT,
+        color="#333333",
+        zorder=3,
+        linespacing=1.05,
+        clip_on=True,
+    )
+
+
+def _draw_edge(ax: Axes, chain: _Chain, k: int, positions: dict[str, tuple[float, float]], g: _Geometry) -> None:
+    """An arrow earlier -> later; one that closes a cycle curves back underneath the row, in red."""
+    a, b, in_cycle = chain.edges[k]
+    (ax_, ay), (bx, by) = positions[a], positions[b]
+    color = _RED if in_cycle or k in chain.back else _GREY
+    if k in chain.back:
+        start = (ax_ + (g.box_w / 4 if a == b else 0.0), ay - _BOX_H / 2)
+        end = (bx - (g.box_w / 4 if a == b else 0.0), by - _BOX_H / 2)
+        style = f"arc3,rad={-0.9 if a == b else -0.25}"
+    else:  # same row: straight; a merging branch from a lower row: into the target's lower left
+        start = (ax_ + g.box_w / 2, ay)
+        end = (bx - g.box_w / 2, by if abs(ay - by) < 1e-9 else by - _BOX_H / 4)
+        style = "arc3,rad=0.0"
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=11,
+            color=color,
+            linewidth=1.2,
+            connectionstyle=style,
+            shrinkA=1,
+            shrinkB=1,
+            zorder=1.5,
+            gid=f"edge:{chain.number}:{a}->{b}",
+        )
+    )
+
+
+def _draw_end_marker(ax: Axes, chain: _Chain, positions: dict[str, tuple[float, float]], g: _Geometry) -> None:
+    """The red "✕ withdrawn" (or "↻ cycle") right of the chain's end on its first row."""
+    outs = chain.forward_sources()
+    last = max(chain.nodes.values(), key=lambda n: (n.col, -n.row))
+    anchor = next((n for n in chain.nodes.values() if n.nid not in outs and n.row == 0), last)
+    if chain.end == "cycle":
+        anchor = max((n for n in chain.nodes.values() if n.row == 0), key=lambda n: n.col)
+    mx, my = positions[anchor.nid]
+    ax.text(
+        mx + g.box_w / 2 + 0.12,
+        my,
+        _CHAIN_END_TEXT.get(chain.end, f"✕ {chain.end}"),
+        ha="left",
+        va="center",
+        fontsize=9,
+        fontweight="bold",
+        color=_RED,
+        zorder=3,
+        gid=f"end:{chain.number}",
+    )
+
+
+def _draw_chain(ax: Axes, chain: _Chain, top: float, g: _Geometry) -> None:
+    """One chain, its first row at ``top``: boxes, arrows, and a marker when it ends dead."""
+    positions = {n.nid: (n.col * g.dx, top - n.row * _ROW_H) for n in chain.nodes.values()}
+    outs = chain.forward_sources()
+    for node in chain.nodes.values():
+        _draw_node(ax, chain, node, positions[node.nid], g, is_end=node.nid not in outs)
+    for k in range(len(chain.edges)):
+        _draw_edge(ax, chain, k, positions, g)
+    if chain.dead:
+        _draw_end_marker(ax, chain, positions, g)
+
+
+# -- label -----------------------------------------------------------------------------------------
+
+
+def _chain_axes(ax: Axes, shown: list[_Chain], tops: list[float], bottom: float, g: _Geometry) -> None:
+    """No x axis; each chain named at its first row, red when it ends dead, green when current."""
+    ax.set_xlim(-g.box_w / 2 - 0.1, (g.max_cols - 1) * g.dx + g.box_w / 2 + g.marker_w)
+    ax.set_ylim(bottom + _CHAIN_GAP + _ROW_H - _BOX_H / 2 - 0.1, _BOX_H / 2 + 0.1)
+    ax.set_aspect("equal", adjustable="box")  # one data unit is as tall as it is wide: boxes keep their shape
+    ax.set_yticks(tops, [f"chain {c.number}" for c in shown], fontsize=MIN_FONT)
+    for label, chain in zip(ax.get_yticklabels(), shown, strict=True):
+        label.set_color(_RED if chain.dead else _GREEN)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def _legend_handles(shown: list[_Chain], n_dead: int) -> list[Artist]:
+    """A swatch per lifecycle drawn, then the current and dead end borders."""
+    seen = {n.lifecycle or "missing" for c in shown for n in c.nodes.values()}
+    handles: list[Artist] = [
+        Patch(
+            facecolor=_NODE_FILL.get(life, "#ffffff"),
+            edgecolor=_GREY,
+            linestyle="--" if life == "missing" else "-",
+            label=life,
+        )
+        for life in _LEGEND_ORDER + sorted(seen - set(_LEGEND_ORDER))
+        if life in seen
+    ]
+    if any(c.end == "current" for c in shown):
+        handles.append(Patch(facecolor="#ffffff", edgecolor=_GREEN, linewidth=2.2, label="current end"))
+    if n_dead:
+        handles.append(Patch(facecolor="#ffffff", edgecolor=_RED, linewidth=1.6, label="dead end"))
+    return handles
+
+
+def _title(ax: Axes, main_title: str, chains: list[_Chain], n_shown: int) -> int:
+    """The title with the counts of chains, dead ends and of those left out; returns the dead ends."""
+    n_dead = sum(1 for c in chains if c.dead)
+    notes = [f"{len(chains)} chain{'s' if len(chains) != 1 else ''}", f"{n_dead} dead end{'s' if n_dead != 1 else ''}"]
+    if n_shown < len(chains):
+        notes.append(f"showing {n_shown} (dead ends first)")
+    fig = ax.get_figure(root=True)
+    set_title(ax, main_title, notes, fig.get_figwidth() if fig is not None else COLUMN_INCHES)
+    return n_dead
 
 
 def plot_chains(
@@ -243,173 +473,26 @@ def plot_chains(
     "✕ missing", "✕ unavailable", "↻ cycle"). At most ``max_chains`` chains are drawn (dead
     ends first); the title says how many were left out. Returns the Axes.
     """
-    max_chains = _count("max_chains", max_chains, minimum=1)
-    _require(edges, "edges", ("chain", "from_id", "to_id"))
+    max_chains = count_argument("max_chains", max_chains, minimum=1)
+    require_columns(edges, "edges", ("chain", "from_id", "to_id"))
     main_title = title if title is not None else "Supersession chains"
     if len(edges) == 0:
-        ax, _ = _new_axes(ax, 9.0, 2.6)
-        return _empty(ax, EMPTY_CHAINS_TEXT, main_title)
+        ax, _ = new_axes(ax, 9.0, 2.6)
+        return draw_empty(ax, EMPTY_CHAINS_TEXT, main_title)
 
     chains = _build_chains(edges)
     shown = chains[:max_chains]
-    max_cols = max(c.cols for c in shown)
-    # inches: the boxes share what the column leaves after the chain labels and the end marker
-    marker_w = 1.35 if any(c.end != "current" for c in shown) else 0.2
-    room = COLUMN_INCHES - 1.0 - marker_w
-    dx = min(2.45, room / max_cols)
-    box_w = dx - 0.4
-    chars = _chars_for(box_w - 0.12, MIN_FONT)
-    line_in = MIN_FONT * 1.25 / 72.0
-    box_h = 4 * line_in + 0.16  # id, revision · date, a title on two lines
-    row_h = box_h + 0.22
-    cycle_pad = 0.45
-    chain_gap = 0.2
-    total_h = sum(c.rows * row_h + (cycle_pad if c.back else 0.0) for c in shown) + chain_gap * (len(shown) - 1)
+    g = _geometry(shown)
     if ax is None:
-        width = 1.0 + max_cols * dx + marker_w
-        ax, _ = _new_axes(ax, max(width, 4.5), total_h + 2.0)
-
+        total_h = sum(c.height for c in shown) + _CHAIN_GAP * (len(shown) - 1)
+        ax, _ = new_axes(ax, max(g.width, 4.5), total_h + 2.0)
+    tops: list[float] = []
     y = 0.0
-    ticks: list[float] = []
-    tick_labels: list[str] = []
-    tick_colors: list[str] = []
-    lifecycles_seen: set[str] = set()
     for chain in shown:
-        top = y
-        positions: dict[str, tuple[float, float]] = {}
-        outs = {a for k, (a, _, _) in enumerate(chain.edges) if k not in chain.back}
-        dead = chain.end != "current"
-        for node in chain.nodes.values():
-            cx = node.col * dx
-            cy = top - node.row * row_h
-            positions[node.nid] = (cx, cy)
-            life = node.lifecycle or "missing"
-            lifecycles_seen.add(life)
-            is_end = node.nid not in outs
-            edge_color, lw, ls = _GREY, 0.9, "-"
-            if life == "missing":
-                ls = "--"
-            if is_end and chain.end == "current" and life == "active":
-                edge_color, lw = _GREEN, 2.6
-            elif is_end and dead and chain.end != "cycle":
-                edge_color, lw = _RED, 1.6
-            box = FancyBboxPatch(
-                (cx - box_w / 2, cy - box_h / 2),
-                box_w,
-                box_h,
-                boxstyle="round,pad=0.02,rounding_size=0.08",
-                facecolor=_NODE_FILL.get(life, "#ffffff"),
-                edgecolor=edge_color,
-                linewidth=lw,
-                linestyle=ls,
-                zorder=2,
-                gid=f"node:{chain.number}:{node.nid}",
-            )
-            ax.add_patch(box)
-            head, rest = _node_lines(node, chars)
-            ax.text(
-                cx,
-                cy + box_h / 2 - 0.08,
-                head,
-                ha="center",
-                va="top",
-                fontsize=MIN_FONT,
-                fontweight="bold",
-                zorder=3,
-                clip_on=True,
-            )
-            ax.text(
-                cx,
-                cy + box_h / 2 - 0.08 - line_in,
-                rest,
-                ha="center",
-                va="top",
-                fontsize=MIN_FONT,
-                color="#333333",
-                zorder=3,
-                linespacing=1.05,
-                clip_on=True,
-            )
-        for k, (a, b, in_cycle) in enumerate(chain.edges):
-            (ax_, ay), (bx, by) = positions[a], positions[b]
-            color = _RED if in_cycle or k in chain.back else _GREY
-            if k in chain.back:  # closes a cycle: curve back underneath the row
-                start = (ax_ + (box_w / 4 if a == b else 0.0), ay - box_h / 2)
-                end = (bx - (box_w / 4 if a == b else 0.0), by - box_h / 2)
-                style = f"arc3,rad={-0.9 if a == b else -0.25}"
-            else:  # same row: straight; a merging branch from a lower row: into the target's lower left
-                start = (ax_ + box_w / 2, ay)
-                end = (bx - box_w / 2, by if abs(ay - by) < 1e-9 else by - box_h / 4)
-                style = "arc3,rad=0.0"
-            ax.add_patch(
-                FancyArrowPatch(
-                    start,
-                    end,
-                    arrowstyle="-|>",
-                    mutation_scale=11,
-                    color=color,
-                    linewidth=1.2,
-                    connectionstyle=style,
-                    shrinkA=1,
-                    shrinkB=1,
-                    zorder=1.5,
-                    gid=f"edge:{chain.number}:{a}->{b}",
-                )
-            )
-        if dead:
-            last = max(chain.nodes.values(), key=lambda n: (n.col, -n.row))
-            anchor = next((n for n in chain.nodes.values() if n.nid not in outs and n.row == 0), last)
-            if chain.end == "cycle":
-                anchor = max((n for n in chain.nodes.values() if n.row == 0), key=lambda n: n.col)
-            mx, my = positions[anchor.nid]
-            ax.text(
-                mx + box_w / 2 + 0.12,
-                my,
-                _CHAIN_END_TEXT.get(chain.end, f"✕ {chain.end}"),
-                ha="left",
-                va="center",
-                fontsize=9,
-                fontweight="bold",
-                color=_RED,
-                zorder=3,
-                gid=f"end:{chain.number}",
-            )
-        ticks.append(top)
-        tick_labels.append(f"chain {chain.number}")
-        tick_colors.append(_RED if dead else _GREEN)
-        y = top - chain.rows * row_h - (cycle_pad if chain.back else 0.0) - chain_gap
-
-    ax.set_xlim(-box_w / 2 - 0.1, (max_cols - 1) * dx + box_w / 2 + marker_w)
-    ax.set_ylim(y + chain_gap + row_h - box_h / 2 - 0.1, box_h / 2 + 0.1)
-    ax.set_aspect("equal", adjustable="box")  # one data unit is as tall as it is wide: boxes keep their shape
-    ax.set_yticks(ticks, tick_labels, fontsize=MIN_FONT)
-    for label, color in zip(ax.get_yticklabels(), tick_colors, strict=True):
-        label.set_color(color)
-    ax.tick_params(axis="y", length=0)
-    ax.set_xticks([])
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-
-    n_dead = sum(1 for c in chains if c.end != "current")
-    notes = [f"{len(chains)} chain{'s' if len(chains) != 1 else ''}", f"{n_dead} dead end{'s' if n_dead != 1 else ''}"]
-    if len(shown) < len(chains):
-        notes.append(f"showing {len(shown)} (dead ends first)")
-    fig = ax.get_figure(root=True)
-    _set_title(ax, main_title, notes, fig.get_figwidth() if fig is not None else COLUMN_INCHES)
-    order = ["active", "superseded", "withdrawn", "unavailable", "missing", "expired"]
-    handles: list[Artist] = [
-        Patch(
-            facecolor=_NODE_FILL.get(life, "#ffffff"),
-            edgecolor=_GREY,
-            linestyle="--" if life == "missing" else "-",
-            label=life,
-        )
-        for life in order + sorted(lifecycles_seen - set(order))
-        if life in lifecycles_seen
-    ]
-    if any(c.end == "current" for c in shown):
-        handles.append(Patch(facecolor="#ffffff", edgecolor=_GREEN, linewidth=2.2, label="current end"))
-    if n_dead:
-        handles.append(Patch(facecolor="#ffffff", edgecolor=_RED, linewidth=1.6, label="dead end"))
-    _legend_below(ax, handles, 0.5)
+        tops.append(y)
+        _draw_chain(ax, chain, y, g)
+        y = y - chain.rows * _ROW_H - (_CYCLE_PAD if chain.back else 0.0) - _CHAIN_GAP
+    _chain_axes(ax, shown, tops, y, g)
+    n_dead = _title(ax, main_title, chains, len(shown))
+    legend_below(ax, _legend_handles(shown, n_dead), 0.5)
     return ax

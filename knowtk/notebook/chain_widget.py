@@ -5,17 +5,17 @@ from __future__ import annotations
 import base64
 import io
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as W
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from knowtk.notebook.base import Front
+from knowtk.notebook.chain_plot import plot_chains
 from knowtk.query.chains import chain_edges, chain_summary
+from knowtk.store import Store
+from knowtk.ui.front import Front
 from knowtk.ui.style import wrap
-
-if TYPE_CHECKING:
-    from knowtk.store import Store
 
 __all__ = ["ALL_CHAINS", "ChainWidget", "readable_edges"]
 
@@ -89,10 +89,6 @@ class ChainWidget(Front):
 
     def draw(self) -> pd.DataFrame:
         """Read the selected chains from the current snapshot and draw them; returns the edges."""
-        import matplotlib.pyplot as plt
-
-        from knowtk.notebook.chain_plot import plot_chains
-
         rid = None if self.record.value == ALL_CHAINS else self.record.value
         self.edges = chain_edges(self.store, rid)
         self.summary = chain_summary(self.edges)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 import matplotlib.dates as mdates
@@ -20,31 +21,30 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from knowtk.notebook.dated import DatedRow, dated_rows
 from knowtk.notebook.draw import (
-    _CHAR_WIDTH_EM,
-    _HATCH,
-    _MARKER,
-    _STYLES,
+    CHAR_WIDTH_EM,
     COLUMN_INCHES,
     EMPTY_TIMELINE_TEXT,
+    HATCH,
+    MARKER,
     MIN_FONT,
-    _axes_inches,
-    _count,
-    _darker,
-    _dated_rows,
-    _empty,
-    _legend_below,
-    _new_axes,
-    _require,
-    _Row,
-    _set_title,
-    _shorten,
-    _style_legend_handles,
-    _unlabelled_note,
-    _with_alpha,
-    _wrap_text,
-    _zone,
-    _zone_name,
+    STYLES,
+    axes_inches,
+    count_argument,
+    darker,
+    draw_empty,
+    legend_below,
+    new_axes,
+    require_columns,
+    set_title,
+    shorten,
+    style_legend_handles,
+    time_zone,
+    unlabelled_note,
+    with_alpha,
+    wrap_text,
+    zone_name,
 )
 
 __all__ = ["plot_chronicle"]
@@ -97,6 +97,315 @@ def _day_of(x: float, first: date, day0: float) -> date:
     return first + timedelta(days=math.floor(x - day0))
 
 
+_SLOT_H = 1.25  # one all-day band, in hours of the y axis
+_STRIP_GAP = 0.5  # between the all-day strip and 00:00
+_MAX_SLOTS = 4  # all-day bands stacked in one day before "+N more"
+_FONT = MIN_FONT
+_CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
+_PALETTE = {
+    "active": mcolors.to_rgba("#3f7fbf"),
+    "superseded": mcolors.to_rgba("#8c8c8c"),
+    "expired": mcolors.to_rgba("#b07a2a"),
+}
+_LABEL_BOX = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}
+
+Instant = tuple[DatedRow, int, float]  # (row, day column, local hours)
+
+
+def _in_time_order(row: DatedRow) -> tuple[pd.Timestamp, pd.Timestamp, str]:
+    return (row.start, row.end, row.rid)
+
+
+@dataclass
+class _Calendar:
+    """Where everything goes: a column per local day from ``first``, hours downwards, all-day bands on top."""
+
+    first: date
+    n_days: int
+    day0: float  # the date number where the first column starts
+    bands: dict[int, list[DatedRow]]  # column -> its date-only rows
+    instants: list[Instant]
+    with_label: set[int]  # id() of the rows that get a label
+    slots: int  # rows of the all-day strip
+    # sizes that depend on the axes, set by fit()
+    col_in: float = 0.0
+    band_chars: int = 0
+    label_chars: int = 0
+    line_h: float = 0.0  # one text line, in hours
+
+    @property
+    def strip_top(self) -> float:
+        return -(_STRIP_GAP + self.slots * _SLOT_H) if self.slots else 0.0
+
+    @property
+    def y_lo(self) -> float:
+        return self.strip_top if self.slots else 0.0
+
+    @property
+    def width(self) -> float:
+        return min(max(2.2 + 1.9 * self.n_days, 6.5), COLUMN_INCHES)
+
+    @property
+    def height(self) -> float:
+        return 8.0 + 0.25 * self.slots
+
+    def centre(self, col: int) -> float:
+        return self.day0 + col + 0.5
+
+    def fit(self, axes_w: float, axes_h: float) -> None:
+        """Text widths for the axes' size; in days too narrow to name anything, no label rather than "…"."""
+        self.col_in = axes_w / self.n_days
+        self.band_chars = max(int(self.col_in * 0.9 / _CHAR_IN) - 1, 0)
+        self.label_chars = max(int(self.col_in * 0.8 / _CHAR_IN) - 1, 0)
+        if self.label_chars < 6:
+            self.with_label = set()
+        hours_per_in = (24.0 - self.y_lo + 0.3) / axes_h
+        self.line_h = _FONT * 1.2 / 72.0 * hours_per_in
+
+
+def _lay_out(rows: list[DatedRow], zone: tzinfo, max_labels: int) -> _Calendar:
+    """Each row on its calendar day: date-only rows in their authored (UTC) day, instants at local time."""
+    placed: list[tuple[DatedRow, date, float]] = []
+    for row in rows:
+        if row.bar:
+            placed.append((row, row.start.tz_convert("UTC").date(), -1.0))
+        else:
+            local = row.start.tz_convert(zone)
+            placed.append((row, local.date(), local.hour + local.minute / 60.0 + local.second / 3600.0))
+    first = min(d for _, d, _ in placed)
+    last = max(d for _, d, _ in placed)
+    bands: dict[int, list[DatedRow]] = defaultdict(list)
+    instants: list[Instant] = []
+    for row, day, hours in placed:
+        col = (day - first).days
+        if row.bar:
+            bands[col].append(row)
+        else:
+            instants.append((row, col, hours))
+    # past the label limit, the first max_labels rows in time are labelled and the title says how many are not
+    with_label = {id(r) for r in sorted(rows, key=_in_time_order)[:max_labels]}
+    return _Calendar(
+        first=first,
+        n_days=(last - first).days + 1,
+        day0=float(mdates.date2num(datetime.combine(first, time(0)))),
+        bands=bands,
+        instants=instants,
+        with_label=with_label,
+        slots=min(max((len(v) for v in bands.values()), default=0), _MAX_SLOTS),
+    )
+
+
+# -- draw ------------------------------------------------------------------------------------------
+
+
+def _draw_days(ax: Axes, cal: _Calendar) -> None:
+    """Weekends and day separators (only while days are wide enough to read), and the all-day strip."""
+    if cal.col_in >= 0.25:
+        for col in range(cal.n_days):
+            if (cal.first + timedelta(days=col)).weekday() >= 5:
+                ax.axvspan(cal.day0 + col, cal.day0 + col + 1, color="#f3f3f3", zorder=0, linewidth=0)
+        for col in range(cal.n_days + 1):
+            ax.axvline(cal.day0 + col, color="#dddddd", linewidth=0.8, zorder=0.5)
+    if cal.slots:
+        ax.axhspan(cal.strip_top, -_STRIP_GAP / 2.0, color="#eef3fa", zorder=0.2, linewidth=0)
+        ax.axhline(-_STRIP_GAP / 4.0, color="#999999", linewidth=0.8, zorder=0.6)
+
+
+def _draw_bands(ax: Axes, cal: _Calendar) -> None:
+    """Each day's date-only rows as bands in the all-day strip, at most ``slots``, then "+N more"."""
+    for col, band_rows in sorted(cal.bands.items()):
+        band_rows.sort(key=_in_time_order)
+        wide = cal.col_in >= 0.55  # room for a "+N more" note in the last slot
+        shown = band_rows if len(band_rows) <= cal.slots else band_rows[: cal.slots - 1 if wide else cal.slots]
+        for slot, row in enumerate(shown):
+            _draw_band(ax, cal, col, cal.strip_top + slot * _SLOT_H + 0.12, row)
+        if len(shown) < len(band_rows) and wide:
+            ax.text(
+                cal.centre(col),
+                cal.strip_top + (cal.slots - 1) * _SLOT_H + _SLOT_H / 2.0,
+                f"+{len(band_rows) - len(shown)} more",
+                ha="center",
+                va="center",
+                fontsize=_FONT,
+                color="#444444",
+                zorder=3,
+                gid="more",
+            )
+
+
+def _draw_band(ax: Axes, cal: _Calendar, col: int, y: float, row: DatedRow) -> None:
+    color = _PALETTE[row.style]
+    active = row.style == "active"
+    rect = Rectangle(
+        (cal.centre(col) - 0.47, y),
+        0.94,
+        _SLOT_H - 0.24,
+        facecolor=with_alpha(color, 0.75 if active else 0.2),
+        edgecolor=darker(color),
+        linewidth=0.6 if active else 0.9,
+        hatch=HATCH[row.style] or None,
+        zorder=2,
+        gid=row.rid,
+    )
+    ax.add_patch(rect)
+    if id(row) not in cal.with_label or cal.band_chars < 3:
+        return
+    text = ax.text(
+        cal.centre(col) - 0.44,
+        y + (_SLOT_H - 0.24) / 2.0,
+        shorten(row.label, cal.band_chars),
+        ha="left",
+        va="center",
+        fontsize=_FONT,
+        zorder=3,
+        gid="label",
+        color="white" if active else "#333333",
+        bbox=None
+        if active
+        else {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+    )
+    text.set_clip_path(rect)
+
+
+def _instant_xs(cal: _Calendar) -> dict[int, float]:
+    """Each instant's x: on the left of its day column, those in one half hour side by side."""
+    buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, (_, col, hours) in enumerate(cal.instants):
+        buckets[(col, int(hours * 2))].append(i)
+    x_of: dict[int, float] = {}
+    for members in buckets.values():
+        step = min(0.1, 0.5 / len(members))
+        for k, i in enumerate(sorted(members, key=lambda j: (cal.instants[j][2], cal.instants[j][0].rid))):
+            x_of[i] = cal.centre(cal.instants[i][1]) - 0.38 + k * step
+    return x_of
+
+
+def _draw_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], many: bool) -> None:
+    for style in STYLES:
+        idx = [i for i, (r, _, _) in enumerate(cal.instants) if r.style == style]
+        if not idx:
+            continue
+        color = _PALETTE[style]
+        ax.scatter(
+            [x_of[i] for i in idx],
+            [cal.instants[i][2] for i in idx],
+            s=10 if many else 30,
+            marker=MARKER[style],
+            facecolors=[color] * len(idx) if style == "active" else "none",
+            edgecolors=[darker(color)] * len(idx),
+            linewidths=0.5 if style == "active" else 1.3,
+            zorder=4,
+            gid=f"instants:{style}",
+        )
+
+
+# -- label -----------------------------------------------------------------------------------------
+
+
+def _stack(wanted: list[float], half: list[float]) -> list[float]:
+    """Label centres as near their points as can be: each below the one before, pushed back up from 24:00."""
+    ys: list[float] = []
+    for k, y in enumerate(wanted):
+        ys.append(max(y, ys[-1] + half[k - 1] + half[k]) if ys else y)
+    overflow = ys[-1] + half[-1] - 24.0 if ys else 0.0
+    if overflow > 0:
+        ys = [y - overflow for y in ys]
+        for k in range(len(ys) - 2, -1, -1):
+            ys[k] = min(ys[k], ys[k + 1] - half[k + 1] - half[k])
+    return ys
+
+
+def _label_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], zone: tzinfo) -> None:
+    """Labels to the right of each column's points, wrapped over two lines and stacked without overlap."""
+    by_col: dict[int, list[int]] = defaultdict(list)
+    for i, (row, col, _) in enumerate(cal.instants):
+        if id(row) in cal.with_label:
+            by_col[col].append(i)
+    for col, members in by_col.items():
+        members.sort(key=lambda j: (cal.instants[j][2], x_of[j]))
+        text_x = max(cal.centre(col) - 0.3, max(x_of[j] for j in members) + 0.06)  # right of the column's points
+        texts = []
+        for j in members:
+            local = cal.instants[j][0].start.tz_convert(zone)
+            texts.append(wrap_text(f"{local:%H:%M} {cal.instants[j][0].label}", cal.label_chars, 2))
+        half = [(t.count("\n") + 1) * cal.line_h / 2.0 + 0.1 * cal.line_h for t in texts]
+        ys = _stack([cal.instants[j][2] for j in members], half)
+        for j, y, text in zip(members, ys, texts, strict=True):
+            _annotate(ax, cal.instants[j], (x_of[j], text_x, y), text)
+
+
+def _annotate(ax: Axes, instant: Instant, where: tuple[float, float, float], text: str) -> None:
+    """One label at (text_x, y), joined to its point at (x, hours) by a thin line when it had to move."""
+    row, _, hours = instant
+    x, text_x, y = where
+    ax.annotate(
+        text,
+        xy=(x, hours),
+        xytext=(text_x, y),
+        textcoords="data",
+        ha="left",
+        va="center",
+        fontsize=_FONT,
+        clip_on=True,
+        gid="label",
+        linespacing=1.0,
+        color="#222222" if row.style == "active" else "#777777",
+        arrowprops={"arrowstyle": "-", "color": "#bbbbbb", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 3}
+        if abs(y - hours) > 1e-9
+        else None,
+    )
+
+
+def _day_axis(ax: Axes, cal: _Calendar, zone: tzinfo) -> None:
+    """Days across the top, each named by weekday and date, and by its UTC offsets where they change."""
+
+    def day_label(x: float, _pos: int | None = None) -> str:
+        day = _day_of(x, cal.first, cal.day0)
+        text = f"{day:%a}\n{day.day} {day:%b}"
+        if day == cal.first or (day.month == 1 and day.day == 1):
+            text += f" {day.year}"
+        before, after = _day_offsets(day, zone)
+        if before != after:
+            text += f"\nUTC{_offset_text(before)}→{_offset_text(after)}"
+        return text
+
+    ax.xaxis.set_major_locator(_DayColumnLocator(cal.day0))
+    ax.xaxis.set_major_formatter(FuncFormatter(day_label))
+    ax.fmt_xdata = lambda x: f"{_day_of(x, cal.first, cal.day0):%a %d %b %Y}"
+    ax.xaxis.tick_top()
+    ax.tick_params(axis="x", length=0, labelsize=MIN_FONT)
+
+
+def _hour_axis(ax: Axes, cal: _Calendar, zone: tzinfo) -> None:
+    """Local time of day downwards, every three hours named, and "all day" beside the strip."""
+    y_ticks: list[float] = [float(h) for h in range(0, 25, 3)]
+    y_labels = [f"{h:02d}:00" for h in range(0, 25, 3)]
+    if cal.slots:
+        y_ticks.insert(0, (cal.strip_top - _STRIP_GAP / 2.0) / 2.0)
+        y_labels.insert(0, "all day")
+    ax.set_yticks(y_ticks, y_labels, fontsize=MIN_FONT)
+    ax.set_yticks([float(h) for h in range(25)], minor=True)
+    ax.grid(axis="y", which="major", color="#e6e6e6", zorder=0)
+    ax.grid(axis="y", which="minor", color="#f4f4f4", zorder=0)
+    ax.set_axisbelow(True)
+    ax.set_ylabel(f"local time ({zone_name(zone)})", fontsize=MIN_FONT, color="#555555")
+
+
+def _notes(cal: _Calendar, n_rows: int, skipped: int, zone: tzinfo) -> list[str]:
+    """The title's second line: zone, counts, and what was left unlabelled or skipped."""
+    n_bands = sum(len(v) for v in cal.bands.values())
+    notes = [zone_name(zone), f"{n_rows:,} record{'s' if n_rows != 1 else ''}"]
+    if n_bands:
+        notes.append(f"{n_bands:,} all-day")
+    if len(cal.with_label) < n_rows:
+        notes.append(unlabelled_note(len(cal.with_label), n_rows - len(cal.with_label)))
+        if cal.label_chars < 6:
+            notes[-1] += " (days too narrow: zoom in)"
+    if skipped:
+        notes.append(f"{skipped} without start skipped")
+    return notes
+
+
 def plot_chronicle(
     frame: pd.DataFrame,
     *,
@@ -112,243 +421,35 @@ def plot_chronicle(
     their authored day (at most 4 stacked, then "+N more"). Days whose UTC offset changes are
     marked in the tick label. Returns the Axes.
     """
-    zone = _zone(tz)
-    max_labels = _count("max_labels", max_labels)
-    _require(frame, "frame", ("id", "start"))
+    zone = time_zone(tz)
+    max_labels = count_argument("max_labels", max_labels)
+    require_columns(frame, "frame", ("id", "start"))
     main_title = title if title is not None else "Chronicle"
-    rows, skipped = _dated_rows(frame, None)
+    rows, skipped = dated_rows(frame, None)
     if not rows:
-        ax, _ = _new_axes(ax, COLUMN_INCHES, 2.6)
-        return _empty(ax, EMPTY_TIMELINE_TEXT, f"{main_title} · {_zone_name(zone)}")
+        ax, _ = new_axes(ax, COLUMN_INCHES, 2.6)
+        return draw_empty(ax, EMPTY_TIMELINE_TEXT, f"{main_title} · {zone_name(zone)}")
 
-    # place every row on its calendar day
-    placed: list[tuple[_Row, date, float]] = []
-    for row in rows:
-        if row.bar:
-            placed.append((row, row.start.tz_convert("UTC").date(), -1.0))
-        else:
-            local = row.start.tz_convert(zone)
-            hours = local.hour + local.minute / 60.0 + local.second / 3600.0
-            placed.append((row, local.date(), hours))
-    first = min(d for _, d, _ in placed)
-    last = max(d for _, d, _ in placed)
-    n_days = (last - first).days + 1
-    # x is a date axis of local calendar days: column ``col`` spans [day0 + col, day0 + col + 1)
-    day0 = float(mdates.date2num(datetime.combine(first, time(0))))
-
-    def centre(col: int) -> float:
-        return day0 + col + 0.5
-
-    # past the label limit, the first max_labels rows in time are labelled and the title says how many are not
-    with_label = {id(r) for r in sorted(rows, key=lambda r: (r.start, r.end, r.rid))[:max_labels]}
-
-    per_day_bands: dict[int, list[_Row]] = defaultdict(list)
-    instants: list[tuple[_Row, int, float]] = []
-    for row, day, hours in placed:
-        col = (day - first).days
-        if row.bar:
-            per_day_bands[col].append(row)
-        else:
-            instants.append((row, col, hours))
-    slots = min(max((len(v) for v in per_day_bands.values()), default=0), 4)
-    slot_h = 1.25
-    strip_gap = 0.5
-    strip_top = -(strip_gap + slots * slot_h) if slots else 0.0
-
-    width = min(max(2.2 + 1.9 * n_days, 6.5), COLUMN_INCHES)
-    height = 8.0 + 0.25 * slots
-    ax, created = _new_axes(ax, width, height)
+    cal = _lay_out(rows, zone, max_labels)
+    ax, created = new_axes(ax, cal.width, cal.height)
     ax.xaxis_date(UTC)  # before drawing, so the axis keeps our locator and formatter
     # a new figure is laid out by constrained layout later: estimate the axes from its margins
-    axes_w, axes_h = (width - 1.0, height - 1.5) if created else _axes_inches(ax)
-    col_in = axes_w / n_days
-    fontsize = MIN_FONT
-    char_in = _CHAR_WIDTH_EM * fontsize / 72.0
+    axes_w, axes_h = (cal.width - 1.0, cal.height - 1.5) if created else axes_inches(ax)
+    cal.fit(axes_w, axes_h)
 
-    # background: weekends and day separators (only while days are wide enough to read), all-day strip
-    if col_in >= 0.25:
-        for col in range(n_days):
-            if (first + timedelta(days=col)).weekday() >= 5:
-                ax.axvspan(day0 + col, day0 + col + 1, color="#f3f3f3", zorder=0, linewidth=0)
-        for col in range(n_days + 1):
-            ax.axvline(day0 + col, color="#dddddd", linewidth=0.8, zorder=0.5)
-    if slots:
-        ax.axhspan(strip_top, -strip_gap / 2.0, color="#eef3fa", zorder=0.2, linewidth=0)
-        ax.axhline(-strip_gap / 4.0, color="#999999", linewidth=0.8, zorder=0.6)
+    _draw_days(ax, cal)
+    _draw_bands(ax, cal)
+    x_of = _instant_xs(cal)
+    _draw_instants(ax, cal, x_of, many=len(rows) > 400)
+    if cal.with_label:
+        _label_instants(ax, cal, x_of, zone)
 
-    palette = {
-        "active": mcolors.to_rgba("#3f7fbf"),
-        "superseded": mcolors.to_rgba("#8c8c8c"),
-        "expired": mcolors.to_rgba("#b07a2a"),
-    }
+    ax.set_xlim(cal.day0, cal.day0 + cal.n_days)
+    ax.set_ylim(24.0, cal.y_lo)
+    _day_axis(ax, cal, zone)
+    _hour_axis(ax, cal, zone)
+    set_title(ax, main_title, _notes(cal, len(rows), skipped, zone), axes_w + 1.0)
     bar_styles = {r.style for r in rows if r.bar}
     instant_styles = {r.style for r in rows if not r.bar}
-
-    # all-day bands
-    band_chars = max(int(col_in * 0.9 / char_in) - 1, 0)
-    label_chars = max(int(col_in * 0.8 / char_in) - 1, 0)
-    if label_chars < 6:  # days too narrow to name anything: no label rather than a column of "…"
-        with_label = set()
-    for col, band_rows in sorted(per_day_bands.items()):
-        band_rows.sort(key=lambda r: (r.start, r.end, r.rid))
-        wide = col_in >= 0.55  # room for a "+N more" note in the last slot
-        shown = band_rows if len(band_rows) <= slots else band_rows[: slots - 1 if wide else slots]
-        for slot, row in enumerate(shown):
-            y = strip_top + slot * slot_h + 0.12
-            color = palette[row.style]
-            rect = Rectangle(
-                (centre(col) - 0.47, y),
-                0.94,
-                slot_h - 0.24,
-                facecolor=_with_alpha(color, 0.75 if row.style == "active" else 0.2),
-                edgecolor=_darker(color),
-                linewidth=0.6 if row.style == "active" else 0.9,
-                hatch=_HATCH[row.style] or None,
-                zorder=2,
-                gid=row.rid,
-            )
-            ax.add_patch(rect)
-            if id(row) in with_label and band_chars >= 3:
-                active = row.style == "active"
-                band_text = ax.text(
-                    centre(col) - 0.44,
-                    y + (slot_h - 0.24) / 2.0,
-                    _shorten(row.label, band_chars),
-                    ha="left",
-                    va="center",
-                    fontsize=fontsize,
-                    zorder=3,
-                    gid="label",
-                    color="white" if active else "#333333",
-                    bbox=None
-                    if active
-                    else {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
-                )
-                band_text.set_clip_path(rect)
-        if len(shown) < len(band_rows) and wide:
-            y = strip_top + (slots - 1) * slot_h + slot_h / 2.0
-            ax.text(
-                centre(col),
-                y,
-                f"+{len(band_rows) - len(shown)} more",
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                color="#444444",
-                zorder=3,
-                gid="more",
-            )
-
-    # instants: points on the left of the day column, labels to their right
-    y_lo = strip_top if slots else 0.0
-    hours_per_in = (24.0 - y_lo + 0.3) / axes_h
-    line_h = fontsize * 1.2 / 72.0 * hours_per_in  # one text line, in hours
-    buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i, (_, col, hours) in enumerate(instants):
-        buckets[(col, int(hours * 2))].append(i)
-    x_of: dict[int, float] = {}
-    for members in buckets.values():
-        step = min(0.1, 0.5 / len(members))
-        for k, i in enumerate(sorted(members, key=lambda j: (instants[j][2], instants[j][0].rid))):
-            x_of[i] = centre(instants[i][1]) - 0.38 + k * step
-    for style in _STYLES:
-        idx = [i for i, (r, _, _) in enumerate(instants) if r.style == style]
-        if not idx:
-            continue
-        color = palette[style]
-        ax.scatter(
-            [x_of[i] for i in idx],
-            [instants[i][2] for i in idx],
-            s=30 if len(rows) <= 400 else 10,
-            marker=_MARKER[style],
-            facecolors=[color] * len(idx) if style == "active" else "none",
-            edgecolors=[_darker(color)] * len(idx),
-            linewidths=0.5 if style == "active" else 1.3,
-            zorder=4,
-            gid=f"instants:{style}",
-        )
-    if with_label:
-        by_col: dict[int, list[int]] = defaultdict(list)
-        for i, (row, col, _) in enumerate(instants):
-            if id(row) in with_label:
-                by_col[col].append(i)
-        for col, members in by_col.items():
-            members.sort(key=lambda j: (instants[j][2], x_of[j]))
-            text_x = max(centre(col) - 0.3, max(x_of[j] for j in members) + 0.06)  # right of the column's points
-            # labels wrap over two lines in a narrow column; each is stacked below the one before
-            texts = []
-            for j in members:
-                local = instants[j][0].start.tz_convert(zone)
-                texts.append(_wrap_text(f"{local:%H:%M} {instants[j][0].label}", label_chars, 2))
-            half = [(t.count("\n") + 1) * line_h / 2.0 + 0.1 * line_h for t in texts]
-            ys: list[float] = []
-            for k, j in enumerate(members):
-                ys.append(max(instants[j][2], ys[-1] + half[k - 1] + half[k]) if ys else instants[j][2])
-            overflow = ys[-1] + half[-1] - 24.0 if ys else 0.0
-            if overflow > 0:  # push the stack back up from the bottom edge
-                ys = [y - overflow for y in ys]
-                for k in range(len(ys) - 2, -1, -1):
-                    ys[k] = min(ys[k], ys[k + 1] - half[k + 1] - half[k])
-            for j, y, text in zip(members, ys, texts, strict=True):
-                row, _, hours = instants[j]
-                ax.annotate(
-                    text,
-                    xy=(x_of[j], hours),
-                    xytext=(text_x, y),
-                    textcoords="data",
-                    ha="left",
-                    va="center",
-                    fontsize=fontsize,
-                    clip_on=True,
-                    gid="label",
-                    linespacing=1.0,
-                    color="#222222" if row.style == "active" else "#777777",
-                    arrowprops={"arrowstyle": "-", "color": "#bbbbbb", "linewidth": 0.6, "shrinkA": 0, "shrinkB": 3}
-                    if abs(y - hours) > 1e-9
-                    else None,
-                )
-
-    # axes: days across, local time of day downwards
-    ax.set_xlim(day0, day0 + n_days)
-    ax.set_ylim(24.0, y_lo)
-
-    def day_label(x: float, _pos: int | None = None) -> str:
-        day = _day_of(x, first, day0)
-        text = f"{day:%a}\n{day.day} {day:%b}"
-        if day == first or (day.month == 1 and day.day == 1):
-            text += f" {day.year}"
-        before, after = _day_offsets(day, zone)
-        if before != after:
-            text += f"\nUTC{_offset_text(before)}→{_offset_text(after)}"
-        return text
-
-    ax.xaxis.set_major_locator(_DayColumnLocator(day0))
-    ax.xaxis.set_major_formatter(FuncFormatter(day_label))
-    ax.fmt_xdata = lambda x: f"{_day_of(x, first, day0):%a %d %b %Y}"
-    ax.xaxis.tick_top()
-    ax.tick_params(axis="x", length=0, labelsize=MIN_FONT)
-    y_ticks: list[float] = [float(h) for h in range(0, 25, 3)]
-    y_labels = [f"{h:02d}:00" for h in range(0, 25, 3)]
-    if slots:
-        y_ticks.insert(0, (strip_top - strip_gap / 2.0) / 2.0)
-        y_labels.insert(0, "all day")
-    ax.set_yticks(y_ticks, y_labels, fontsize=MIN_FONT)
-    ax.set_yticks([float(h) for h in range(25)], minor=True)
-    ax.grid(axis="y", which="major", color="#e6e6e6", zorder=0)
-    ax.grid(axis="y", which="minor", color="#f4f4f4", zorder=0)
-    ax.set_axisbelow(True)
-    ax.set_ylabel(f"local time ({_zone_name(zone)})", fontsize=MIN_FONT, color="#555555")
-
-    n_bands = sum(len(v) for v in per_day_bands.values())
-    notes = [_zone_name(zone), f"{len(rows):,} record{'s' if len(rows) != 1 else ''}"]
-    if n_bands:
-        notes.append(f"{n_bands:,} all-day")
-    if len(with_label) < len(rows):
-        notes.append(_unlabelled_note(len(with_label), len(rows) - len(with_label)))
-        if label_chars < 6:
-            notes[-1] += " (days too narrow: zoom in)"
-    if skipped:
-        notes.append(f"{skipped} without start skipped")
-    _set_title(ax, main_title, notes, axes_w + 1.0)
-    _legend_below(ax, _style_legend_handles(instant_styles, bar_styles), 0.8)
+    legend_below(ax, style_legend_handles(instant_styles, bar_styles), 0.8)
     return ax

@@ -8,23 +8,22 @@ ipywidgets controls to ``Store`` calls: the rows are ``store.grep(...)``, a row'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError
 from knowtk.frames import frame_for
-from knowtk.notebook.base import Front, joined, listed, text_control
+from knowtk.notebook.base import joined, listed, text_control
 from knowtk.notebook.panes import explain_html, issues_html, record_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.common import KINDS, LIFECYCLES, TIME_FIELDS
 from knowtk.results import Result
+from knowtk.store import Store
+from knowtk.ui.front import Front
 from knowtk.ui.rows import Row, RowList
 from knowtk.ui.style import banner, escape, wrap
-
-if TYPE_CHECKING:
-    from knowtk.store import Store
 
 __all__ = ["GrepWidget", "diff_answers", "diff_frame", "diff_html", "grep_table_html", "known_types"]
 
@@ -240,6 +239,32 @@ class GrepWidget(Front):
         self.offset = 0
         self._answers: list[tuple[str, Result]] = []
         self._quiet = False
+        self._build_query_controls(query, limit, grep_args)
+        self._build_answer_panes()
+        super().__init__(
+            children=[
+                W.HBox([self.query, self.search_button, self.rerun_button]),
+                W.HBox([self.mode, self.lifecycle]),
+                W.HBox([self.kind, self.type, self.tag, self.scope]),
+                W.HBox([self.time_field, self.since, self.until, self.limit]),
+                self.status,
+                self.issues,
+                W.HBox([self.prev_button, self.page_label, self.next_button]),
+                self.rows,
+                self.select,
+                self.why,
+                self.why_answer,
+                self.changes,
+            ]
+        )
+        self._wire()
+        if query:
+            self.search()
+        else:
+            self._render()
+
+    def _build_query_controls(self, query: str, limit: int, grep_args: dict[str, Any]) -> None:
+        """The query, its buttons, and one control per grep argument, set from ``grep_args``."""
         self.query = text_control("query", "words to search, then Enter", query, "420px")
         self.search_button = W.Button(description="Search", button_style="primary", layout=W.Layout(width="90px"))
         self.rerun_button = W.Button(
@@ -259,7 +284,7 @@ class GrepWidget(Front):
         )
         self.type = text_control("type", "decision, meeting", joined(grep_args.get("type")), "220px")
         self.tag = text_control("tag", "all must match", joined(grep_args.get("tag")))
-        folders = sorted(store.snapshot().folders)
+        folders = sorted(self.store.snapshot().folders)
         self.scope = W.Combobox(
             options=folders,
             value=grep_args.get("scope") or "",
@@ -280,6 +305,9 @@ class GrepWidget(Front):
         self.limit = W.BoundedIntText(
             value=limit, min=1, max=50, description="per page", layout=W.Layout(width="160px")
         )
+
+    def _build_answer_panes(self) -> None:
+        """Paging, status, the rows (each opens its record and why under it), why-not, and the diff."""
         self.prev_button = W.Button(description="◀ prev", disabled=True, layout=W.Layout(width="80px"))
         self.next_button = W.Button(description="next ▶", disabled=True, layout=W.Layout(width="80px"))
         self.page_label = W.HTML()
@@ -294,22 +322,9 @@ class GrepWidget(Front):
         self.why = text_control("why?", "any id: why is it (not) here? Enter", "", "420px")
         self.why_answer = W.HTML()
         self.changes = W.HTML(diff_html(None))
-        super().__init__(
-            children=[
-                W.HBox([self.query, self.search_button, self.rerun_button]),
-                W.HBox([self.mode, self.lifecycle]),
-                W.HBox([self.kind, self.type, self.tag, self.scope]),
-                W.HBox([self.time_field, self.since, self.until, self.limit]),
-                self.status,
-                self.issues,
-                W.HBox([self.prev_button, self.page_label, self.next_button]),
-                self.rows,
-                self.select,
-                self.why,
-                self.why_answer,
-                self.changes,
-            ]
-        )
+
+    def _wire(self) -> None:
+        """A changed control searches again; the buttons page, re-run and search; the rows select."""
         controls = (self.query, self.mode, self.lifecycle, self.kind, self.type, self.tag, self.scope)
         for control in (*controls, self.time_field, self.since, self.until, self.limit):
             control.observe(lambda _change: self.search(), "value")
@@ -319,10 +334,6 @@ class GrepWidget(Front):
         self.next_button.on_click(lambda _b: self.next_page())
         self.select.observe(self._selected, "value")
         self.why.observe(self._why, "value")
-        if query:
-            self.search()
-        else:
-            self._render()
 
     # -- what the controls say ----------------------------------------------------------------------
     def args(self) -> dict[str, Any]:

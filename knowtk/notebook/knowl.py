@@ -14,21 +14,20 @@ driven without a browser (set ``.value``, ``.click()``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError
-from knowtk.notebook.base import Front, text_control
+from knowtk.notebook.base import text_control
 from knowtk.query.knowl import PROVENANCE, STATUSES
 from knowtk.results import Result
+from knowtk.store import Store
+from knowtk.ui.front import Front
 from knowtk.ui.rows import Row, RowList
 from knowtk.ui.style import banner, escape, wrap
-
-if TYPE_CHECKING:
-    from knowtk.store import Store
-    from knowtk.workspace import Workspace
+from knowtk.workspace import Workspace
 
 __all__ = ["KnowlWidget", "detail_html", "explain_text", "table_html"]
 

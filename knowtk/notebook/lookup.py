@@ -8,23 +8,22 @@ withdrawn, unavailable) says so, and names the current record its supersession c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError, RecordNotFound
 from knowtk.frames import frame_for
-from knowtk.notebook.base import Front, text_control
+from knowtk.notebook.base import text_control
 from knowtk.notebook.panes import record_html
 from knowtk.notebook.text import citation_text
 from knowtk.query.common import LIFECYCLES
 from knowtk.results import Result
+from knowtk.store import Store
+from knowtk.ui.front import Front
 from knowtk.ui.rows import Row, RowList
 from knowtk.ui.style import banner, escape, wrap
-
-if TYPE_CHECKING:
-    from knowtk.store import Store
 
 __all__ = ["LookupWidget", "known_html", "lookup_html"]
 

@@ -13,7 +13,7 @@ the date axis names the month and the year.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
@@ -21,48 +21,90 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from knowtk.errors import InvalidArgument
+from knowtk.notebook.dated import NO_LANE, DatedRow, dated_rows
 from knowtk.notebook.draw import (
-    _CHAR_WIDTH_EM,
-    _FIXED_LANE_ORDER,
-    _HATCH,
-    _LABEL_CHARS,
-    _LANE_LABEL_CHARS,
-    _MARKER,
-    _STYLES,
+    CHAR_WIDTH_EM,
     COLUMN_INCHES,
     EMPTY_TIMELINE_TEXT,
+    HATCH,
     LANES,
+    MARKER,
     MIN_FONT,
-    NO_LANE,
-    _axes_inches,
-    _count,
-    _darker,
-    _date_axis,
-    _dated_rows,
-    _empty,
-    _legend_below,
-    _new_axes,
-    _palette,
-    _require,
-    _Row,
-    _set_title,
-    _shorten,
-    _style_legend_handles,
-    _unlabelled_note,
-    _with_alpha,
-    _zone,
-    _zone_name,
+    STYLES,
+    axes_inches,
+    count_argument,
+    darker,
+    date_axis,
+    draw_empty,
+    legend_below,
+    new_axes,
+    palette,
+    require_columns,
+    set_title,
+    shorten,
+    style_legend_handles,
+    time_zone,
+    unlabelled_note,
+    with_alpha,
+    zone_name,
 )
 
 __all__ = ["LANES", "plot_timeline"]
 
 
+_FIXED_LANE_ORDER = {
+    "kind": ("page", "claim", "relationship"),
+    "lifecycle": ("active", "superseded", "expired"),
+}
+_LABEL_CHARS = 28
+_LANE_LABEL_CHARS = 26
+_FONT = MIN_FONT
+_CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
+_LANE_GAP = 0.6  # between lanes, in tracks
+_BAR_HEIGHT = 0.62
+
+
 @dataclass
 class _Item:
-    row: _Row
+    """A row in one of its lanes (an entity lane repeats a row with several entities), and where it is drawn."""
+
+    row: DatedRow
     lane: str
     track: int = 0
     y: float = 0.0
+
+    @property
+    def anchor(self) -> float:
+        """Where its label starts: after a bar, at a point."""
+        return self.row.x1 if self.row.bar else self.row.x0
+
+
+@dataclass
+class _Labels:
+    """The label of each item that has one (``id(item)`` -> text), and the room it takes."""
+
+    texts: dict[int, str]
+    axes_w: float  # inches
+
+    def inches(self, it: _Item) -> float:
+        return min((len(self.texts[id(it)]) + 2) * _CHAR_IN, 0.45 * self.axes_w) if id(it) in self.texts else 0.0
+
+
+@dataclass
+class _Layout:
+    """Lanes top to bottom, each of ``tracks`` rows of items; ``x_range`` days from ``x_lo`` hold items and labels."""
+
+    names: list[str]
+    items: list[_Item]
+    labels: _Labels
+    x_lo: float
+    x_range: float
+    n_labelled: int  # items given a label (before crowded lanes left some out)
+    tracks: dict[str, int] = field(default_factory=dict)
+    crowded: int = 0  # labels left out where a lane had no track left
+    centers: dict[str, float] = field(default_factory=dict)
+    bounds: list[float] = field(default_factory=list)  # the top of each lane
+    y_bottom: float = 0.0
 
 
 def _order_lanes(lanes: str, counts: dict[str, int]) -> list[str]:
@@ -77,6 +119,196 @@ def _order_lanes(lanes: str, counts: dict[str, int]) -> list[str]:
         return (1, 0, name.casefold())
 
     return sorted(counts, key=key)
+
+
+def _lane_counts(rows: list[DatedRow]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for key in row.keys:
+            counts[key] += 1
+    return counts
+
+
+def _fold_lanes(rows: list[DatedRow], max_lanes: int) -> int:
+    """Past ``max_lanes``, the least populated lanes become one ``(other: N lanes)``; returns N (0: none folded)."""
+    counts = _lane_counts(rows)
+    if len(counts) <= max_lanes:
+        return 0
+    keep = max_lanes - 1
+    kept = set(sorted(counts, key=lambda k: (-counts[k], k.casefold()))[:keep])
+    folded = len(counts) - keep
+    other = f"(other: {folded} lanes)"
+    for row in rows:
+        row.keys = list(dict.fromkeys(k if k in kept else other for k in row.keys))
+    return folded
+
+
+# -- layout ----------------------------------------------------------------------------------------
+
+
+def _lay_out(rows: list[DatedRow], lanes: str, max_labels: int, axes_w: float) -> _Layout:
+    """Items in lanes, the first ``max_labels`` in date order labelled, the date range wide enough for them."""
+    names = _order_lanes(lanes, _lane_counts(rows))
+    items = [_Item(row, key) for row in rows for key in row.keys]
+    in_order = sorted(items, key=lambda it: (it.row.x0, it.row.x1, it.row.rid, it.lane))
+    with_label = {id(it) for it in in_order[:max_labels]}
+    labels = _Labels({id(it): shorten(it.row.label, _LABEL_CHARS) for it in items if id(it) in with_label}, axes_w)
+    # the range R must hold every item and its label, whose width in days is (inches) * R / axes width
+    x_lo = min(r.x0 for r in rows)
+    x_range = max(max(r.x1 for r in rows) - x_lo, 1.0)
+    for it in items:
+        x_range = max(x_range, (it.anchor - x_lo) / (1.0 - labels.inches(it) / axes_w - 0.01))
+    return _Layout(names, items, labels, x_lo, x_range * 1.01, len(with_label))
+
+
+def _pack(layout: _Layout, max_tracks: int) -> None:
+    """Each lane's items in tracks so that points, bars and labels do not collide; when a lane has no
+    track left, an item is drawn without its label (a point over text, never text over text)."""
+    days_per_in = layout.x_range * 1.03 / layout.labels.axes_w
+    gap = 0.012 * layout.x_range
+    by_lane: dict[str, list[_Item]] = defaultdict(list)
+    for it in layout.items:
+        by_lane[it.lane].append(it)
+    for name in layout.names:
+        ends: list[float] = []
+        for it in sorted(by_lane[name], key=lambda i: (i.row.x0, i.row.x1, i.row.rid)):
+            occupied = it.anchor + gap + layout.labels.inches(it) * days_per_in
+            free = [t for t, e in enumerate(ends) if e <= it.row.x0]
+            if free:
+                track = free[0]
+            elif len(ends) < max_tracks:
+                track = len(ends)
+                ends.append(0.0)
+            else:
+                track = min(range(len(ends)), key=lambda t: ends[t])
+                if layout.labels.texts.pop(id(it), None) is not None:
+                    layout.crowded += 1
+                occupied = it.anchor + gap
+            ends[track] = max(ends[track], occupied)
+            it.track = track
+        layout.tracks[name] = max(len(ends), 1)
+
+
+def _stack_lanes(layout: _Layout) -> None:
+    """Lane 0 at the top, the tracks of each lane stacked inside it; each item's y."""
+    base = 0.0
+    for name in layout.names:
+        n_tracks = layout.tracks[name]
+        layout.centers[name] = base + (n_tracks - 1) / 2.0
+        layout.bounds.append(base - _LANE_GAP / 2.0 - 0.5)
+        base += n_tracks + _LANE_GAP
+    layout.y_bottom = base - _LANE_GAP / 2.0 - 0.5
+    lane_base = {name: layout.centers[name] - (layout.tracks[name] - 1) / 2.0 for name in layout.names}
+    for it in layout.items:
+        it.y = lane_base[it.lane] + it.track
+
+
+# -- draw ------------------------------------------------------------------------------------------
+
+
+def _draw_bars(ax: Axes, bars: list[_Item], style: str, colors: dict[str, Any]) -> None:
+    alpha = 0.85 if style == "active" else 0.2
+    container = ax.barh(
+        [it.y for it in bars],
+        [it.row.x1 - it.row.x0 for it in bars],
+        left=[it.row.x0 for it in bars],
+        height=_BAR_HEIGHT,
+        color=[with_alpha(colors[it.lane], alpha) for it in bars],
+        edgecolor=[darker(colors[it.lane]) for it in bars],
+        linewidth=0.6 if style == "active" else 0.9,
+        hatch=HATCH[style] or None,
+        zorder=2,
+    )
+    for rect, it in zip(container.patches, bars, strict=True):
+        rect.set_gid(it.row.rid)
+
+
+def _draw_points(ax: Axes, points: list[_Item], style: str, colors: dict[str, Any], many: bool) -> None:
+    face: Any = [colors[it.lane] for it in points] if style == "active" else "none"
+    ax.scatter(
+        [it.row.x0 for it in points],
+        [it.y for it in points],
+        s=14.0 if many else 36.0,
+        marker=MARKER[style],
+        facecolors=face,
+        edgecolors=[darker(colors[it.lane], 0.8) for it in points],
+        linewidths=0.5 if style == "active" else 1.3,
+        alpha=0.75 if many else 1.0,
+        zorder=3,
+        gid=f"instants:{style}",
+    )
+
+
+def _draw_items(ax: Axes, layout: _Layout) -> tuple[set[str], set[str]]:
+    """Bars and points in their lane's colour, one style after another; returns the styles drawn (instants, bars)."""
+    colors = dict(zip(layout.names, palette(len(layout.names)), strict=True))
+    bar_styles: set[str] = set()
+    instant_styles: set[str] = set()
+    many = len(layout.items) > 400
+    for style in STYLES:
+        bars = [it for it in layout.items if it.row.bar and it.row.style == style]
+        if bars:
+            bar_styles.add(style)
+            _draw_bars(ax, bars, style, colors)
+        points = [it for it in layout.items if not it.row.bar and it.row.style == style]
+        if points:
+            instant_styles.add(style)
+            _draw_points(ax, points, style, colors, many)
+    return instant_styles, bar_styles
+
+
+# -- label -----------------------------------------------------------------------------------------
+
+
+def _label_items(ax: Axes, layout: _Layout) -> None:
+    texts = layout.labels.texts
+    for it in (it for it in layout.items if id(it) in texts):
+        ax.annotate(
+            texts[id(it)],
+            xy=(it.anchor, it.y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=_FONT,
+            color="#222222" if it.row.style == "active" else "#777777",
+            clip_on=True,
+            gid="label",
+        )
+
+
+def _lane_axes(ax: Axes, layout: _Layout, zone: tzinfo) -> None:
+    """Lanes on y, separated by thin lines; local dates on x."""
+    for y in layout.bounds[1:]:
+        ax.axhline(y, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.set_ylim(layout.y_bottom, layout.bounds[0])
+    ax.set_yticks(
+        [layout.centers[n] for n in layout.names],
+        [shorten(n, _LANE_LABEL_CHARS) for n in layout.names],
+        fontsize=MIN_FONT,
+    )
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlim(layout.x_lo - 0.02 * layout.x_range, layout.x_lo + layout.x_range)
+    date_axis(ax, zone)
+    ax.grid(axis="x", color="#eeeeee", zorder=0)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def _notes(layout: _Layout, n_rows: int, zone: tzinfo, folded: int, skipped: int) -> list[str]:
+    """The title's second line: counts, zone, and what was left unlabelled, folded or skipped."""
+    unlabelled = len(layout.items) - layout.n_labelled
+    notes = [f"{n_rows:,} record{'s' if n_rows != 1 else ''}", zone_name(zone)]
+    if unlabelled:
+        notes.append(unlabelled_note(layout.n_labelled, unlabelled))
+    if layout.crowded:
+        notes.append(f"{layout.crowded} more unlabelled where labels would overlap")
+    if folded:
+        notes.append(f"{folded} small lanes folded")
+    if skipped:
+        notes.append(f"{skipped} without start skipped")
+    return notes
 
 
 def plot_timeline(
@@ -99,195 +331,30 @@ def plot_timeline(
     """
     if not isinstance(lanes, str) or lanes not in LANES:
         raise InvalidArgument("lanes", f"unknown lane field {lanes!r}", allowed=LANES, value=lanes)
-    zone = _zone(tz)
-    max_labels = _count("max_labels", max_labels)
-    max_lanes = _count("max_lanes", max_lanes, minimum=1)
-    lane_column = {"entity": "entities"}.get(lanes, lanes)
-    _require(frame, "frame", ("id", "start", lane_column))
+    zone = time_zone(tz)
+    max_labels = count_argument("max_labels", max_labels)
+    max_lanes = count_argument("max_lanes", max_lanes, minimum=1)
+    require_columns(frame, "frame", ("id", "start", {"entity": "entities"}.get(lanes, lanes)))
     main_title = title if title is not None else f"Timeline by {lanes}"
-
-    rows, skipped = _dated_rows(frame, lanes)
+    rows, skipped = dated_rows(frame, lanes)
     if not rows:
-        ax, _ = _new_axes(ax, COLUMN_INCHES, 2.6)
-        return _empty(ax, EMPTY_TIMELINE_TEXT, main_title)
+        ax, _ = new_axes(ax, COLUMN_INCHES, 2.6)
+        return draw_empty(ax, EMPTY_TIMELINE_TEXT, main_title)
 
-    # lanes, folding the least populated ones beyond max_lanes
-    counts: dict[str, int] = defaultdict(int)
-    for row in rows:
-        for key in row.keys:
-            counts[key] += 1
-    folded = 0
-    if len(counts) > max_lanes:
-        keep = max_lanes - 1
-        by_size = sorted(counts, key=lambda k: (-counts[k], k.casefold()))
-        kept = set(by_size[:keep])
-        folded = len(counts) - keep
-        other = f"(other: {folded} lanes)"
-        for row in rows:
-            row.keys = list(dict.fromkeys(k if k in kept else other for k in row.keys))
-        counts = defaultdict(int)
-        for row in rows:
-            for key in row.keys:
-                counts[key] += 1
-    lane_names = _order_lanes(lanes, counts)
-    items = [_Item(row, key) for row in rows for key in row.keys]
-    # past the label limit, label the first max_labels items in date order and say how many are not
-    in_order = sorted(items, key=lambda it: (it.row.x0, it.row.x1, it.row.rid, it.lane))
-    with_label = {id(it) for it in in_order[:max_labels]}
-    unlabelled = len(items) - len(with_label)
-    labelled = bool(with_label)
+    folded = _fold_lanes(rows, max_lanes)
+    # horizontal geometry (in days) is worked out before the figure exists, so that labels can be packed
+    layout = _lay_out(rows, lanes, max_labels, axes_inches(ax)[0] if ax is not None else COLUMN_INCHES - 2.2)
+    labelled = layout.n_labelled > 0
+    _pack(layout, max_tracks=12 if labelled else 3)
+    _stack_lanes(layout)
+    units = layout.y_bottom - layout.bounds[0]
+    ax, _ = new_axes(ax, COLUMN_INCHES, min(max(1.9 + units * (0.3 if labelled else 0.2), 3.0), 14.0))
 
-    # horizontal geometry (in days), worked out before the figure exists so labels can be packed:
-    # the range R must hold every item and its label, whose width in days is (inches) * R / axes width.
-    x_lo = min(r.x0 for r in rows)
-    x_hi = max(r.x1 for r in rows)
-    fontsize = MIN_FONT
-    char_in = _CHAR_WIDTH_EM * fontsize / 72.0
-    axes_w = _axes_inches(ax)[0] if ax is not None else COLUMN_INCHES - 2.2
-    label_texts = {id(it): _shorten(it.row.label, _LABEL_CHARS) for it in items if id(it) in with_label}
-
-    def label_in(it: _Item) -> float:
-        return min((len(label_texts[id(it)]) + 2) * char_in, 0.45 * axes_w) if id(it) in label_texts else 0.0
-
-    x_range = max(x_hi - x_lo, 1.0)
-    for it in items:
-        anchor = it.row.x1 if it.row.bar else it.row.x0
-        x_range = max(x_range, (anchor - x_lo) / (1.0 - label_in(it) / axes_w - 0.01))
-    x_range *= 1.01
-    days_per_in = x_range * 1.03 / axes_w
-    gap = 0.012 * x_range
-
-    # pack each lane's items into tracks so that points, bars and labels do not collide; when a lane
-    # has no track left, an item is drawn without its label (a point over text, never text over text)
-    max_tracks = 12 if labelled else 3
-    crowded = 0
-    tracks_in_lane: dict[str, int] = {}
-    by_lane: dict[str, list[_Item]] = defaultdict(list)
-    for it in items:
-        by_lane[it.lane].append(it)
-    for name in lane_names:
-        ends: list[float] = []
-        for it in sorted(by_lane[name], key=lambda i: (i.row.x0, i.row.x1, i.row.rid)):
-            anchor = it.row.x1 if it.row.bar else it.row.x0
-            occupied = anchor + gap + label_in(it) * days_per_in
-            free = [t for t, e in enumerate(ends) if e <= it.row.x0]
-            if free:
-                track = free[0]
-            elif len(ends) < max_tracks:
-                track = len(ends)
-                ends.append(0.0)
-            else:
-                track = min(range(len(ends)), key=lambda t: ends[t])
-                if label_texts.pop(id(it), None) is not None:
-                    crowded += 1
-                occupied = anchor + gap
-            ends[track] = max(ends[track], occupied)
-            it.track = track
-        tracks_in_lane[name] = max(len(ends), 1)
-
-    # vertical layout: lane 0 at the top, tracks stacked inside each lane
-    lane_gap = 0.6
-    centers: dict[str, float] = {}
-    bounds: list[float] = []
-    base = 0.0
-    for name in lane_names:
-        n_tracks = tracks_in_lane[name]
-        centers[name] = base + (n_tracks - 1) / 2.0
-        bounds.append(base - lane_gap / 2.0 - 0.5)
-        base += n_tracks + lane_gap
-    y_bottom = base - lane_gap / 2.0 - 0.5
-    lane_base = {name: centers[name] - (tracks_in_lane[name] - 1) / 2.0 for name in lane_names}
-    for it in items:
-        it.y = lane_base[it.lane] + it.track
-
-    units = y_bottom - bounds[0]
-    unit_in = 0.3 if labelled else 0.2
-    height = min(max(1.9 + units * unit_in, 3.0), 14.0)
-    ax, _ = _new_axes(ax, COLUMN_INCHES, height)
-
-    colors = dict(zip(lane_names, _palette(len(lane_names)), strict=True))
-    bar_height = 0.62
-    bar_styles: set[str] = set()
-    instant_styles: set[str] = set()
-    many = len(items) > 400
-    for style in _STYLES:
-        bars = [it for it in items if it.row.bar and it.row.style == style]
-        if bars:
-            bar_styles.add(style)
-            alpha = 0.85 if style == "active" else 0.2
-            container = ax.barh(
-                [it.y for it in bars],
-                [it.row.x1 - it.row.x0 for it in bars],
-                left=[it.row.x0 for it in bars],
-                height=bar_height,
-                color=[_with_alpha(colors[it.lane], alpha) for it in bars],
-                edgecolor=[_darker(colors[it.lane]) for it in bars],
-                linewidth=0.6 if style == "active" else 0.9,
-                hatch=_HATCH[style] or None,
-                zorder=2,
-            )
-            for rect, it in zip(container.patches, bars, strict=True):
-                rect.set_gid(it.row.rid)
-        points = [it for it in items if not it.row.bar and it.row.style == style]
-        if points:
-            instant_styles.add(style)
-            size = 14.0 if many else 36.0
-            edge = [_darker(colors[it.lane], 0.8) for it in points]
-            face: Any = [colors[it.lane] for it in points] if style == "active" else "none"
-            ax.scatter(
-                [it.row.x0 for it in points],
-                [it.y for it in points],
-                s=size,
-                marker=_MARKER[style],
-                facecolors=face,
-                edgecolors=edge,
-                linewidths=0.5 if style == "active" else 1.3,
-                alpha=0.75 if many else 1.0,
-                zorder=3,
-                gid=f"instants:{style}",
-            )
-
+    instant_styles, bar_styles = _draw_items(ax, layout)
     if labelled:
-        for it in (it for it in items if id(it) in label_texts):
-            anchor = it.row.x1 if it.row.bar else it.row.x0
-            ax.annotate(
-                label_texts[id(it)],
-                xy=(anchor, it.y),
-                xytext=(4, 0),
-                textcoords="offset points",
-                ha="left",
-                va="center",
-                fontsize=fontsize,
-                color="#222222" if it.row.style == "active" else "#777777",
-                clip_on=True,
-                gid="label",
-            )
-
-    # axes: lanes on y, local dates on x
-    for y in bounds[1:]:
-        ax.axhline(y, color="#dddddd", linewidth=0.8, zorder=0)
-    ax.set_ylim(y_bottom, bounds[0])
-    lane_font = MIN_FONT
-    ax.set_yticks(
-        [centers[n] for n in lane_names], [_shorten(n, _LANE_LABEL_CHARS) for n in lane_names], fontsize=lane_font
-    )
-    ax.tick_params(axis="y", length=0)
-    ax.set_xlim(x_lo - 0.02 * x_range, x_lo + x_range)
-    _date_axis(ax, zone)
-    ax.grid(axis="x", color="#eeeeee", zorder=0)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-
-    notes = [f"{len(rows):,} record{'s' if len(rows) != 1 else ''}", _zone_name(zone)]
-    if unlabelled:
-        notes.append(_unlabelled_note(len(with_label), unlabelled))
-    if crowded:
-        notes.append(f"{crowded} more unlabelled where labels would overlap")
-    if folded:
-        notes.append(f"{folded} small lanes folded")
-    if skipped:
-        notes.append(f"{skipped} without start skipped")
-    _set_title(ax, main_title, notes, _axes_inches(ax)[0] + 1.5)
-    _legend_below(ax, _style_legend_handles(instant_styles, bar_styles), 3.2)
+        _label_items(ax, layout)
+    _lane_axes(ax, layout, zone)
+    notes = _notes(layout, len(rows), zone, folded, skipped)
+    set_title(ax, main_title, notes, axes_inches(ax)[0] + 1.5)
+    legend_below(ax, style_legend_handles(instant_styles, bar_styles), 3.2)
     return ax

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.query.args import Param
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.dates import (

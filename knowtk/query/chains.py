@@ -1,4 +1,4 @@
-"""Supersession chains as a DataFrame of edges, and their picture.
+"""Supersession chains as a DataFrame of edges: what the chains picture and ``ChainWidget`` draw.
 
 A chain is one connected group of ``superseded_by`` links: earlier records on the
 left, on the right the record they resolve to or the nothing they end in. The
@@ -32,21 +32,16 @@ are the record's ``occurred_at``, else ``recorded_at``, else ``updated_at`` (UTC
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from knowtk.errors import RecordNotFound
 from knowtk.frames import Column, build_frame
 from knowtk.model.records import Record
-from knowtk.snapshot import Snapshot
+from knowtk.snapshot.model import Snapshot
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
-    from knowtk.store import Store
-
-__all__ = ["CHAIN_ENDS", "EDGE_COLUMNS", "chain_edges", "chain_summary", "plot_chains"]
+__all__ = ["CHAIN_ENDS", "EDGE_COLUMNS", "SnapshotSource", "chain_edges", "chain_summary"]
 
 #: How a chain ends, dead ends in the order they are reported when one chain has several.
 CHAIN_ENDS: tuple[str, ...] = ("withdrawn", "missing", "unavailable", "cycle", "unset", "current")
@@ -71,7 +66,13 @@ _COLUMNS: list[Column] = [
 EDGE_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _COLUMNS)
 
 
-def _snapshot(source: Store | Snapshot) -> Snapshot:
+class SnapshotSource(Protocol):
+    """Where the chains are read from: anything with a current snapshot (``knowtk.Store``)."""
+
+    def snapshot(self) -> Snapshot: ...
+
+
+def _snapshot(source: SnapshotSource | Snapshot) -> Snapshot:
     return source if isinstance(source, Snapshot) else source.snapshot()
 
 
@@ -161,7 +162,7 @@ def _chain_end(snap: Snapshot, members: set[str]) -> str:
     return next((end for end in CHAIN_ENDS if end in reasons), "current")
 
 
-def chain_edges(source: Store | Snapshot, id: str | None = None) -> pd.DataFrame:
+def chain_edges(source: SnapshotSource | Snapshot, id: str | None = None) -> pd.DataFrame:
     """One row per superseded -> superseded_by edge of the store, or of the chain ``id`` belongs to.
 
     ``id`` may be any record of the chain, earlier or current, or a missing target that an earlier
@@ -235,12 +236,3 @@ def _path(first: str, links: dict[str, str]) -> str:
             break
         seen.add(nxt)
     return " → ".join(steps)
-
-
-def plot_chains(source: Store | Snapshot, id: str | None = None, **kwargs: Any) -> Axes:
-    """Draw the store's chains (or ``id``'s chain) with :mod:`knowtk.notebook.chain_plot`; returns the Axes."""
-    from knowtk.notebook.chain_plot import plot_chains as draw  # matplotlib only when a picture is asked for
-
-    if id is not None:
-        kwargs.setdefault("title", f"Supersession chain of {id}")
-    return draw(chain_edges(source, id), **kwargs)

@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from knowtk.index.keyword import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
 from knowtk.model.records import Evidence, FileProblem, Record, read_regular
 
 __all__ = [

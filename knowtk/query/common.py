@@ -10,7 +10,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.args import FOLDERS, Param, bound, choice, strings, with_schema
-from knowtk.snapshot import Snapshot, in_scope
+from knowtk.snapshot.model import Snapshot, in_scope
 
 __all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
 

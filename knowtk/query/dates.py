@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument, StateError
 from knowtk.index.temporal import TemporalProjection, from_us, reconciled, to_us
 from knowtk.model.datevalues import format_utc, parse_date_value, shown
@@ -27,7 +27,7 @@ from knowtk.model.records import Record
 from knowtk.query.args import Param, boolean, bound, choice, integer, text, time_zone, with_schema
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
-from knowtk.snapshot import Snapshot
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
 __all__ = [

@@ -2,36 +2,46 @@
 
 ``explain`` answers from the query's own path: the same argument checks, snapshot,
 filters, tokenizer and ranked list as ``knowledge_grep`` (``knowtk.query.grep``), and
-the hit itself is read from a real ``Store.grep`` page. Nothing here matches text
+the hit itself is read from a real grep page. Nothing here matches text
 on its own; the one extra FTS5 use is asking, word by word, which words of the
-query a record that did not match does contain.
+query a record that did not match does contain. It takes any object with a store's
+``engine`` and ``verifier`` (``Searchable``), so it needs nothing above the query layer.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from knowtk.engine import KeywordIndex
-from knowtk.errors import InvalidArgument, RecordNotFound
-from knowtk.index.keyword import FtsProjection, Match, QueryTerms
+from knowtk.engine.engine import Engine, KeywordIndex
+from knowtk.errors import InvalidArgument, RecordNotFound, StoreChanged, UnexpectedArgument
+from knowtk.index.bm25 import Match
+from knowtk.index.fts import FtsProjection, QueryTerms
 from knowtk.model.records import Issue
 from knowtk.query.args import plain_text, validate
+from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
-from knowtk.query.grep import GREP_PARAMS, MAX_OFFSET, parse_terms, ranked_matches
-from knowtk.snapshot import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
+from knowtk.query.grep import GREP_PARAMS, MAX_OFFSET, grep, parse_terms, ranked_matches
+from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
-if TYPE_CHECKING:
-    from knowtk.store import Store
-
-__all__ = ["STATUSES", "explain"]
+__all__ = ["STATUSES", "Searchable", "explain"]
 
 #: ``status`` values: a query answer, or ``eligible`` when no query was given.
 STATUSES = ("hit", "replacement", "not_matched", "excluded", "eligible")
 
 
-def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any) -> dict[str, Any]:
+class Searchable(Protocol):
+    """What ``explain`` reads of a store (``knowtk.Store`` is one): its engine, and the verifier grep cites with."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def verifier(self) -> EvidenceVerifier: ...
+
+
+def explain(store: Searchable, id: str, *, query: str | None = None, **grep_args: Any) -> dict[str, Any]:
     """Why record ``id`` is, or is not, in ``store.grep(query, **grep_args)``.
 
     ``grep_args`` are grep's (``mode``, ``kind``, ``type``, ``tag``, ``lifecycle``, ``time_field``,
@@ -70,24 +80,45 @@ def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any
     ``message``
         one sentence for people.
     """
+    args = _checked(id, query, grep_args)
+    snap = store.engine.snapshot()
+    flt = RecordFilter.from_args(snap, args)
+    given = {k: grep_args.get(k, _plain(v)) for k, v in args.items() if k not in ("query", "offset")}
+    out = _blank(id, query, given)
+    rid = _resolve(snap, id)
+    if rid is None:
+        return _finish(out, [_not_a_record(snap, id, out)])
+    out["id"], out["path"] = rid, snap.records[rid].path
+    end = snap.chain_ends.get(rid)
+    if end is not None:
+        out["chain"] = {"end": end.reason, "current": end.current, "steps": list(end.via)}
+    reasons = _eligibility(snap, flt, out["args"], rid)
+    if query is None:
+        out["status"] = "excluded" if reasons else "eligible"
+        return _finish(out, reasons)
+    return _searched(store, out, snap, flt, args, reasons, grep_args)
+
+
+def _checked(id: str, query: str | None, grep_args: dict[str, Any]) -> dict[str, Any]:
+    """grep's arguments checked as grep checks them (no query: every other one), defaults filled in."""
     if not isinstance(id, str) or not id:
         raise InvalidArgument("id", f"must be a record id or a file path, not {id!r}", allowed="a non-empty string")
     plain_text("id", id)
     if "offset" in grep_args:
-        raise TypeError("explain() takes no offset: it finds the record's page itself")
+        raise UnexpectedArgument("offset", "explain() takes no offset: it finds the record's page itself")
     if query is None:
         params = tuple(p for p in GREP_PARAMS if p.name != "query")
-        args = validate("knowledge_grep", params, grep_args, python=True)
-    else:
-        args = validate("knowledge_grep", GREP_PARAMS, {"query": query, **grep_args}, python=True)
-    engine = store.engine
-    snap = engine.snapshot()
-    flt = RecordFilter.from_args(snap, args)
-    out: dict[str, Any] = {
+        return validate("knowledge_grep", params, grep_args, python=True)
+    return validate("knowledge_grep", GREP_PARAMS, {"query": query, **grep_args}, python=True)
+
+
+def _blank(id: str, query: str | None, args: dict[str, Any]) -> dict[str, Any]:
+    """The answer with every key present, before anything is known: excluded, by no rule yet."""
+    return {
         "id": id,
         "path": None,
         "query": query,
-        "args": {k: grep_args.get(k, _plain(v)) for k, v in args.items() if k not in ("query", "offset")},
+        "args": args,
         "status": "excluded",
         "rank": None,
         "total": None,
@@ -102,20 +133,20 @@ def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any
         "chain": None,
         "message": "",
     }
-    rid = _resolve(snap, id)
-    if rid is None:
-        return _finish(out, [_not_a_record(snap, id, out)])
-    r = snap.records[rid]
-    out["id"], out["path"] = rid, r.path
-    end = snap.chain_ends.get(rid)
-    if end is not None:
-        out["chain"] = {"end": end.reason, "current": end.current, "steps": list(end.via)}
-    reasons = _eligibility(snap, flt, out["args"], rid)
-    if query is None:
-        out["status"] = "excluded" if reasons else "eligible"
-        return _finish(out, reasons)
 
-    terms = parse_terms(engine.state.conn, query, args["mode"])
+
+def _searched(
+    store: Searchable,
+    out: dict[str, Any],
+    snap: Snapshot,
+    flt: RecordFilter,
+    args: dict[str, Any],
+    reasons: list[dict[str, Any]],
+    grep_args: dict[str, Any],
+) -> dict[str, Any]:
+    """Where the query's ranked list puts the record ``out["id"]``, or why it is not in it."""
+    engine, rid = store.engine, out["id"]
+    terms = parse_terms(engine.state.conn, out["query"], args["mode"])
     index = engine.keyword(snap)
     error = index.error
     try:
@@ -142,7 +173,7 @@ def explain(store: Store, id: str, *, query: str | None = None, **grep_args: Any
 
 
 def _found(
-    store: Store,
+    store: Searchable,
     out: dict[str, Any],
     snap: Snapshot,
     flt: RecordFilter,
@@ -161,9 +192,9 @@ def _found(
         )
         return _finish(out, [_reason("window", detail, message)])
     offset = index - index % limit
-    page = store.grep(out["query"], **grep_args, offset=offset)
+    page = _grep_page(store, {"query": out["query"], **grep_args, "offset": offset})
     if page["snapshot"] != snap.fingerprint(flt.scope):
-        raise RuntimeError("the store changed while the query was explained; run explain again")
+        raise StoreChanged("the store changed while the query was explained; run explain again")
     hit = page["hits"][index - offset]
     out.update(offset=offset, hit=hit, score=hit["score"], matches=hit["matches"], via=hit["via"])
     if hit["via"] is None:
@@ -178,6 +209,13 @@ def _found(
             f"{via['id']} (r{via['revision']}) matched and its chain ends here"
         )
     return out
+
+
+def _grep_page(store: Searchable, given: dict[str, Any]) -> dict[str, Any]:
+    """The grep page ``store.grep(**given)`` answers: the same checks, lock and transaction as ``Store.grep``."""
+    engine, verifier = store.engine, store.verifier
+    args = validate("knowledge_grep", GREP_PARAMS, given, python=True)
+    return engine.run(lambda: grep(engine, args, verifier))
 
 
 def _replaced(

@@ -11,9 +11,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
-from knowtk.index.keyword import FtsProjection, Match, QueryTerms, Source, rank, tokenize_query, top_matches
+from knowtk.index.bm25 import Match, Source, rank, top_matches
+from knowtk.index.fts import FtsProjection, QueryTerms, tokenize_query
 from knowtk.query.args import Param, choice, integer, text
 from knowtk.query.citations import (
     LARGE_BODY_BYTES,
@@ -32,7 +33,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.snapshot import Snapshot, in_scope
+from knowtk.snapshot.model import Snapshot, in_scope
 from knowtk.state import now_utc
 
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]

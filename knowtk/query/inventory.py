@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.errors import StoreUnavailable
 from knowtk.model.records import Record
 from knowtk.query.args import Param, integer, text
@@ -22,7 +22,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.snapshot import Snapshot
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
 __all__ = ["RECORDS_PARAMS", "RECORD_PARAMS", "full_record", "inventory", "one_record"]

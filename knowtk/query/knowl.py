@@ -24,18 +24,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from knowtk.engine import Engine, KeywordIndex
+from knowtk.engine.engine import Engine, KeywordIndex
 from knowtk.errors import InvalidArgument, RecordNotFound, StoreUnavailable
 from knowtk.index import semantic
+from knowtk.index.bm25 import Source, rank
 from knowtk.index.embeddings import EmbeddingCache, embedding_text
-from knowtk.index.keyword import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms, Source, rank
+from knowtk.index.fts import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Record
 from knowtk.query.args import Param, boolean, bound, choice, integer, strings, text
 from knowtk.query.citations import EvidenceVerifier, utf16_len
 from knowtk.query.common import coverage, freshness
 from knowtk.query.grep import parse_terms
-from knowtk.snapshot import Snapshot
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
 if TYPE_CHECKING:  # numpy is imported when semantic search runs: the CLI's grep starts without it
@@ -166,7 +167,7 @@ def _members(
 
 def _embedder() -> tuple[semantic.Embedder | None, str]:
     """The installed embedding model, or why there is none (the text of ``uncalibrated (...)``)."""
-    if semantic._disabled():
+    if semantic.disabled():
         return None, f"semantic search turned off by {semantic.ENV_VAR}"
     embedder = semantic.load_embedder()
     return embedder, "" if embedder is not None else semantic.UNAVAILABLE_REASON

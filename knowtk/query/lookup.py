@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowtk.engine import Engine
+from knowtk.engine.engine import Engine
 from knowtk.query.args import FOLDERS, Param, choice, text, with_schema
 from knowtk.query.common import LIFECYCLES, coverage, freshness, record_summary
-from knowtk.snapshot import Snapshot, in_scope, normalize_name
+from knowtk.snapshot.model import Snapshot, in_scope, normalize_name
 from knowtk.state import now_utc
 
 __all__ = ["LOOKUP_PARAMS", "lookup", "lookup_record"]

@@ -1,6 +1,6 @@
 """Change notification: the operating system tells the scan what changed, so an unchanged store costs no walk.
 
-``InotifyWatch`` is a ``ChangeSource`` (see ``knowtk.scan``) for Linux. It watches
+``InotifyWatch`` is a ``ChangeSource`` (see ``knowtk.scan.changes``) for Linux. It watches
 every folder the walk would enter and, at the start of each query, drains the
 inotify queue without blocking (no thread, no debounce). The kernel queues an
 event before the ``write``, ``truncate``, ``rename``, ``unlink`` or ``utime``
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 
 from knowtk.errors import ScanLimitExceeded
 from knowtk.model.config import CONFIG_FILE
-from knowtk.scan import DEFAULT_MAX_FILES, ChangeSource, ScanDelta, Stat, StatWalk
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, ScanDelta, Stat, StatWalk
 
 __all__ = [
     "UNWATCHABLE_FILESYSTEMS",

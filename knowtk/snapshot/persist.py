@@ -30,11 +30,24 @@ from typing import Any
 from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue, parse_date_value
 from knowtk.model.records import Issue, Record
-from knowtk.scan import Scanner, collector_paused
-from knowtk.snapshot import ChainEnd, Former, Layered, Safeguards, Snapshot, _Index
+from knowtk.scan.cache import Scanner
+from knowtk.scan.pool import collector_paused
+from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
+from knowtk.snapshot.overlay import Former, Layered
+from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, now_utc
 
-__all__ = ["ImageDamaged", "StoredRecords", "StoredSnapshot", "config_key", "guards_key", "load_image", "write_image"]
+__all__ = [
+    "ImageDamaged",
+    "ImageParts",
+    "StoredIndex",
+    "StoredRecords",
+    "StoredSnapshot",
+    "config_key",
+    "guards_key",
+    "load_image",
+    "write_image",
+]
 
 FORMAT = 2  # bump when a part's meaning changes: an image of another format is never read
 TABLE = "snapshot_image_v1"
@@ -95,7 +108,7 @@ def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
     return out
 
 
-# part -> (what to store, how to read it back); "snapshot" parts are Snapshot fields, "index" parts _Index fields
+# part -> (what to store, how to read it back); "snapshot" parts are Snapshot fields, "index" parts SnapshotIndex fields
 SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]] = {
     "lifecycle": (lambda s: s.lifecycle, dict),
     "superseded_by": (lambda s: s.superseded_by, dict),
@@ -112,7 +125,7 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
     "excluded": (lambda s: s.excluded, dict),
     "paths": (lambda s: s.paths, dict),
 }
-INDEX_PARTS: dict[str, tuple[Callable[[_Index], Any], Callable[[Any], Any]]] = {
+INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any]]] = {
     "id_at": (lambda x: x.id_at, dict),
     "claims": (lambda x: dict(x.claims), dict),
     "referrers": (lambda x: dict(x.referrers), dict),
@@ -147,7 +160,7 @@ def write_image(
 
     A projection: a failure to write costs the next new process a build, never this query.
     """
-    ix = snap._index
+    ix = snap.index
     assert ix is not None
     texts: dict[str, str] = {}
     for name, (dump, _) in SNAPSHOT_PARTS.items():
@@ -184,7 +197,7 @@ def write_image(
 
 
 # -- reading ---------------------------------------------------------------------------------------
-class _Parts:
+class ImageParts:
     """The image's texts, read in one transaction; each parsed (and its digest checked) on first use."""
 
     def __init__(self, meta: dict[str, Any], texts: dict[str, str], on_damage: Callable[[], None]) -> None:
@@ -208,35 +221,59 @@ class _Parts:
 class StoredSnapshot(Snapshot):
     """A snapshot read back from state.sqlite: each table parsed when first used, records filled per id."""
 
-    _parts: _Parts
+    parts: ImageParts
     records: StoredRecords  # type: ignore[assignment]
+
+    def __init__(
+        self, parts: ImageParts, scanner: Scanner, *, config: StoreConfig, generation: int, evaluated_at: datetime
+    ) -> None:
+        # not the dataclass __init__: the stored tables stay unset until __getattr__ parses them
+        meta, valid_until = parts.meta, parts.meta["valid_until"]
+        self.parts = parts
+        self.generation = generation
+        self.scanned_at = datetime.fromisoformat(meta["scanned_at"])
+        self.evaluated_at = evaluated_at
+        self.config = config
+        self.valid_until = datetime.fromisoformat(valid_until) if valid_until else None
+        self.changed_ids = None
+        self.previous_generation = None
+        self.index = StoredIndex(parts)
+        self.image_key = meta["key"]
+        self.records = StoredRecords(parts, scanner, self)
 
     def parse_all(self) -> None:
         """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good."""
         for name in SNAPSHOT_PARTS:
             getattr(self, name)
-        index = self._index
+        index = self.index
         for name in INDEX_PARTS:
             getattr(index, name)
-        self.records._sha  # noqa: B018 (parsed: the stored hashes)
+        self.records.parse_all()
 
     def __getattr__(self, name: str) -> Any:  # only called for what is not set yet: the stored tables
         return _stored_attribute(self, name, SNAPSHOT_PARTS, "")
 
 
-class _StoredIndex(_Index):
-    _parts: _Parts
+class StoredIndex(SnapshotIndex):
+    """A stored snapshot's index: each table parsed from its part when first used."""
+
+    parts: ImageParts
+
+    def __init__(self, parts: ImageParts) -> None:  # not the dataclass __init__: the tables are parsed on first use
+        self.parts = parts
 
     def __getattr__(self, name: str) -> Any:
         return _stored_attribute(self, name, INDEX_PARTS, "index.")
 
 
-def _stored_attribute(obj: Any, name: str, parts: Mapping[str, tuple[Any, Callable[[Any], Any]]], prefix: str) -> Any:
+def _stored_attribute(
+    obj: StoredSnapshot | StoredIndex, name: str, parts: Mapping[str, tuple[Any, Callable[[Any], Any]]], prefix: str
+) -> Any:
     """A stored table, parsed from its part and kept on ``obj`` (so this runs once per attribute)."""
     spec = parts.get(name)
     if spec is None or name.startswith("__"):
         raise AttributeError(name)
-    value = obj._parts.get(prefix + name, spec[1])
+    value = obj.parts.get(prefix + name, spec[1])
     setattr(obj, name, value)
     return value
 
@@ -244,13 +281,18 @@ def _stored_attribute(obj: Any, name: str, parts: Mapping[str, tuple[Any, Callab
 class StoredRecords(Mapping[str, Record]):
     """id -> Record of a stored snapshot: the record of its file, as scan_files_v1 holds it, built on first use."""
 
-    def __init__(self, parts: _Parts, scanner: Scanner, snap: StoredSnapshot) -> None:
+    def __init__(self, parts: ImageParts, scanner: Scanner, snap: StoredSnapshot) -> None:
         self._parts, self._scanner, self._snap = parts, scanner, snap
         self._records: dict[str, Record] = {}
         self._loads = 0
         self._complete = False
         self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
+
+    @property
+    def snapshot(self) -> StoredSnapshot:
+        """The stored snapshot these records were loaded with."""
+        return self._snap
 
     @property
     def current(self) -> bool:
@@ -279,6 +321,10 @@ class StoredRecords(Mapping[str, Record]):
         ids = self._where.keys()
         sha: dict[str, str] = self._parts.get("record_sha", lambda shas: dict(zip(ids, shas, strict=True)))
         return sha
+
+    def parse_all(self) -> None:
+        """Parse the stored ids, paths and hashes now (raises ImageDamaged for a damaged part)."""
+        self._sha  # noqa: B018 (parsed on first use, and the ids and paths with it)
 
     @property
     def ids(self) -> KeysView[str]:
@@ -359,7 +405,7 @@ class StoredRecords(Mapping[str, Record]):
         except SnapshotOutdated:
             pass
         if self._formers is None:  # the stored name and reference maps, inverted once
-            index = self._snap._index
+            index = self._snap.index
             assert index is not None
             keys: dict[str, set[str]] = {}
             refs: dict[str, list[str]] = {}
@@ -402,25 +448,8 @@ def load_image(
         evaluated_at = datetime.fromisoformat(meta["evaluated_at"])
         if evaluated_at > now_utc():  # judged at a later instant (another clock, or this one set back):
             return None  # its expiry would be ahead of this process's, and valid_until only looks forward
-        parts = _Parts(meta, texts, on_damage)
-        snap = StoredSnapshot.__new__(StoredSnapshot)
-        index = _StoredIndex.__new__(_StoredIndex)
-        index._parts = parts
-        valid_until = meta["valid_until"]
-        snap.__dict__.update(
-            _parts=parts,
-            generation=generation,
-            scanned_at=datetime.fromisoformat(meta["scanned_at"]),
-            evaluated_at=evaluated_at,
-            config=config,
-            valid_until=datetime.fromisoformat(valid_until) if valid_until else None,
-            changed_ids=None,
-            previous_generation=None,
-            _index=index,
-            image_key=meta["key"],
-            _fingerprints={},
-        )
-        snap.records = StoredRecords(parts, scanner, snap)
+        parts = ImageParts(meta, texts, on_damage)
+        snap = StoredSnapshot(parts, scanner, config=config, generation=generation, evaluated_at=evaluated_at)
         return Image(meta, snap)
     except (ValueError, TypeError, KeyError, AttributeError):
         return None  # an unreadable image is no image: the next full build writes a new one

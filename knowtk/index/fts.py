@@ -1,4 +1,4 @@
-"""Keyword projections (SQLite FTS5) and exact BM25 over any filtered subset of them.
+"""Keyword projections stored in SQLite FTS5: the tables, their in-memory mirror, and reading them back.
 
 Two projections live in state.sqlite, each an FTS5 table (title, aliases,
 body) beside a rows table (id, sha256, token count):
@@ -14,15 +14,10 @@ body) beside a rows table (id, sha256, token count):
 only the rows whose hash changed. A missing table or a changed fingerprint
 (tokenizer, columns, format) drops and rebuilds the projection.
 
-Scoring is SQLite's own ``bm25()`` with weights title 8, aliases 6, body 1,
-"as if the table held only the records that pass the filters". When nothing
-is filtered out, that *is* ``bm25()`` on the table. Otherwise the same formula
-(fts5_aux.c: k1 = 1.2, b = 0.75, IDF floored at 1e-6) is evaluated here from
-the index itself: each row's weighted count of each phrase (read back from
-``bm25()`` of that phrase alone, see ``phrase_frequencies``), row lengths from
-the FTS5 ``_docsize`` table, and row count, total tokens and document
-frequencies taken over the filtered rows only. The tests check both paths
-against ``bm25()`` on a table that really holds only the filtered records.
+A projection also knows each row's weighted count of a phrase, read back from
+SQLite's own ``bm25()`` of that phrase alone (``phrase_frequencies``): that is
+why SQLite's BM25 parameters (``WEIGHTS``, ``K1``, ``B``) are stated here.
+Ranking over filtered subsets is ``knowtk.index.bm25``.
 """
 
 from __future__ import annotations
@@ -43,19 +38,21 @@ from knowtk.scan.progress import progress
 from knowtk.state import Contention, StateDB, now_utc
 
 __all__ = [
+    "COLUMNS",
+    "HIGHLIGHT_CLOSE",
+    "HIGHLIGHT_OPEN",
+    "K1",
     "WEIGHTS",
+    "B",
     "FtsProjection",
-    "Match",
     "ProjectionChanged",
     "QueryTerms",
-    "Source",
-    "rank",
     "tokenize_query",
-    "top_matches",
 ]
 
 TOKENIZER = "unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "body")
+# bm25()'s column weights, and the constants of its formula in fts5_aux.c (per-row counts are read back through them)
 WEIGHTS = {"title": 8.0, "aliases": 6.0, "body": 1.0}
 K1, B = 1.2, 0.75
 FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
@@ -63,7 +60,6 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
-KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +171,35 @@ class FtsProjection:
             out.append(f"{fts}_content does not span the rows of {self.rows}")
         if rows and conn.execute(f"SELECT 1 FROM {fts}_idx LIMIT 1").fetchone() is None:
             out.append(f"{fts}_idx is empty while the projection holds {rows} rows")
+        return out
+
+    def verify(self, desired: Mapping[str, str]) -> list[str]:
+        """``problems``, then FTS5's own integrity-check and the rows against ``desired`` and the mirror."""
+        out = self.problems()
+        if out:
+            return out
+        conn, fts = self.conn, self.fts
+        try:
+            with self.state.transaction():
+                conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            out.append(f"FTS5 integrity-check of {fts}: {exc}")
+        rows = dict(conn.execute(f"SELECT id, sha256 FROM {self.rows}"))
+        if rows != dict(desired):
+            differing = len(set(rows.items()) ^ set(desired.items()))
+            out.append(f"{self.rows} differs from the Markdown at {differing} records")
+        if rows != self.shas:
+            out.append(f"the in-memory mirror of {self.rows} differs from the table")
+        return out
+
+    def rebuild(self) -> None:
+        """Take the tables for damaged: the next use drops and builds them again."""
+        self.damaged = True
+        self.invalidate()
+
+    def take_repairs(self) -> list[str]:
+        """What was rebuilt and why since the last call (then forgotten)."""
+        out, self.repairs = self.repairs, []
         return out
 
     def ensure(self) -> None:
@@ -634,129 +659,6 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
     finally:
         conn.execute("PRAGMA writable_schema = RESET")
         conn.execute("PRAGMA writable_schema = OFF")
-
-
-@dataclass(slots=True)
-class Source:
-    """One projection and the rows of it that pass the query's scope and filters (None: all of them)."""
-
-    projection: FtsProjection
-    allowed: set[int] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    score: float
-    id: str
-    rowid: int
-    source: FtsProjection
-
-
-def rank(sources: list[Source], terms: QueryTerms) -> list[Match]:
-    """Every match over the union of the sources, best first (score descending, then id)."""
-    return top_matches(sources, terms, None)[1]
-
-
-def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tuple[int, list[Match]]:
-    """(how many rows match, the best k of them in rank order; all when k is None).
-
-    A common word matches most of the store; a page needs only its first k, so the rest
-    are counted but never ordered.
-    """
-    negated, rowids, which = _scored(sources, terms)
-    count = len(rowids)
-    if k is not None and k < count:
-        # every row scoring at least the k-th best score (ties included), then ordered by (score, id)
-        kth = np.partition(negated, k - 1)[k - 1] if k > 0 else -np.inf
-        chosen = np.flatnonzero(negated <= kth)
-    else:
-        chosen = np.arange(count)
-    keyed: list[Keyed] = []
-    negs, rows, srcs = negated[chosen].tolist(), rowids[chosen].tolist(), which[chosen].tolist()
-    for neg, rowid, i in zip(negs, rows, srcs, strict=True):
-        keyed.append((neg, sources[i].projection.id_of[rowid], rowid, i))
-    keyed.sort()
-    if k is not None:
-        del keyed[k:]
-    return count, [Match(-neg, rid, rowid, sources[i].projection) for neg, rid, rowid, i in keyed]
-
-
-# (-score, id, rowid, source index): sorts in rank order as plain tuples (ids are unique across sources)
-Keyed = tuple[float, str, int, int]
-Scored = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]  # -score, rowid, source index
-
-
-def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
-    if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
-        proj = sources[0].projection
-        phrases = terms.phrases
-        if not all(proj.has_counts(phrase) for phrase in phrases):
-            negated, rowids = proj.native_arrays(terms)
-            if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
-                proj.counts_from_scores(phrases[0], negated, rowids)
-            return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
-        # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
-    return _filtered_bm25(sources, terms)
-
-
-def _filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
-    """bm25() as SQLite computes it, over a corpus made only of the allowed rows of the sources.
-
-    Evaluated on numpy arrays with the operations, in the order, of fts5_aux.c's loop (so the
-    doubles are the same): one pass per phrase over the rows that hold it.
-    """
-    empty: Scored = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    n_rows = 0
-    n_tokens = 0
-    for src in sources:
-        proj = src.projection
-        if src.allowed is None:
-            n_rows += len(proj.tokens)
-            n_tokens += proj.total_tokens
-        else:
-            n_rows += len(src.allowed)
-            n_tokens += proj.allowed_tokens(src.allowed)
-    if n_rows == 0:
-        return empty
-    avgdl = float(n_tokens) / float(n_rows)
-    span = max(len(src.projection.token_array()) for src in sources)  # (source, rowid) -> source * span + rowid
-    phrases = terms.phrases
-    keys: list[NDArray[np.int64]] = []  # per phrase: sorted keys of the allowed rows holding it
-    counts: list[NDArray[np.float64]] = []  # the weighted count of each, aligned
-    idf = []
-    for phrase in phrases:
-        parts_k, parts_f = [], []
-        for i, src in enumerate(sources):
-            rowids, freq = src.projection.phrase_arrays(phrase, src.allowed)
-            parts_k.append(rowids + i * span)
-            parts_f.append(freq)
-        key, freq = np.concatenate(parts_k), np.concatenate(parts_f)
-        order = np.argsort(key, kind="stable")
-        keys.append(key[order])
-        counts.append(freq[order])
-        n_hit = len(key)
-        value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-        idf.append(value if value > 0.0 else 1e-6)
-    if not phrases:
-        return empty
-    candidates = keys[0]
-    for key in keys[1:]:
-        candidates = np.union1d(candidates, key) if terms.mode == "any" else np.intersect1d(candidates, key)
-    which = candidates // span
-    rowids = candidates - which * span
-    d = np.empty(len(candidates))
-    for i, src in enumerate(sources):
-        here = which == i
-        d[here] = np.maximum(src.projection.token_array()[rowids[here]], 0.0)
-    score = np.zeros(len(candidates))
-    for p in range(len(phrases)):
-        at = np.searchsorted(keys[p], candidates)
-        hit = at < len(keys[p])
-        hit[hit] = keys[p][at[hit]] == candidates[hit]
-        f = np.zeros(len(candidates))
-        f[hit] = counts[p][at[hit]]
-        score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-    return -score, rowids, which
 
 
 def _columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

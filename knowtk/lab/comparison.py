@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from knowtk.errors import InvalidArgument
 from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, Column, build_frame, key
 from knowtk.lab.metrics import METRICS
-
-if TYPE_CHECKING:
-    from knowtk.lab.run import LabRun
+from knowtk.lab.scored import CHECKS, ScoredRun
 
 __all__ = ["CHANGES", "compare", "compare_cases"]
 
-_SCORES = (*METRICS, "status_ok", "clean")
+_SCORES = (*METRICS, *CHECKS)
 #: ``change`` values, in the order a comparison lists them (changed cases first).
 CHANGES = ("worse", "mixed", "better", "reordered", "unscored", "new", "removed", "same")
 
 
-def _pick(run: LabRun, name: str | None, fallback: int, argument: str) -> str:
+def _pick(run: ScoredRun, name: str | None, fallback: int, argument: str) -> str:
     names = run.variant_names
     if name is None:
         if len(names) <= fallback:
@@ -96,8 +94,8 @@ COLUMNS: list[Column] = [
 
 
 def compare(
-    before: LabRun,
-    after: LabRun | None = None,
+    before: ScoredRun,
+    after: ScoredRun | None = None,
     *,
     left: str | None = None,
     right: str | None = None,

@@ -1,0 +1,483 @@
+"""The engine: one store's scan, snapshot and projections, kept in step at every query.
+
+``Engine.snapshot()`` scans (cheap when nothing changed) and rebuilds the
+snapshot when a file changed, ``knowtk.yaml`` changed, or an expiry passed.
+``Engine.keyword()`` additionally reconciles the keyword projections with
+that snapshot, re-indexing only the records whose hash changed. The other
+projections (``knowtk.index.projection``'s registered kinds) live in
+``Engine.extensions``. Query modules (``knowtk.query``) read an engine;
+they never write Markdown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from knowtk.engine import repair
+from knowtk.engine.transactions import run_all
+from knowtk.errors import StoreUnavailable
+from knowtk.index.fts import FtsProjection
+from knowtk.index.projection import Findings, kept, registered
+from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
+from knowtk.model.records import Record
+from knowtk.scan.cache import Scanner
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
+from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
+from knowtk.scan.pool import collector_paused
+from knowtk.scan.watch import choose_change_source, freshness_mode
+from knowtk.snapshot.build import build_snapshot
+from knowtk.snapshot.model import Snapshot
+from knowtk.snapshot.persist import StoredRecords, StoredSnapshot, guards_key, load_image, write_image
+from knowtk.snapshot.safeguards import Safeguards
+from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
+
+__all__ = ["Engine", "KeywordIndex"]
+
+T = TypeVar("T")
+_ordinals = itertools.count()  # a global order of engines: several are always locked in this order
+
+# Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
+# read again when indexed. A first scan of 100k records would otherwise hold every body at once.
+PENDING_BODY_CHARS = 64 * 2**20
+# files changed since the stored snapshot image past which it is written again (with at least this
+# many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
+IMAGE_DRIFT_FILES = 1000
+
+
+@dataclass
+class KeywordIndex:
+    """The reconciled keyword projections for one snapshot, or why they are unavailable."""
+
+    main: FtsProjection
+    history: FtsProjection
+    generation: int
+    error: str | None = None
+    written: int = 0  # projection rows written by the last reconcile (only changed records)
+
+    @property
+    def indexed_at(self) -> str | None:
+        stamps = [s for s in (self.main.indexed_at, self.history.indexed_at) if s]
+        return max(stamps) if stamps else None
+
+
+class Engine:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        change_source: ChangeSource | type | None = None,
+        max_files: int = DEFAULT_MAX_FILES,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        accept_safeguard_loss: bool = False,
+        rebind_state: bool = False,
+    ) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        if not os.path.isdir(self.root):
+            what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
+            raise StoreUnavailable(self.root, f"the store folder {what}")
+        # one call at a time per engine (threads share the connection, the mirrors and the snapshot)
+        self.lock = threading.RLock()
+        self.ordinal = next(_ordinals)
+        self.closed = False
+        self.retries = 0  # calls run again because another process changed the state (observability)
+        self._writes = 0  # state.writes when the running call began
+        self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
+        self._pinned: Snapshot | None = None  # the snapshot of the running call
+        folder = os.fspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
+        default = os.path.abspath(folder) == os.path.join(self.root, STATE_DIR)
+        self.state = StateDB(
+            os.path.join(folder, STATE_FILE),
+            store="." if default else self.root,  # the usual .knowtk moves with its store
+            hint=accept_hint(self.root, None if default else os.path.abspath(folder)),
+            accept_loss=accept_safeguard_loss,
+            rebind=rebind_state,
+        )
+        self.scanner = Scanner(
+            self.root,
+            self.state,
+            source=choose_change_source(self.root, change_source, max_files=max_files),
+            max_file_bytes=max_file_bytes,
+            lock=self.lock,
+        )
+        try:
+            self.safeguards = Safeguards(self.state, accept_loss=accept_safeguard_loss)
+        except BaseException:
+            self.state.close()
+            raise
+        if self.state.moved_aside:
+            moved = f"state.sqlite could not be read and was moved to {self.state.moved_aside}"
+            self.safeguards.repairs.insert(0, moved)
+        self._config_stat: tuple[int, int] | None = None
+        self.config: StoreConfig = load_config(self.root)
+        self._snapshot: Snapshot | None = None
+        self._image_tried = False  # the stored snapshot image is looked at once, by the first snapshot
+        self._image_drift = 0  # files changed since the image was written or loaded
+        self._adopted: Snapshot | None = None  # the image the first snapshot was loaded from, if behind the files
+        self._generation = 0
+        self._touched: set[str] = set()
+        self._pending_bodies: dict[str, str] = {}
+        self._keyword: KeywordIndex | None = None
+        self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
+        self._desired_version = 0  # bumped at every change of the desired maps (they are patched in place)
+        # (the version the desired maps were patched from, the ids that may differ): reconcile looks at those only
+        self._keyword_base: tuple[int, frozenset[str]] | None = None
+        # the registered projections' instances (knowtk.index.projection), by kind
+        self.extensions: dict[str, Any] = {}
+
+    @property
+    def state_path(self) -> str:
+        return self.state.path
+
+    @property
+    def freshness_mode(self) -> str:
+        """How a query learns what changed: 'inotify' (the OS says) or 'walk' (every file is stat'ed)."""
+        return freshness_mode(self.scanner.source)
+
+    # -- the snapshot --------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Scan and validate: the store as the current query sees it (within a call: its one snapshot)."""
+        with self.lock:
+            self.ensure_open()
+            if self._pinned is not None:
+                return self._pinned
+            if not self._depth:  # outside a call (a direct use): one of its own, so that a retry is possible
+                return self.run(lambda: _parsed(self.snapshot()))
+            with collector_paused():
+                return self._snapshot_now()
+
+    # -- calls -------------------------------------------------------------------------------------
+    def run(self, fn: Callable[[], T]) -> T:
+        """Run one whole tool call: under this engine's lock, inside one transaction of state.sqlite."""
+        return run_all([self], fn)
+
+    @property
+    def in_call(self) -> bool:
+        """True inside a call of this thread (a tool calling another tool joins it)."""
+        return self._depth > 0
+
+    def begin_call(self, *, immediate: bool) -> None:
+        """Enter a call (run_all): its snapshot taken and pinned, its transaction begun.
+
+        The call counts as entered even when this fails: ``leave_call`` follows in every case.
+        """
+        self._depth += 1
+        snap = self.snapshot()  # scans and records safeguards in their own transactions
+        self.state.begin_query(immediate=immediate)
+        self._pinned = snap
+        self._writes = self.state.writes
+
+    def end_call(self, *, commit: bool) -> None:
+        """Commit or roll back the call's transaction; a rollback forgets the mirrors that saw its writes."""
+        self._pinned = None
+        try:
+            self.state.end_query(commit=commit)
+        finally:
+            if not commit and self.state.writes != self._writes:  # the mirrors took in writes now undone
+                self.invalidate()
+
+    def leave_call(self) -> None:
+        self._depth -= 1
+
+    def invalidate(self) -> None:
+        """Forget every in-memory mirror of state.sqlite (after a rollback): reloaded at the next use."""
+        if self._keyword is not None:
+            self._keyword.main.invalidate()
+            self._keyword.history.invalidate()
+        for proj in self.extensions.values():
+            proj.invalidate()
+
+    def _snapshot_now(self) -> Snapshot:
+        room = PENDING_BODY_CHARS - sum(map(len, self._pending_bodies.values()))
+        touched, bodies = self.scanner.scan(keep_bodies=room)  # (stored records see it: StoredRecords.current)
+        self._pending_bodies.update(bodies)
+        self._touched |= touched  # kept until a snapshot has taken them in
+        now = now_utc()
+        config_changed = self._reload_config()
+        guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
+        if self._snapshot is None and not self._image_tried:
+            self._image_tried = True
+            self._adopt_image()
+        snap = self._snapshot
+        expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
+        if snap is None or self._touched or config_changed or expired or guards_changed:
+            if snap is None:
+                self.scanner.fill_all()  # a full build reads every record
+            self._image_drift += len(self._touched)
+            # a new image after a full build, when this process found the stored one behind the files (the
+            # next process need not apply the same changes again), and when the files drifted far from it
+            write = (
+                snap is None
+                or (snap is self._adopted and bool(self._touched))
+                or self._image_drift >= max(IMAGE_DRIFT_FILES, len(self.scanner.files) // 20)
+            )
+            snap = build_snapshot(
+                self.scanner.parsed,
+                self.config,
+                self.safeguards,
+                generation=self._generation + 1,
+                now=now,
+                previous=snap,
+                touched=self._touched,
+            )
+            self._generation, self._snapshot, self._touched = snap.generation, snap, set()
+            if write:
+                snap.image_key = write_image(
+                    self.state, snap, scanner=self.scanner, config=self.config, safeguards=self.safeguards
+                )
+                self._image_drift = 0
+        return snap
+
+    def _adopt_image(self) -> None:
+        """Take the snapshot stored in state.sqlite as the previous one, with the files changed since as touched."""
+        image = load_image(
+            self.state, self.scanner, config=self.config, generation=self._generation + 1, on_damage=self._image_damaged
+        )
+        if image is None or image.guards != guards_key(self.safeguards):
+            return
+        scanner = self.scanner
+        if image.scan_token is not None and image.scan_token == scanner.loaded_token:
+            drift = self._touched  # the scan cache was the image's files when loaded: what the scan changed since
+        else:  # compare the files with those the image was built from
+            paths = image.snapshot.paths
+            drift = {p for p, e in scanner.files.items() if e.sha256 is None or paths.get(p) != e.sha256}
+            drift |= paths.keys() - scanner.files.keys()  # (what the scan touched is in these if it matters)
+        self._generation += 1
+        if drift:
+            self._adopted = image.snapshot
+        image.snapshot.records.current = not drift
+        self._snapshot, self._touched = image.snapshot, set(drift)
+
+    def _image_damaged(self) -> None:
+        """A part of the stored image proved damaged: forget it; the query runs again on a full build."""
+        self._snapshot = None
+        self._touched = set()
+        self._keyword_desired = self._keyword_base = None
+        self.safeguards.repairs.append("the stored snapshot image was damaged; the snapshot was built again")
+
+    def _reload_config(self) -> bool:
+        try:
+            st = os.stat(os.path.join(self.root, CONFIG_FILE))
+            stat: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stat = None
+        config_changed = getattr(self.scanner.source, "config_changed", None)  # an event proves a same-stat edit
+        event = config_changed() if config_changed is not None else False  # taken now, or it waits for the next query
+        if stat == self._config_stat and not event:
+            return False
+        first = self._config_stat is None and self._snapshot is None
+        self._config_stat = stat
+        before, self.config = self.config, load_config(self.root)
+        return not first and self.config != before
+
+    # -- keyword projections ----------------------------------------------------------------------
+    def keyword(self, snap: Snapshot) -> KeywordIndex:
+        """The keyword projections reconciled with this snapshot (only changed records re-indexed).
+
+        A projection that fails with a database error is rebuilt from scratch once before the
+        error is reported (a damaged FTS5 shadow table, a hand-edited rows table).
+        """
+        with self.lock:
+            if not self._depth:  # outside a call (a direct use): one of its own
+                return self.run(lambda: self.keyword(snap))
+            index = self._keyword_now(snap)
+            if index.error is not None:
+                index.main.damaged = index.history.damaged = True
+                index = self._keyword_now(snap)
+            return index
+
+    def _keyword_now(self, snap: Snapshot) -> KeywordIndex:
+        index = self._keyword
+        if index is None:
+            index = self._keyword = KeywordIndex(
+                FtsProjection(self.state, "keyword"), FtsProjection(self.state, "keyword_history"), -1
+            )
+        try:
+            with collector_paused():
+                if snap.image_key is not None:
+                    self._trust_image(index, snap)
+                adopted, cached = self._adopted, self._keyword_desired
+                if (
+                    adopted is not None and cached is None and snap.previous_generation == adopted.generation
+                ):  # built on an image found behind the files: the image's rows, patched at the changed ids
+                    self._trust_image(index, adopted)
+                main_ids, history_ids = self._desired(snap)
+                since, version = self._keyword_base, self._desired_version
+
+                def text(rid: str) -> tuple[str, str, str] | None:
+                    return self._text(snap.records[rid])
+
+                mark = snap.image_key
+                index.written = index.main.reconcile(main_ids, text, version=version, since=since, mark=mark)
+                index.written += index.history.reconcile(history_ids, text, version=version, since=since, mark=mark)
+        except sqlite3.Error as exc:
+            index.main.invalidate()  # reload the mirrors next time
+            index.history.invalidate()
+            if is_busy(exc):  # another process holds the state: run the call again, never report it
+                raise Contention(str(exc)) from exc
+            index.error = f"{type(exc).__name__}: {exc}"
+            return index
+        except BaseException:
+            index.main.invalidate()
+            index.history.invalidate()
+            raise
+        self._pending_bodies.clear()
+        index.error = None
+        index.generation = snap.generation
+        return index
+
+    def _trust_image(self, index: KeywordIndex, snap: Snapshot) -> None:
+        """When the projections hold what this stored snapshot needs (their mark says so), take their
+        rows as the desired maps instead of deriving those from every record."""
+        cached = self._keyword_desired
+        if cached is not None and cached[0] == snap.generation:
+            return
+        index.main.ensure()
+        index.history.ensure()
+        records = snap.records  # a cheap guard against rows that name no record (a hand-edited table)
+        if isinstance(records, StoredRecords):
+            known: Any = records.ids
+        else:
+            known = records.keys() if isinstance(records, dict) else set(records)
+        if (
+            index.main.image_mark == snap.image_key
+            and index.history.image_mark == snap.image_key
+            and index.main.shas.keys() <= known
+            and index.history.shas.keys() <= known
+        ):
+            main, history = dict(index.main.shas), dict(index.history.shas)
+            self._desired_version += 1
+            index.main.trust(main, self._desired_version)
+            index.history.trust(history, self._desired_version)
+            self._keyword_desired, self._keyword_base = (snap.generation, main, history), None
+
+    def _desired(self, snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
+        """{id: sha256} each keyword projection must hold: available active records, available superseded ones."""
+        cached = self._keyword_desired
+        if cached is not None and cached[0] == snap.generation:
+            return cached[1], cached[2]
+        self._keyword_base = None
+        if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
+            # the previous maps patched in place, at the ids the snapshot says may have changed; a projection
+            # that held the previous version compares those ids only (copying the maps cost ~5 ms at 300k)
+            main, history = cached[1], cached[2]
+            ids: Iterable[str] = snap.changed_ids
+            self._keyword_base = (self._desired_version, snap.changed_ids)
+        else:
+            main, history = {}, {}
+            ids = snap.records
+        self._desired_version += 1
+        records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
+        # a stored snapshot knows each record's hash without building the record
+        sha_of = records.sha256_of if not isinstance(records, dict) else None
+        for rid in ids:
+            if sha_of is not None:
+                sha = sha_of(rid)
+            else:
+                r = records.get(rid)
+                sha = r.sha256 if r is not None else None
+            life = lifecycle[rid] if sha is not None and rid not in unavailable else None
+            if sha is not None and life == "active":
+                main[rid] = sha
+            else:
+                main.pop(rid, None)
+            if sha is not None and life == "superseded":
+                history[rid] = sha
+            else:
+                history.pop(rid, None)
+        self._keyword_desired = (snap.generation, main, history)
+        return main, history
+
+    def _text(self, r: Record) -> tuple[str, str, str] | None:
+        body = self._pending_bodies.get(r.path)
+        if body is None:
+            body = self.scanner.read_body(r.path, r.sha256)
+            if body is None:
+                return None
+        return (r.title or "", "\n".join(r.aliases), body)
+
+    def body(self, r: Record) -> str | None:
+        """The body of a record as of its snapshot hash (None if the file changed since)."""
+        return self.scanner.read_body(r.path, r.sha256)
+
+    # -- check and repair ------------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """Check state.sqlite and its projections against the Markdown; rebuild what is wrong.
+
+        Returns ``{"ok", "state", "integrity", "found", "repaired", "unrepaired", "earlier"}``:
+        ``ok`` is True when nothing was found wrong; ``integrity`` is what ``PRAGMA
+        integrity_check`` said (``["ok"]`` when whole) before any repair; ``found`` lists every
+        problem, ``repaired`` what was rebuilt or restored, ``unrepaired`` what needs a person
+        (a safeguard loss to accept); ``earlier`` what queries repaired by themselves since
+        the store was opened or last checked.
+        """
+        with self.lock:
+            self.ensure_open()
+            earlier = self._repairs_so_far()
+            integrity = repair.integrity_check(self.state)
+            out = Findings()
+            if integrity != ["ok"]:
+                out.found += [f"integrity_check: {line}" for line in integrity]
+            repair.check_safeguards(self.safeguards, out)
+            if not out.unrepaired:  # no query runs while safeguards are lost: the projections wait for the acceptance
+                self._check_projections(out)
+                repair.recheck_integrity(self.state, integrity, out)
+            return repair.report(self.state_path, earlier, integrity, out)
+
+    def _check_projections(self, out: Findings) -> None:
+        """The scan cache, the keyword projections and every registered projection, against the files."""
+        self.snapshot()
+        repair.check_file_hashes(self.root, self.scanner, out)
+        snap = self.snapshot()
+        self.run(self.scanner.fill_all)  # in a call: a file changing meanwhile makes it run again
+        repair.check_scan_cache(self.state, self.scanner, out)
+        index = self.keyword(snap)
+        desired = self._desired(snap)
+        pairs = [(index.main, desired[0]), (index.history, desired[1])]
+        repair.check_keyword(pairs, lambda: self._reindex(snap), out)
+        for name, factory in registered().items():
+            out.add(kept(self, name, factory).check(snap, self.run))
+
+    def _reindex(self, snap: Snapshot) -> str | None:
+        """Reconcile the keyword projections from scratch (one was taken for damaged); the error, if any."""
+        self._keyword_base = None
+        return self.keyword(snap).error
+
+    def _repairs_so_far(self) -> list[str]:
+        out = list(self.safeguards.repairs)
+        self.safeguards.repairs.clear()
+        if self._keyword is not None:
+            out += self._keyword.main.take_repairs()
+            out += self._keyword.history.take_repairs()
+        for proj in self.extensions.values():
+            out += proj.take_repairs()
+        return out
+
+    def ensure_open(self) -> None:
+        """Refuse any use of a closed engine (its SQLite connection is gone) with a KnowtkError."""
+        if self.closed:
+            raise StoreUnavailable(self.root, "this store was closed; open it again with knowtk.open_store")
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            close_source = getattr(self.scanner.source, "close", None)
+            if close_source is not None:
+                close_source()
+            self.state.close()
+
+
+def _parsed(snap: Snapshot) -> Snapshot:
+    """``snap`` with every stored part it rests on parsed: a damaged one is found inside the call (and the call
+    runs again on a full build), not later in the caller's hands."""
+    base = getattr(snap.records, "base", None)  # a Layered overlay over the stored records, after edits
+    stored = snap if isinstance(snap, StoredSnapshot) else base.snapshot if isinstance(base, StoredRecords) else None
+    if isinstance(stored, StoredSnapshot):
+        stored.parse_all()
+    return snap

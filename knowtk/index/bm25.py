@@ -1,0 +1,149 @@
+"""BM25 ranking over keyword projections, exact over any filtered subset of their rows.
+
+Scoring is SQLite's own ``bm25()`` with weights title 8, aliases 6, body 1,
+"as if the table held only the records that pass the filters". When nothing
+is filtered out, that *is* ``bm25()`` on the table. Otherwise the same formula
+(fts5_aux.c: k1 = 1.2, b = 0.75, IDF floored at 1e-6) is evaluated here from
+the index itself: each row's weighted count of each phrase (read back from
+``bm25()`` of that phrase alone, see ``FtsProjection.phrase_frequencies``), row
+lengths from the FTS5 ``_docsize`` table, and row count, total tokens and
+document frequencies taken over the filtered rows only. The tests check both
+paths against ``bm25()`` on a table that really holds only the filtered records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from knowtk.index.fts import K1, B, FtsProjection, QueryTerms
+
+__all__ = ["Match", "Scored", "Source", "filtered_bm25", "rank", "top_matches"]
+
+KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
+
+
+@dataclass(slots=True)
+class Source:
+    """One projection and the rows of it that pass the query's scope and filters (None: all of them)."""
+
+    projection: FtsProjection
+    allowed: set[int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    score: float
+    id: str
+    rowid: int
+    source: FtsProjection
+
+
+def rank(sources: list[Source], terms: QueryTerms) -> list[Match]:
+    """Every match over the union of the sources, best first (score descending, then id)."""
+    return top_matches(sources, terms, None)[1]
+
+
+def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tuple[int, list[Match]]:
+    """(how many rows match, the best k of them in rank order; all when k is None).
+
+    A common word matches most of the store; a page needs only its first k, so the rest
+    are counted but never ordered.
+    """
+    negated, rowids, which = _scored(sources, terms)
+    count = len(rowids)
+    if k is not None and k < count:
+        # every row scoring at least the k-th best score (ties included), then ordered by (score, id)
+        kth = np.partition(negated, k - 1)[k - 1] if k > 0 else -np.inf
+        chosen = np.flatnonzero(negated <= kth)
+    else:
+        chosen = np.arange(count)
+    keyed: list[Keyed] = []
+    negs, rows, srcs = negated[chosen].tolist(), rowids[chosen].tolist(), which[chosen].tolist()
+    for neg, rowid, i in zip(negs, rows, srcs, strict=True):
+        keyed.append((neg, sources[i].projection.id_of[rowid], rowid, i))
+    keyed.sort()
+    if k is not None:
+        del keyed[k:]
+    return count, [Match(-neg, rid, rowid, sources[i].projection) for neg, rid, rowid, i in keyed]
+
+
+# (-score, id, rowid, source index): sorts in rank order as plain tuples (ids are unique across sources)
+Keyed = tuple[float, str, int, int]
+Scored = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]  # -score, rowid, source index
+
+
+def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
+    if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
+        proj = sources[0].projection
+        phrases = terms.phrases
+        if not all(proj.has_counts(phrase) for phrase in phrases):
+            negated, rowids = proj.native_arrays(terms)
+            if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
+                proj.counts_from_scores(phrases[0], negated, rowids)
+            return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
+        # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
+    return filtered_bm25(sources, terms)
+
+
+def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
+    """bm25() as SQLite computes it, over a corpus made only of the allowed rows of the sources.
+
+    Evaluated on numpy arrays with the operations, in the order, of fts5_aux.c's loop (so the
+    doubles are the same): one pass per phrase over the rows that hold it.
+    """
+    empty: Scored = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    n_rows = 0
+    n_tokens = 0
+    for src in sources:
+        proj = src.projection
+        if src.allowed is None:
+            n_rows += len(proj.tokens)
+            n_tokens += proj.total_tokens
+        else:
+            n_rows += len(src.allowed)
+            n_tokens += proj.allowed_tokens(src.allowed)
+    if n_rows == 0:
+        return empty
+    avgdl = float(n_tokens) / float(n_rows)
+    span = max(len(src.projection.token_array()) for src in sources)  # (source, rowid) -> source * span + rowid
+    phrases = terms.phrases
+    keys: list[NDArray[np.int64]] = []  # per phrase: sorted keys of the allowed rows holding it
+    counts: list[NDArray[np.float64]] = []  # the weighted count of each, aligned
+    idf = []
+    for phrase in phrases:
+        parts_k, parts_f = [], []
+        for i, src in enumerate(sources):
+            rowids, freq = src.projection.phrase_arrays(phrase, src.allowed)
+            parts_k.append(rowids + i * span)
+            parts_f.append(freq)
+        key, freq = np.concatenate(parts_k), np.concatenate(parts_f)
+        order = np.argsort(key, kind="stable")
+        keys.append(key[order])
+        counts.append(freq[order])
+        n_hit = len(key)
+        value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+        idf.append(value if value > 0.0 else 1e-6)
+    if not phrases:
+        return empty
+    candidates = keys[0]
+    for key in keys[1:]:
+        candidates = np.union1d(candidates, key) if terms.mode == "any" else np.intersect1d(candidates, key)
+    which = candidates // span
+    rowids = candidates - which * span
+    d = np.empty(len(candidates))
+    for i, src in enumerate(sources):
+        here = which == i
+        d[here] = np.maximum(src.projection.token_array()[rowids[here]], 0.0)
+    score = np.zeros(len(candidates))
+    for p in range(len(phrases)):
+        at = np.searchsorted(keys[p], candidates)
+        hit = at < len(keys[p])
+        hit[hit] = keys[p][at[hit]] == candidates[hit]
+        f = np.zeros(len(candidates))
+        f[hit] = counts[p][at[hit]]
+        score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+    return -score, rowids, which

@@ -1,0 +1,237 @@
+"""What changed in the store since the last scan: the ``ChangeSource`` seam and ``StatWalk``, the portable walk.
+
+``StatWalk`` lists every record file with its ``(size, mtime_ns)`` and the listing rules (names
+skipped, symlinks never followed, unreadable paths listed under a problem code); an unchanged
+store costs one ``os.scandir`` walk and one dictionary comparison. ``knowtk.scan.watch`` learns
+the same from the kernel and walks only when it must.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from knowtk.errors import ScanLimitExceeded, StoreUnavailable
+
+__all__ = ["DEFAULT_MAX_FILES", "LISTED_PROBLEMS", "ChangeSource", "ScanDelta", "Stat", "StatWalk"]
+
+DEFAULT_MAX_FILES = 1_000_000
+
+Stat = tuple[int, int]  # (size, mtime_ns)
+
+
+@dataclass(slots=True)
+class ScanDelta:
+    changed: dict[str, Stat]  # new or modified record files
+    removed: list[str]
+
+
+class ChangeSource(Protocol):
+    """Tells the scanner what changed; ``known`` is what it saw last time (path -> stat)."""
+
+    def changes(self, known: Mapping[str, Stat]) -> ScanDelta: ...
+
+
+class StatWalk:
+    """The portable change source: walk the store and compare (size, mtime_ns) of every record file."""
+
+    def __init__(self, root: str, *, max_files: int = DEFAULT_MAX_FILES) -> None:
+        self.root = root
+        self.max_files = max_files
+        self._root_real: str | None = None
+
+    def listing(
+        self, *, enter: Callable[[str], object] | None = None, symlinks: set[str] | None = None
+    ) -> dict[str, Stat]:
+        """Every record file (relative path with '/') and its stat; names starting with '.' or '_' skipped.
+
+        What cannot be read as a record is listed too, under a stat whose size is a negative
+        ``LISTED_PROBLEMS`` code, so that the scan reports it as that path's coverage issue: a FIFO,
+        socket or device named ``*.md``, a symlink leaving the store or leading nowhere, a folder
+        that cannot be listed (its path ends with '/'), a name that is not UTF-8, a path the
+        system cannot open. Symlinks are never followed: one that stays inside the store needs no
+        following, its target is read at its own path.
+
+        ``enter`` is called with each folder ('' or 'a/b/') before it is listed (a watcher adds
+        its watch there: one pass instead of two); ``symlinks`` collects every ``*.md`` symlink.
+        """
+        out: dict[str, Stat] = {}
+        stack = [("", self.root)]
+        limit = self.max_files
+        while stack:
+            prefix, folder = stack.pop()
+            if enter is not None:
+                enter(prefix)
+            try:
+                it = os.scandir(folder)
+            except FileNotFoundError:
+                if not prefix:
+                    raise StoreUnavailable(self.root, "the store folder does not exist") from None
+                continue  # a folder removed while we walk
+            except NotADirectoryError:
+                if not prefix:
+                    raise StoreUnavailable(self.root, "the store path is not a folder") from None
+                continue  # replaced by a file while we walk
+            except OSError as exc:
+                if not prefix:
+                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+                out[prefix] = _problem_stat(_FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
+                continue
+            try:
+                with it:
+                    self._list_entries(prefix, it, out, stack, symlinks)
+            except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
+                if not prefix:
+                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+                out[prefix] = _problem_stat(_FOLDER_UNREADABLE, exc.errno or 0)
+            if len(out) > limit:
+                raise ScanLimitExceeded("max_files", len(out), limit)
+        return out
+
+    def _list_entries(
+        self,
+        prefix: str,
+        entries: Iterator[os.DirEntry[str]],
+        out: dict[str, Stat],
+        stack: list[tuple[str, str]],
+        symlinks: set[str] | None,
+    ) -> None:
+        """List one folder's entries (an OSError here means the listing broke off part way)."""
+        for entry in entries:
+            name = entry.name  # the usual entry, a regular *.md file, without a method call
+            if name.endswith(".md") and name.isascii() and name[0] not in "._" and entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    pass  # _list_entry says what it means
+                else:
+                    out[prefix + name] = (st.st_size, st.st_mtime_ns)
+                    continue
+            self._list_entry(prefix, entry, out, stack, symlinks)
+
+    def _list_entry(
+        self,
+        prefix: str,
+        entry: os.DirEntry[str],
+        out: dict[str, Stat],
+        stack: list[tuple[str, str]],
+        symlinks: set[str] | None,
+    ) -> None:
+        name = entry.name
+        if name[0] in "._":
+            return
+        if not name.isascii() and not _is_text(name):  # bytes that are not UTF-8 (surrogate-escaped)
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            if entry.is_dir(follow_symlinks=False):
+                out[prefix + shown + "/"] = _problem_stat(_NAME_NOT_UTF8)
+            elif shown.endswith(".md"):
+                out[prefix + shown] = _problem_stat(_NAME_NOT_UTF8)
+            return
+        if entry.is_symlink():
+            if symlinks is not None and name.endswith(".md"):
+                symlinks.add(prefix + name)
+            self._list_symlink(prefix, entry, out)
+        elif entry.is_dir(follow_symlinks=False):
+            stack.append((prefix + name + "/", entry.path))
+        elif name.endswith(".md"):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                out[prefix + name] = _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
+                return
+            if entry.is_file(follow_symlinks=False):
+                out[prefix + name] = (st.st_size, st.st_mtime_ns)
+            else:  # a FIFO, socket or device: opening it could wait forever or read without end
+                out[prefix + name] = _problem_stat(_NOT_REGULAR, st.st_mtime_ns)
+
+    def _list_symlink(self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat]) -> None:
+        """A symlink inside the store is skipped (its target is walked); others are reported, never followed."""
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+        except OSError:
+            return
+        listed = self._symlink_listed(entry.path, mtime, is_record=entry.name.endswith(".md"))
+        if listed is not None:
+            out[prefix + entry.name + listed[0]] = listed[1]
+
+    def _symlink_listed(self, full: str, mtime: int, *, is_record: bool) -> tuple[str, Stat] | None:
+        """(suffix, stat) a symlink is listed under ('/' when it leads to a folder), or None: not listed."""
+        try:
+            target = os.stat(full)
+        except OSError:  # dangling, or a loop
+            return ("", _problem_stat(_SYMLINK_BROKEN, mtime)) if is_record else None
+        is_dir = stat.S_ISDIR(target.st_mode)
+        if not is_dir and not is_record:
+            return None
+        if self._root_real is None:
+            self._root_real = os.path.realpath(self.root)
+        real = os.path.realpath(full)
+        if real == self._root_real or real.startswith(self._root_real.rstrip(os.sep) + os.sep):
+            return None
+        return ("/" if is_dir else "", _problem_stat(_SYMLINK_OUTSIDE, mtime))
+
+    def stat_path(self, path: str) -> Stat | None:
+        """What ``listing`` lists at this record file path ('a/b.md'), or None when it lists nothing there.
+
+        For a change source that is told which paths changed (``knowtk.scan.watch``): the walk's rules, one path.
+        A name that is not UTF-8, or a symlink to a folder, is listed under another key: such a source walks.
+        """
+        name = path.rpartition("/")[2]
+        if not name or name[0] in "._" or not name.endswith(".md") or not _is_text(path):
+            return None
+        full = os.path.join(self.root, path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
+        if stat.S_ISLNK(st.st_mode):
+            listed = self._symlink_listed(full, st.st_mtime_ns, is_record=True)
+            return listed[1] if listed is not None and not listed[0] else None
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if stat.S_ISREG(st.st_mode):
+            return (st.st_size, st.st_mtime_ns)
+        return _problem_stat(_NOT_REGULAR, st.st_mtime_ns)  # a FIFO, socket or device: never opened
+
+    def changes(self, known: Mapping[str, Stat]) -> ScanDelta:
+        listing = self.listing()
+        if listing == known:  # the usual case, settled by one comparison in C
+            return ScanDelta({}, [])
+        changed = {path: st for path, st in listing.items() if known.get(path) != st}
+        removed = [path for path in known if path not in listing]
+        return ScanDelta(changed, removed)
+
+
+# what the listing found unreadable, by the negative size it lists the path under
+LISTED_PROBLEMS = {
+    1: ("not_regular_file", "a FIFO, socket or device, not a regular file; not opened"),
+    2: ("symlink_outside", "a symlink that leaves the store; not followed"),
+    3: ("symlink_broken", "a symlink to nothing (dangling, or a loop); not followed"),
+    4: ("folder_unreadable", "a folder that cannot be listed (no permission, an I/O error); its records are not read"),
+    5: ("name_invalid", "the name is not UTF-8; not read"),
+    6: ("path_too_long", "the path is longer than the system allows; not read"),
+    7: ("unreadable", "the file's status cannot be read"),
+}
+_NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = range(
+    1, 8
+)
+
+
+def _problem_stat(code: int, mtime_ns: int = 0) -> Stat:
+    return (-code, mtime_ns)
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,81 @@
+"""One record file as the scan knows it: read, hashed and parsed (``load_file``), kept as a ``FileEntry``.
+
+A changed file costs one read, one SHA-256 and one YAML parse; the frontmatter is parsed only
+when the bytes differ from those the scan knows. ``load_file`` also runs in parse workers
+(``knowtk.scan.pool``), so what it returns is plain, picklable data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular
+from knowtk.scan.changes import LISTED_PROBLEMS, Stat
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "FileEntry", "Loaded", "load_file"]
+
+DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class FileEntry:
+    """What the scan knows of one record file."""
+
+    stat: Stat
+    sha256: str | None = None
+    meta: dict[str, Any] | None = None
+    body_line: int = 0
+    problem: FileProblem | None = None
+    record: Record | None = None
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def filled(self) -> bool:
+        """False for an entry loaded from scan_files_v1 without its frontmatter (a new process loads those
+        only for the files a query needs): ``Scanner.entry`` fills it in."""
+        return self.meta is not None or self.problem is not None or self.sha256 is None
+
+    def rebuild(self, path: str) -> None:
+        if self.problem is not None or self.meta is None:
+            problem = self.problem or FileProblem("unreadable", "the file could not be read")
+            self.record, self.issues = None, [Issue(path, None, problem.code, problem.message)]
+        else:
+            self.record, self.issues = build_record(path, self.sha256 or "", self.meta, self.body_line)
+
+
+class Loaded(NamedTuple):
+    """What ``load_file`` found in one file."""
+
+    entry: FileEntry
+    body: str | None = None  # the body, when the frontmatter was parsed into a mapping
+    parsed: bool = False  # the frontmatter was parsed (successfully or not)
+
+
+def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256: str | None) -> Loaded | None:
+    """Read one record file, or None if it vanished. Runs in pool workers too.
+
+    The frontmatter is parsed only when the bytes differ from ``known_sha256``: the caller
+    keeps the entry it has for a file whose content did not change.
+    """
+    if st[0] < 0:  # the listing found it cannot be read as a record
+        code, message = LISTED_PROBLEMS[-st[0]]
+        return Loaded(FileEntry(st, None, None, 0, FileProblem(code, message)))
+    if st[0] > max_file_bytes:
+        message = f"{st[0]:,} bytes is over the {max_file_bytes:,}-byte limit for a record"
+        return Loaded(FileEntry(st, None, None, 0, FileProblem("file_too_large", message)))
+    data = read_regular(os.path.join(root, path), max_file_bytes)
+    if data is None:
+        return None
+    if isinstance(data, FileProblem):
+        return Loaded(FileEntry(st, None, None, 0, data))
+    sha = hashlib.sha256(data).hexdigest()
+    if sha == known_sha256:
+        return Loaded(FileEntry(st, sha))
+    loaded = load_frontmatter(data)
+    if isinstance(loaded, FileProblem):
+        return Loaded(FileEntry(st, sha, None, 0, loaded), None, True)
+    meta, body, body_line = loaded
+    return Loaded(FileEntry(st, sha, meta, body_line), body, True)

@@ -1,0 +1,206 @@
+"""The maps a build shares with the snapshot before it: changes kept over an unchanged base.
+
+``Layered`` holds the records over a stored snapshot's, ``Grouped`` a key -> sorted ids map over the
+previous one (``GroupedBuilder`` makes the next), and ``Former`` what is left of a record whose file changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knowtk.model.records import Record
+
+__all__ = ["Former", "Grouped", "GroupedBuilder", "Layered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Former:
+    """What a build needs of a record whose file has changed since a stored snapshot was written
+    (its content is gone): the names and references to take back."""
+
+    id: str
+    name_keys: frozenset[str]
+    references: tuple[str, ...]
+
+
+class Layered(Mapping[str, Record]):
+    """The records of a snapshot built on a stored one: this build's changes over the stored records.
+
+    Copying the stored mapping into a dict would load and validate every record; a build
+    changes few of them. ``base`` is the stored records (``knowtk.snapshot.persist.StoredRecords``),
+    ``top`` what changed since (set or replaced), ``gone`` the base ids removed since.
+    """
+
+    __slots__ = ("base", "gone", "top")
+
+    def __init__(self, base: Any, top: dict[str, Record] | None = None, gone: set[str] | None = None) -> None:
+        self.base, self.top, self.gone = base, top or {}, gone or set()
+
+    def __getitem__(self, rid: str) -> Record:
+        found = self.top.get(rid)
+        if found is not None:
+            return found
+        if rid in self.gone:
+            raise KeyError(rid)
+        record: Record = self.base[rid]
+        return record
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self.top or (rid not in self.gone and rid in self.base)
+
+    def __iter__(self) -> Any:
+        top, gone = self.top, self.gone
+        yield from (rid for rid in self.base if rid not in gone and rid not in top)
+        yield from top
+
+    def __len__(self) -> int:
+        return len(self.base) - len(self.gone) + sum(1 for rid in self.top if rid not in self.base)
+
+    def values(self) -> Any:
+        self.base.load_all(skip=self.top.keys() | self.gone)
+        return super().values()
+
+    def items(self) -> Any:
+        self.base.load_all(skip=self.top.keys() | self.gone)
+        return super().items()
+
+    def __setitem__(self, rid: str, record: Record) -> None:
+        self.top[rid] = record
+        if rid in self.base:
+            self.gone.discard(rid)
+
+    def __delitem__(self, rid: str) -> None:
+        if rid not in self:
+            raise KeyError(rid)
+        self.top.pop(rid, None)
+        if rid in self.base:
+            self.gone.add(rid)
+
+    def overlay(self) -> Layered:
+        """A copy for the next build (the base is shared: it never changes)."""
+        return Layered(self.base, dict(self.top), set(self.gone))
+
+    def previous(self, rid: str) -> Record | Former | None:
+        """The record as the snapshot had it, or what a build needs of it when its file has changed since."""
+        if rid in self.top:
+            return self.top[rid]
+        if rid in self.gone:
+            return None
+        found: Record | Former | None = self.base.previous(rid)
+        return found
+
+    def sha256_of(self, rid: str) -> str | None:
+        if rid in self.top:
+            return self.top[rid].sha256
+        if rid in self.gone:
+            return None
+        found: str | None = self.base.sha256_of(rid)
+        return found
+
+
+class Grouped(Mapping[str, list[str]]):
+    """key -> sorted list of ids: a shared map (never changed) under the keys changed since (None: removed).
+
+    A build copies only the keys it changes, not the whole map (copying 100k lists, and the
+    collector walking the copy afterwards, cost about 10 ms per build at 100k records).
+    """
+
+    __slots__ = ("base", "top")
+
+    def __init__(self, base: Mapping[str, list[str]], top: dict[str, list[str] | None]) -> None:
+        self.base, self.top = base, top
+
+    def __getitem__(self, key: str) -> list[str]:
+        top = self.top
+        if key in top:
+            found = top[key]
+            if found is None:
+                raise KeyError(key)
+            return found
+        return self.base[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        top = self.top
+        if key in top:
+            found = top[key]
+            return default if found is None else found
+        return self.base.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        top = self.top
+        if key in top:
+            return top[key] is not None
+        return key in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        top, base = self.top, self.base
+        for key in base:
+            if key not in top or top[key] is not None:
+                yield key
+        for key, found in top.items():
+            if found is not None and key not in base:
+                yield key
+
+    def __len__(self) -> int:
+        count, base = len(self.base), self.base
+        for key, found in self.top.items():
+            if found is None and key in base:
+                count -= 1
+            elif found is not None and key not in base:
+                count += 1
+        return count
+
+
+class GroupedBuilder(Grouped):
+    """Builds the next key -> sorted list map from the previous one; a list is copied before its first change."""
+
+    __slots__ = ("_own",)
+
+    def __init__(self, source: Mapping[str, list[str]]) -> None:
+        if isinstance(source, Grouped):
+            super().__init__(source.base, dict(source.top))
+        else:
+            super().__init__(source, {})
+        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+
+    def _mine(self, key: str) -> list[str]:
+        if key not in self._own:
+            self.top[key] = list(self.get(key, ()))
+            self._own.add(key)
+        mine = self.top[key]
+        assert mine is not None
+        return mine
+
+    def add(self, key: str, value: str) -> None:
+        self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
+
+    def discard(self, key: str, value: str) -> None:
+        if self.get(key) is not None:
+            items = self._mine(key)
+            if value in items:
+                items.remove(value)
+
+    def finish(self) -> Mapping[str, list[str]]:
+        top, base = self.top, self.base
+        for key in self._own:
+            items = top[key]
+            if items:
+                items.sort()
+            elif key in base:
+                top[key] = None
+            else:
+                del top[key]
+        self._own = set()
+        if len(top) * 8 > len(base):  # too many changes to keep apart: one map again
+            merged = dict(base)
+            for key, found in top.items():
+                if found is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = found
+            self.base, self.top = merged, {}
+            return merged
+        self.top = dict(top)  # the finished map keeps its own: later changes of this build do not reach it
+        return Grouped(base, top)

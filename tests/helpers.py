@@ -1,0 +1,66 @@
+"""Shared builders for the tests: small stores written into tmp_path, record by record (fixtures: conftest.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import knowtk
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "data" / "fixtures" / "demo"
+
+
+def record_text(meta: dict[str, Any] | str, body: str = "") -> str:
+    """A record file: a mapping is dumped as YAML (dates quoted by the dumper), a string is used as is."""
+    fm = meta if isinstance(meta, str) else yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+    return f"---\n{fm.rstrip()}\n---\n{body}"
+
+
+class StoreBuilder:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def write(self, path: str, meta: dict[str, Any] | str, body: str = "") -> Path:
+        full = self.root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(record_text(meta, body), encoding="utf-8")
+        return full
+
+    def raw(self, path: str, data: bytes | str) -> Path:
+        full = self.root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        full.write_bytes(data)
+        return full
+
+    def page(self, rid: str, title: str, body: str = "", *, path: str | None = None, **meta: Any) -> Path:
+        fields = {"id": rid, "kind": meta.pop("kind", "page"), "title": title, **meta}
+        return self.write(path or f"{rid}.md", fields, body)
+
+    def remove(self, path: str) -> None:
+        (self.root / path).unlink()
+
+    def open(self, **kwargs: Any) -> knowtk.Store:
+        return knowtk.open_store(self.root, **kwargs)
+
+
+def markdown_digest(root: Path) -> dict[str, str]:
+    """sha256 of every Markdown file under root (to prove queries never write one)."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".md"):
+                p = Path(dirpath) / name
+                out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def codes(result: dict[str, Any]) -> list[str]:
+    return sorted(i["code"] for i in result["coverage"]["issues"])
