@@ -100,7 +100,7 @@ def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVer
         reasoning=r.reasoning,
         alternatives=r.alternatives,
         fields=r.fields,
-        frontmatter=r.frontmatter,
+        frontmatter=r.written,
         body=engine.body(r),
         bodyLine=r.body_line,
         evidence=verifier.all(r),
@@ -115,6 +115,8 @@ def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVer
     )
     if out["body"] is None:
         return None  # the file changed between the scan and this read
+    if r.profile is not None:  # read by a profile: which keys knowtk inferred rather than the person wrote
+        out.update(profile=r.profile, derived=list(r.derived), derivedLines=r.derived_lines)
     out["citation"]["lineEnd"] = r.body_line + out["body"].count("\n") - (1 if out["body"].endswith("\n") else 0)
     return out
 
