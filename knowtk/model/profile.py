@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_PROFILE",
     "DERIVED_KEY",
+    "KINDS",
     "KNOWTK_KEYS",
     "Derivation",
     "Profile",
@@ -68,7 +69,7 @@ KNOWTK_KEYS = frozenset(
         "fields",
     ]
 )
-_KINDS = ("page", "claim", "relationship")
+KINDS = ("page", "claim", "relationship")
 _STATUSES = ("active", "superseded", "withdrawn")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -192,7 +193,7 @@ def _valid(key: str, value: Any) -> bool:
     if key == "id":
         return isinstance(value, str) and _ID.fullmatch(value) is not None
     if key == "kind":
-        return value in _KINDS
+        return value in KINDS
     if key == "status":
         return value in _STATUSES
     if key in ("type", "title", "superseded_by"):

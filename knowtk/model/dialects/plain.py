@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.model.dialects.markdown import first_heading, stem
-from knowtk.model.profile import Derivation, Source, path_id, register
+from knowtk.model.profile import KINDS, Derivation, Source, path_id, register
 
 __all__ = ["page", "plain"]
 
@@ -19,6 +19,8 @@ def page(src: Source, *, type_: str = "note", kind: str = "page") -> Derivation:
         "type": type_,
         "title": heading[1] if heading else stem(src.path),
     }
+    if src.meta and src.meta.get("kind") in KINDS:  # a knowtk record: its type defaults to its kind, as ever
+        del values["type"]
     if src.meta and "status" in src.meta:  # another tool's status word (draft, done): active, the word kept in fields
         values["status"] = "active"
     return Derivation(values=values, lines={"title": heading[0]} if heading else {})
