@@ -219,6 +219,8 @@ def _flat(text: Any, width: int) -> str:
 def _footer(r: dict[str, Any]) -> list[str]:
     lines = []
     cov = r.get("coverage")
+    if isinstance(cov, dict) and cov.get("hint"):
+        lines.append(f"hint: {cov['hint']}")
     if isinstance(cov, dict) and not cov.get("complete", True):
         issues = cov.get("issues") or []
         lines.append(f"coverage incomplete: {len(issues)} issue(s), e.g.")

@@ -18,7 +18,9 @@ import pytest
 
 import knowtk
 from knowtk.errors import InvalidArgument
+from knowtk.mcp.agent import compact
 from knowtk.model.profile import path_id
+from knowtk.notebook.panes import issues_html
 from knowtk.query.wikilinks import resolve_wikilink
 from tests.helpers import REPO, StoreBuilder, markdown_digest
 
@@ -303,3 +305,40 @@ def test_cli_profile_option(tmp_path: Path) -> None:
     assert answer["record"]["id"] == "docs:decisions:0006"
     bad = subprocess.run([*run[:6], "nope", "lookup", "x"], capture_output=True, text=True, cwd=REPO)
     assert bad.returncode != 0 and "profile" in bad.stderr
+
+
+# -- the newcomer's hint ---------------------------------------------------------------------------------
+
+
+def test_newcomer_hint_on_every_surface(tmp_path: Path) -> None:
+    root = fixture(tmp_path, "plain")
+    answer = knowtk.open_store(root).grep("search").to_dict()
+    hint = answer["coverage"]["hint"]
+    assert hint.startswith("2 of 3 files have no knowtk frontmatter") and "--profile plain" in hint
+    assert compact("knowledge_grep", answer)["coverage"]["hint"] == hint  # MCP's list answers
+    assert "HINT" in issues_html(answer["coverage"]) and "--profile plain" in issues_html(answer["coverage"])
+    cli = subprocess.run(
+        [sys.executable, "-m", "knowtk", "--store", str(root), "grep", "search"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert f"hint: {hint}" in cli.stdout
+    # under the profile it names, or with a knowtk.yaml, no hint (and never a silent switch)
+    assert "hint" not in knowtk.open_store(root, profile="plain").grep("search").to_dict()["coverage"]
+    (root / "knowtk.yaml").write_text("name: handbook\n")
+    assert "hint" not in knowtk.open_store(root).grep("search").to_dict()["coverage"]
+
+
+def test_newcomer_hint_names_adr_for_an_adr_folder(tmp_path: Path) -> None:
+    store = knowtk.open_store(fixture(tmp_path, "adr-tools"))
+    assert store.snapshot().records == {}
+    assert "--profile adr" in store.grep("index").to_dict()["coverage"]["hint"]
+
+
+def test_a_knowtk_store_gets_no_hint(tmp_path: Path) -> None:
+    b = StoreBuilder(tmp_path)
+    b.page("a", "A")
+    b.raw("loose.md", "no frontmatter\n")
+    b.page("b", "B")
+    assert "hint" not in knowtk.open_store(tmp_path).grep("A").to_dict()["coverage"]
