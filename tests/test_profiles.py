@@ -342,3 +342,27 @@ def test_a_knowtk_store_gets_no_hint(tmp_path: Path) -> None:
     b.raw("loose.md", "no frontmatter\n")
     b.page("b", "B")
     assert "hint" not in knowtk.open_store(tmp_path).grep("A").to_dict()["coverage"]
+
+
+@pytest.mark.parametrize(
+    ("status_text", "status", "superseded_by", "word"),
+    [
+        ("* Status: Accepted - Superseded by [5](0005-e.md) 2025-08-10", "superseded", "d:0005", "superseded"),
+        ("Status: Superseded by [ADR-2]", "superseded", "d:0002", "superseded"),
+        ("**Status:** Superseded by 0002", "superseded", "d:0002", "superseded"),
+        ("**Status**: Proposed", "active", None, "proposed"),
+        ("- Status: deprecated", "active", None, "deprecated"),
+        ("## Status\n\nRejected", "active", None, "rejected"),
+        ("## Status\n\nPartly superseded by [2](0002-b.md)", "active", None, "partly-superseded"),
+    ],
+)
+def test_adr_status_phrases(
+    tmp_path: Path, status_text: str, status: str, superseded_by: str | None, word: str
+) -> None:
+    b = StoreBuilder(tmp_path)
+    b.raw("d/0002-b.md", "# 2. B\n\nStatus: accepted\n")
+    b.raw("d/0005-e.md", "# 5. E\n\nStatus: accepted\n")
+    b.raw("d/0009-x.md", f"# 9. X\n\n```\nStatus: not this one, in code\n```\n\n{status_text}\n")
+    r = knowtk.open_store(tmp_path, profile="adr").snapshot().records["d:0009"]
+    assert (r.status, r.superseded_by, r.fields["adr_status"]) == (status, superseded_by, word)
+    assert f"adr/{word}" in r.tags
