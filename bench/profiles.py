@@ -62,7 +62,7 @@ def ensure_plain(out: Path, store: Path) -> Path:
 
 
 def child(a: argparse.Namespace) -> dict[str, Any]:
-    import knowtk  # noqa: PLC0415 - the child process times its own import-free work
+    import knowtk
 
     profile = a.profile or None
     out: dict[str, Any] = {}

@@ -314,7 +314,7 @@ def test_newcomer_hint_on_every_surface(tmp_path: Path) -> None:
     root = fixture(tmp_path, "plain")
     answer = knowtk.open_store(root).grep("search").to_dict()
     hint = answer["coverage"]["hint"]
-    assert hint.startswith("2 of 3 files have no knowtk frontmatter") and "--profile plain" in hint
+    assert hint.startswith("3 of 3 files have no knowtk frontmatter") and "--profile plain" in hint
     assert compact("knowledge_grep", answer)["coverage"]["hint"] == hint  # MCP's list answers
     assert "HINT" in issues_html(answer["coverage"]) and "--profile plain" in issues_html(answer["coverage"])
     cli = subprocess.run(
@@ -330,8 +330,9 @@ def test_newcomer_hint_on_every_surface(tmp_path: Path) -> None:
     assert "hint" not in knowtk.open_store(root).grep("search").to_dict()["coverage"]
 
 
-def test_newcomer_hint_names_adr_for_an_adr_folder(tmp_path: Path) -> None:
-    store = knowtk.open_store(fixture(tmp_path, "adr-tools"))
+@pytest.mark.parametrize("name", ["adr-tools", "madr"])
+def test_newcomer_hint_names_adr_for_an_adr_folder(tmp_path: Path, name: str) -> None:
+    store = knowtk.open_store(fixture(tmp_path, name))  # (MADR 3/4 files have a frontmatter, but no id)
     assert store.snapshot().records == {}
     assert "--profile adr" in store.grep("index").to_dict()["coverage"]["hint"]
 

@@ -129,7 +129,8 @@ def newcomer_hint(snap: Snapshot) -> str | None:
     """
     if snap.config.exists:
         return None
-    missing = [i.path or "" for i in snap.issues if i.code == "frontmatter_missing"]
+    # no frontmatter, or one without knowtk's id (MADR 3/4, Obsidian): written for another tool
+    missing = [i.path or "" for i in snap.issues if i.code in ("frontmatter_missing", "id_missing")]
     total = len(snap.paths)
     if not missing or len(missing) * 2 <= total:
         return None
