@@ -367,3 +367,27 @@ def test_adr_status_phrases(
     r = knowtk.open_store(tmp_path, profile="adr").snapshot().records["d:0009"]
     assert (r.status, r.superseded_by, r.fields["adr_status"]) == (status, superseded_by, word)
     assert f"adr/{word}" in r.tags
+
+
+def test_mcp_server_reads_with_a_profile(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root = fixture(tmp_path, "adr-tools")
+
+    async def scenario(*profile: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        args = ["-m", "knowtk", "mcp", "--store", str(root), *profile]
+        server = StdioServerParameters(command=sys.executable, args=args)
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            found = await session.call_tool("knowledge_lookup", {"query": "ADR-4"})
+            hits = await session.call_tool("knowledge_grep", {"query": "index"})
+            return dict(found.structured_content or {}), dict(hits.structured_content or {})
+
+    found, hits = anyio.run(scenario, "--profile", "adr")
+    assert found["status"] == "found" and found["record"]["id"] == "doc:adr:0004"
+    assert "hint" not in hits["coverage"]
+    found, hits = anyio.run(scenario)  # without the profile: nothing found, and the hint says why
+    assert found["status"] == "missing" and "--profile adr" in hits["coverage"]["hint"]
