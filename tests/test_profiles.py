@@ -208,6 +208,8 @@ def test_log4brains_folder(tmp_path: Path) -> None:
     assert old.superseded_by == "docs:adr:20230901-store-uploads-in-object-storage"
     assert old.dates["occurred_at"].text == "2023-02-14"
     assert records["docs:adr:template"].type == "note" and records["docs:adr:index"].type == "note"
+    dated = records["docs:adr:20230320-keep-a-changelog"]  # a date, no status: a decision all the same
+    assert dated.type == "decision" and dated.status == "active" and "adr_status" not in dated.fields
     assert issues_of(store) == []
 
 
@@ -353,6 +355,8 @@ def test_a_knowtk_store_gets_no_hint(tmp_path: Path) -> None:
         ("**Status:** Superseded by 0002", "superseded", "d:0002", "superseded"),
         ("**Status**: Proposed", "active", None, "proposed"),
         ("- Status: deprecated", "active", None, "deprecated"),
+        ("status: On hold (waiting for budget)", "active", None, "on-hold"),
+        ("Status: Accepted, supersedes [ADR-2]", "active", None, "accepted"),
         ("## Status\n\nRejected", "active", None, "rejected"),
         ("## Status\n\nPartly superseded by [2](0002-b.md)", "active", None, "partly-superseded"),
     ],

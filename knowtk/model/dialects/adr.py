@@ -38,7 +38,9 @@ _AMENDED_BY = re.compile(r"\bamended\s+by\b[\s:]*(.*)$", re.I)
 _SUPERSEDES = re.compile(r"^\s*(supersedes|amends)\b[\s:]*(.*)$", re.I)
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]+)>?[^)]*\)")
 _REF_NUMBER = re.compile(r"(?:\bADR[-_ ]?|#|^|\s|\[)(\d{1,5})\b", re.I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+_WORD = re.compile(r"[A-Za-z][A-Za-z-]*(?:[ \t]+[A-Za-z][A-Za-z-]*){0,2}")  # "accepted", "on hold"
+_WORD_END = re.compile(r"\s[-–—]\s|[,;:(\[.!]")  # "Accepted - …", "Accepted, supersedes …", "Accepted (…)"
+_DATED_NAME = re.compile(r"^\d{8}[-_]")  # log4brains: 20230214-slug.md
 
 
 def adr_number(path: str) -> int | None:
@@ -62,7 +64,9 @@ def adr_id(path: str) -> str:
 def adr(src: Source) -> Derivation:
     number = adr_number(src.path)
     statuses = _status_lines(src)
-    if "template" in stem(src.path).lower() or (number is None and not statuses):
+    name = stem(src.path)
+    known = number is not None or statuses or _DATED_NAME.match(name) or _has_date(src)
+    if "template" in name.lower() or not known:
         return page(src)  # an index, a README, a template: a plain page
     out = page(src, type_="decision", kind="claim")
     out.values["id"] = adr_id(src.path)
@@ -137,9 +141,9 @@ def _read_status(src: Source, statuses: list[tuple[int, str]], out: Derivation) 
         elif other:
             related.setdefault(f"adr_{other.group(1).lower()}", []).append(_replacement(src.path, other.group(2)) or "")
             continue
-        first = _WORD.search(text)
+        first = _WORD.match(_WORD_END.split(text.strip(), 1)[0].strip())
         if word is None and first is not None and not superseded and not amended:
-            word = first.group(0).lower()
+            word = "-".join(first.group(0).lower().split())
             out.lines.setdefault("status", number)
     out.values.setdefault("status", "active")
     if word == "superseded" and out.values["status"] != "superseded" and not out.issues:
@@ -170,6 +174,12 @@ def _replacement(path: str, text: str) -> str | None:
     folder = posixpath.dirname(path)
     value = int(number.group(1))
     return f"{path_id(folder)}:{value:04d}" if folder else f"{value:04d}"
+
+
+def _has_date(src: Source) -> bool:
+    if (src.meta or {}).get("date") is not None:
+        return True
+    return any(_DATE_LINE.match(text) for _, text in prose_lines(src.body, src.body_line))
 
 
 def _read_date(src: Source, out: Derivation) -> None:
