@@ -395,3 +395,17 @@ def test_mcp_server_reads_with_a_profile(tmp_path: Path) -> None:
     assert "hint" not in hits["coverage"]
     found, hits = anyio.run(scenario)  # without the profile: nothing found, and the hint says why
     assert found["status"] == "missing" and "--profile adr" in hits["coverage"]["hint"]
+
+
+def test_safeguards_and_evidence_work_on_a_profile_store(tmp_path: Path) -> None:
+    b = StoreBuilder(tmp_path)
+    b.raw("gone.md", "---\nstatus: withdrawn\n---\n# Gone\n\nretracted wording\n")
+    b.raw("source.md", "# Source\n\nThe meeting agreed on FTS5.\n")
+    b.raw("claim.md", "---\nevidence:\n  - {path: source.md, lines: [3, 3], quote: agreed on FTS5}\n---\n# Claim\n")
+    store = knowtk.open_store(tmp_path, profile="plain")
+    assert store.snapshot().lifecycle["gone"] == "withdrawn"
+    b.raw("gone.md", "# Gone\n\nretracted wording\n")  # the status line removed: the safeguard keeps it withdrawn
+    assert store.snapshot().lifecycle["gone"] == "withdrawn"
+    assert store.grep("retracted").to_dict()["hits"] == []
+    evidence = store.record("claim").to_dict()["record"]["evidence"]
+    assert evidence[0]["verified"] is True

@@ -119,7 +119,7 @@ def coverage(snap: Snapshot, scope: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-_ADR_NAME = re.compile(r"(?:^|/)(?:adr[-_]?)?\d{3,5}[-_][^/]*$|(?:^|/)(?:adr|adrs|decisions)/", re.I)
+_ADR_NAME = re.compile(r"(?:^|/)(?:adr[-_]?)?(?:\d{3,5}|\d{8})[-_][^/]*$|(?:^|/)(?:adr|adrs|decisions)/", re.I)
 
 
 def newcomer_hint(snap: Snapshot) -> str | None:
