@@ -160,9 +160,7 @@ def derive_meta(name: str, src: Source) -> dict[str, Any]:
             written[key] = merged[key]
         merged[key] = value
         derived.append(key)
-    for key, value in derivation.own.items():
-        if key in merged and merged[key] != value:
-            written[key] = merged[key]
+    for key, value in derivation.own.items():  # (what was written stays in Record.written, not in fields)
         if merged.get(key) != value:
             derived.append(key)
         merged[key] = value
