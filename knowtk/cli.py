@@ -132,13 +132,18 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
     p.add_argument("--state-dir", default=default(None), help="where to keep state.sqlite (default: STORE/.knowtk)")
     p.add_argument(
+        "--profile",
+        default=default(None),
+        help="read Markdown written for another tool: plain, adr, obsidian (default: knowtk.yaml's, else knowtk)",
+    )
+    p.add_argument(
         "--json", action="store_true", default=default(False), help="print the contract's JSON instead of a table"
     )
     return p
 
 
 def _store(a: argparse.Namespace) -> Store:
-    return open_store(a.store, state_dir=a.state_dir)
+    return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
 
 
 # -- tool subcommands, made from the Param specs ---------------------------------------------------
@@ -195,7 +200,9 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             if not args["query"]:  # knowl without words: by id, or newest first
                 del args["query"]
         if tool == "knowl_query" and getattr(a, "link", None):
-            return open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link)).call(tool, args)
+            return open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link), profile=a.profile).call(
+                tool, args
+            )
         return _store(a).call(tool, args)
 
     COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, tool, flags)
@@ -212,6 +219,8 @@ def _flat(text: Any, width: int) -> str:
 def _footer(r: dict[str, Any]) -> list[str]:
     lines = []
     cov = r.get("coverage")
+    if isinstance(cov, dict) and cov.get("hint"):
+        lines.append(f"hint: {cov['hint']}")
     if isinstance(cov, dict) and not cov.get("complete", True):
         issues = cov.get("issues") or []
         lines.append(f"coverage incomplete: {len(issues)} issue(s), e.g.")
@@ -373,10 +382,10 @@ def _check(a: argparse.Namespace) -> int:
 def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
     refused = None
     try:
-        store = open_store(a.store, state_dir=a.state_dir)
+        store = open_store(a.store, state_dir=a.state_dir, profile=a.profile)
     except StateError as exc:  # the loss is found when the state opens: open it accepting the loss
         refused = str(exc)
-        store = open_store(a.store, state_dir=a.state_dir, accept_safeguard_loss=True)
+        store = open_store(a.store, state_dir=a.state_dir, accept_safeguard_loss=True, profile=a.profile)
     answer = store.accept_safeguard_loss()
     if answer.get("accepted") is None and refused is not None:
         answer["accepted"] = refused
@@ -385,13 +394,13 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
 
 @command("state rebind", "bind the state to this store folder (after the store was moved)")
 def _rebind(a: argparse.Namespace) -> dict[str, Any]:
-    store = open_store(a.store, state_dir=a.state_dir, rebind_state=True)
+    store = open_store(a.store, state_dir=a.state_dir, rebind_state=True, profile=a.profile)
     return {"store": store.root, "state": store.state_path}
 
 
 #: The first words of the subcommands defined here: for these no plug-in is loaded.
 BUILT_IN = frozenset(name.split(" ")[0] for name in COMMANDS)
-_VALUED = ("--store", "--state-dir")  # the options before a subcommand that take a value
+_VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcommand that take a value
 
 
 # -- parsing and running ------------------------------------------------------------------------

@@ -104,6 +104,8 @@ class Result:
         coverage = d.get("coverage")
         if isinstance(coverage, dict) and not coverage.get("complete", True):
             text += f" — coverage incomplete ({len(coverage['issues'])} issue(s))"
+            if coverage.get("hint"):
+                text += f"\nhint: {coverage['hint']}"
         return text
 
     def __repr__(self) -> str:

@@ -332,6 +332,27 @@ class StateDB:
         """Changes when another connection commits: in-memory mirrors must then be reloaded."""
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
+    def drop_projections(self) -> None:
+        """Drop every table but the safeguards (all the others are rebuilt from the Markdown when needed).
+
+        Used when the store is read with other profiles than the state's projections were built with: the
+        same bytes then make other records, and a projection keyed by a file's hash would not see it.
+        """
+        keep = {"knowtk_meta", *SAFEGUARD_TABLES}
+        with self.transaction() as conn:
+            rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+            virtual = [
+                name for name, sql in rows if name not in keep and (sql or "").upper().startswith("CREATE VIRTUAL")
+            ]
+            for name in virtual:  # an FTS5 table drops its shadow tables with it
+                conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            for name, _ in rows:
+                if name not in keep and not name.startswith("sqlite_"):
+                    conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            conn.execute("DELETE FROM knowtk_meta WHERE key LIKE '%:image'")
+            # the scan cache's change counter moves on, so that no process takes the new table for the one it loaded
+            conn.execute("UPDATE knowtk_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'scan_token'")
+
     def table_exists(self, name: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return row is not None

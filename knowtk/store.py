@@ -40,6 +40,7 @@ def open_store(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     accept_safeguard_loss: bool = False,
     rebind_state: bool = False,
+    profile: str | None = None,
 ) -> Store:
     """Open the store at ``path``; its state goes to ``path/.knowtk/`` unless ``state_dir`` says otherwise.
 
@@ -48,7 +49,8 @@ def open_store(
     (knowtk refuses it otherwise, with a ``StateError`` saying what was lost); ``rebind_state=True``
     takes over a state made for a store at another path (the store was moved). Each query
     learns what changed from inotify on Linux and from a walk elsewhere (``Store.freshness_mode``);
-    ``change_source=StatWalk`` forces the walk.
+    ``change_source=StatWalk`` forces the walk. ``profile`` reads Markdown written for another tool
+    (``plain``, ``adr``, ``obsidian``; docs/profiles.md); by default knowtk.yaml's ``profile``, else ``knowtk``.
     """
     return Store(
         path,
@@ -58,6 +60,7 @@ def open_store(
         max_file_bytes=max_file_bytes,
         accept_safeguard_loss=accept_safeguard_loss,
         rebind_state=rebind_state,
+        profile=profile,
     )
 
 
@@ -72,6 +75,7 @@ class Store:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         accept_safeguard_loss: bool = False,
         rebind_state: bool = False,
+        profile: str | None = None,
     ) -> None:
         self.engine = Engine(
             path,
@@ -81,6 +85,7 @@ class Store:
             max_file_bytes=max_file_bytes,
             accept_safeguard_loss=accept_safeguard_loss,
             rebind_state=rebind_state,
+            profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
 

@@ -121,9 +121,13 @@ def open_target(
     *,
     state_dir: str | os.PathLike[str] | None = None,
     links: Mapping[str, str | os.PathLike[str]] | None = None,
+    profile: str | None = None,
 ) -> Target:
-    """Open the store, and its linked stores as a Workspace (their state goes to ``state_dir/linked/NAME``)."""
-    local = open_store(store, state_dir=state_dir)
+    """Open the store, and its linked stores as a Workspace (their state goes to ``state_dir/linked/NAME``).
+
+    ``profile`` reads the store itself (a linked store is read by its own knowtk.yaml).
+    """
+    local = open_store(store, state_dir=state_dir, profile=profile)
     if not links:
         return Target(local)
     linked = {

@@ -793,12 +793,130 @@ QUERY_LAB: list[Cell] = [
     """),
 ]
 
+ADR_FOLDER: list[Cell] = [
+    md("""
+    # 08 · An ADR folder, read as it is
+
+    Engineering repositories keep their decisions as Architecture Decision Records: numbered Markdown
+    files with a status line such as `Superseded by [ADR-0004](0004-deploy-with-container-images.md)`.
+    knowtk reads such a folder without converting it, through the `adr` profile (docs/profiles.md).
+    This notebook opens the MADR example folder bundled with the tests
+    (`data/fixtures/profiles/madr/`: MADR 2 and MADR 3/4 files side by side, a nested `archive/`, an
+    index and a template), draws its supersession chains and timeline, and searches it.
+    """),
+    code(f"""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    import knowtk
+
+    pd.set_option("display.max_colwidth", 70)
+    {FIND_REPO.replace(chr(10), chr(10) + "    ")}
+    ADRS = REPO / "data" / "fixtures" / "profiles" / "madr"
+
+
+    {DIGEST.replace(chr(10), chr(10) + "    ")}
+
+
+    before = digest(ADRS)
+    """),
+    md("""
+    ## Without a profile: a hint, never a silent switch
+
+    Opened as a knowtk store, the folder has no records (its files have no knowtk frontmatter), and the
+    answer says, in one line, which profile would read it:
+    """),
+    code("""
+    plain_try = knowtk.open_store(ADRS, state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+    print(plain_try.grep("deploy")["coverage"]["hint"])
+    """),
+    md("""
+    ## With `profile="adr"`
+
+    Every ADR is a record: its id from its folder and number, its title from the heading, its date
+    from `date:` or `Date:`, its status word kept in `fields.adr_status` (and the tag `adr/WORD`),
+    and `superseded` with the replacing record's id when the status names one.
+    """),
+    code("""
+    store = knowtk.open_store(ADRS, profile="adr", state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+    snap = store.snapshot()
+    pd.DataFrame(
+        [
+            {
+                "id": r.id,
+                "title": r.title,
+                "date": r.dates["occurred_at"].text if "occurred_at" in r.dates else None,
+                "adr_status": r.fields.get("adr_status"),
+                "status": r.status,
+                "superseded_by": r.superseded_by,
+            }
+            for r in sorted(snap.records.values(), key=lambda r: r.id)
+            if r.type == "decision"
+        ]
+    )
+    """),
+    md("""
+    ## What knowtk inferred, apart from what was written
+
+    A full record lists the keys its profile derived, and keeps the frontmatter as the person wrote it:
+    """),
+    code("""
+    rec = store.record("docs:decisions:0004")["record"]
+    {k: rec[k] for k in ("profile", "derived", "derivedLines", "frontmatter", "status", "supersededBy")}
+    """),
+    md("""
+    ## The supersession chains
+
+    Deploying went from Ansible (ADR 1, MADR 2) to container images (ADR 4, MADR 3) to Kubernetes
+    (ADR 6); a session decision in `archive/` was replaced by one in the parent folder.
+    """),
+    code("""
+    from knowtk.notebook import plot_chains
+    from knowtk.query.chains import chain_edges, chain_summary
+
+    edges = chain_edges(store)
+    chain_summary(edges)
+    """),
+    code("""
+    plot_chains(edges, title="Supersession chains of the ADR folder");
+    """),
+    md("""
+    ## The decisions on a timeline
+    """),
+    code("""
+    store.timeline(eligibility="include_inactive", limit=50).plot();
+    """),
+    md("""
+    ## Superseded wording finds the current decision
+
+    A search worded like an old decision answers with the current one, naming the old record it was
+    reached through; `lookup` finds an ADR by its number.
+    """),
+    code("""
+    store.grep("Ansible playbooks").to_frame()[["rank", "id", "title", "via_id", "via_title"]]
+    """),
+    code("""
+    found = store.lookup("ADR-4", lifecycle="all")
+    found["status"], found["record"]["id"], found["record"]["title"]
+    """),
+    md("""
+    ## The folder is untouched
+    """),
+    code("""
+    print("data/fixtures/profiles/madr unchanged:", digest(ADRS) == before)
+    """),
+]
+
 BOOKS: dict[str, list[Cell]] = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_supersession_review.ipynb": SUPERSESSION,
     "04_prototyping_query_behaviour.ipynb": PROTOTYPING,
     "05_real_corpus_peps.ipynb": PEPS,
     "06_query_lab.ipynb": QUERY_LAB,
+    "08_adr_folder.ipynb": ADR_FOLDER,
 }
 
 

@@ -21,10 +21,11 @@ from typing import Any, TypeVar
 
 from knowtk.engine import repair
 from knowtk.engine.transactions import run_all
-from knowtk.errors import StoreUnavailable
+from knowtk.errors import InvalidArgument, StoreUnavailable
 from knowtk.index.fts import FtsProjection
 from knowtk.index.projection import Findings, kept, registered
 from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
+from knowtk.model.profile import DEFAULT_PROFILE, ProfileMap, profile_names
 from knowtk.model.records import Record
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
@@ -48,6 +49,7 @@ PENDING_BODY_CHARS = 64 * 2**20
 # files changed since the stored snapshot image past which it is written again (with at least this
 # many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
 IMAGE_DRIFT_FILES = 1000
+PROFILES_META = "profiles"  # knowtk_meta: the profiles the projections were built under (absent: knowtk)
 
 
 @dataclass
@@ -77,7 +79,13 @@ class Engine:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         accept_safeguard_loss: bool = False,
         rebind_state: bool = False,
+        profile: str | None = None,
     ) -> None:
+        if profile is not None and profile not in profile_names():
+            raise InvalidArgument(
+                "profile", f"no profile is named {profile!r}", allowed=list(profile_names()), value=profile
+            )
+        self.profile = profile  # the store-wide profile asked for; None: knowtk.yaml's (else knowtk)
         self.root = os.path.abspath(os.fspath(root))
         if not os.path.isdir(self.root):
             what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
@@ -116,6 +124,8 @@ class Engine:
             self.safeguards.repairs.insert(0, moved)
         self._config_stat: tuple[int, int] | None = None
         self.config: StoreConfig = load_config(self.root)
+        self.scanner.profiles = self.profile_map()
+        self._align_projections()
         self._snapshot: Snapshot | None = None
         self._image_tried = False  # the stored snapshot image is looked at once, by the first snapshot
         self._image_drift = 0  # files changed since the image was written or loaded
@@ -139,6 +149,27 @@ class Engine:
     def freshness_mode(self) -> str:
         """How a query learns what changed: 'inotify' (the OS says) or 'walk' (every file is stat'ed)."""
         return freshness_mode(self.scanner.source)
+
+    def profile_map(self) -> ProfileMap:
+        """Which profile reads which file: the one asked for (or knowtk.yaml's) and knowtk.yaml's folders."""
+        return ProfileMap(self.profile or self.config.profile, self.config.profiles)
+
+    def _align_projections(self) -> None:
+        """Drop the projections when state.sqlite's were built under other profiles (the safeguards stay)."""
+        key = self.scanner.profiles.key()
+        if (self.state.meta(PROFILES_META) or DEFAULT_PROFILE) == key:
+            return
+        self.state.drop_projections()
+        with self.state.transaction():
+            self.state.set_meta(PROFILES_META, key)
+
+    def _profiles_changed(self) -> None:
+        """knowtk.yaml now reads the files with other profiles: every file is read again, every projection rebuilt."""
+        self.scanner.reread_all(self.profile_map())
+        self._align_projections()
+        self._snapshot = self._adopted = self._keyword = None
+        self._keyword_desired = self._keyword_base = None
+        self._touched, self._pending_bodies, self.extensions = set(), {}, {}
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -200,6 +231,11 @@ class Engine:
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
         config_changed = self._reload_config()
+        if config_changed and self.profile_map() != self.scanner.profiles:
+            self._profiles_changed()
+            touched, bodies = self.scanner.scan(keep_bodies=PENDING_BODY_CHARS)
+            self._pending_bodies.update(bodies)
+            self._touched |= touched
         guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
         if self._snapshot is None and not self._image_tried:
             self._image_tried = True

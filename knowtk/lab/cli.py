@@ -105,7 +105,7 @@ def run_eval(a: argparse.Namespace) -> int:
     try:
         gold = load_gold(a.gold)
         variants = _variants(a.variant)
-        store = open_store(a.store, state_dir=a.state_dir)
+        store = open_store(a.store, state_dir=a.state_dir, profile=getattr(a, "profile", None))
         baseline = load_run(a.baseline) if a.baseline else None
         result = run(gold, store, variants=variants)
     except (GoldSetError, InvalidArgument) as exc:

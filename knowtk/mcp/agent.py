@@ -193,7 +193,10 @@ def _coverage(c: dict[str, Any] | None) -> dict[str, Any] | None:
     if c is None:
         return None
     issues = c.get("issues") or []
-    return {"complete": c.get("complete"), "issueCount": len(issues), "issues": issues[:COVERAGE_SAMPLE]}
+    out = {"complete": c.get("complete"), "issueCount": len(issues), "issues": issues[:COVERAGE_SAMPLE]}
+    if c.get("hint"):
+        out["hint"] = c["hint"]  # a newcomer's store: which profile would read it
+    return out
 
 
 def _page(d: dict[str, Any]) -> dict[str, Any]:

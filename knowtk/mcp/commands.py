@@ -35,7 +35,7 @@ def run_mcp(a: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
         return 1
-    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete)
+    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete, profile=a.profile)
     return 0
 
 

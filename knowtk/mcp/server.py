@@ -1,6 +1,6 @@
 """``knowtk mcp``: every knowtk tool over MCP (stdio), on the official ``mcp`` Python SDK.
 
-    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--link NAME=PATH ...] [--complete]
+    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--profile NAME] [--link NAME=PATH ...] [--complete]
 
 The server lists the nine contract tools with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
@@ -96,9 +96,10 @@ def serve(
     state_dir: str | os.PathLike[str] | None = None,
     links: Mapping[str, str | os.PathLike[str]] | None = None,
     complete: bool = False,
+    profile: str | None = None,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the connection."""
-    server = build_server(open_target(store, state_dir=state_dir, links=links), complete=complete)
+    server = build_server(open_target(store, state_dir=state_dir, links=links, profile=profile), complete=complete)
 
     async def run() -> None:
         async with stdio_server() as (read, write):

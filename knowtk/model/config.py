@@ -1,10 +1,13 @@
-"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, and its type ontology."""
+"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology and its profiles."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
+from knowtk.model import dialects  # noqa: F401 - the profiles register themselves on import
+from knowtk.model.profile import DEFAULT_PROFILE, profile_names
 from knowtk.model.records import FileProblem, parse_yaml, read_regular
 
 __all__ = ["CONFIG_FILE", "StoreConfig", "load_config"]
@@ -20,6 +23,9 @@ class StoreConfig:
     # every type or alias -> the whole group it belongs to (a filter expands both ways)
     type_groups: dict[str, frozenset[str]] = field(default_factory=dict)
     problem: str | None = None  # why the file was ignored, reported as a coverage issue
+    profile: str = DEFAULT_PROFILE  # how the store's files are read (knowtk.model.profile)
+    profiles: tuple[tuple[str, str], ...] = ()  # (folder prefix, profile): how the files under it are read
+    exists: bool = False  # the store has a knowtk.yaml (a newcomer's hint is given only without one)
 
     def expand_type(self, value: str) -> frozenset[str]:
         return self.type_groups.get(value, frozenset((value,)))
@@ -32,19 +38,14 @@ def load_config(root: str) -> StoreConfig:
     raw = read_regular(path, MAX_CONFIG_BYTES)  # a regular file, not a symlink, read within the limit
     if raw is None:
         return StoreConfig(name=default_name)
-    try:
-        if isinstance(raw, FileProblem):
-            raise ValueError(raw.message)
-        data = parse_yaml(raw.decode("utf-8"), what=CONFIG_FILE)
-        if isinstance(data, FileProblem):
-            raise ValueError(data.message)
-    except ValueError as exc:  # UnicodeDecodeError too
-        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} cannot be used: {exc}")
+    data, error = _parsed(raw)
+    if error is not None:
+        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} cannot be used: {error}", exists=True)
     if data is None:
-        return StoreConfig(name=default_name)
+        return StoreConfig(name=default_name, exists=True)
     if not isinstance(data, dict):
-        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} is not a mapping")
-    problems = []
+        return StoreConfig(name=default_name, problem=f"{CONFIG_FILE} is not a mapping", exists=True)
+    problems: list[str] = []
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         problems.append("name must be a non-empty string")
@@ -53,6 +54,32 @@ def load_config(root: str) -> StoreConfig:
     if not isinstance(share, bool):
         problems.append("share must be true or false")
         share = False
+    profile, profiles = _profiles(data, problems)
+    return StoreConfig(
+        name=name.strip(),
+        share=share,
+        type_groups=_ontology(data, problems),
+        problem="; ".join(problems) or None,
+        profile=profile,
+        profiles=profiles,
+        exists=True,
+    )
+
+
+def _parsed(raw: bytes | FileProblem) -> tuple[Any, str | None]:
+    """(the YAML of knowtk.yaml, None), or (None, why it cannot be read)."""
+    try:
+        if isinstance(raw, FileProblem):
+            raise ValueError(raw.message)
+        data = parse_yaml(raw.decode("utf-8"), what=CONFIG_FILE)
+        if isinstance(data, FileProblem):
+            raise ValueError(data.message)
+    except ValueError as exc:  # UnicodeDecodeError too
+        return None, str(exc)
+    return data, None
+
+
+def _ontology(data: dict[str, Any], problems: list[str]) -> dict[str, frozenset[str]]:
     groups: dict[str, frozenset[str]] = {}
     ontology = data.get("ontology") or {}
     if not isinstance(ontology, dict):
@@ -66,9 +93,24 @@ def load_config(root: str) -> StoreConfig:
         group = frozenset([str(type_name), *aliases])
         for member in group:
             groups[member] = groups.get(member, frozenset()) | group
-    return StoreConfig(
-        name=name.strip(),
-        share=share,
-        type_groups=groups,
-        problem="; ".join(problems) or None,
-    )
+    return groups
+
+
+def _profiles(data: dict[str, Any], problems: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``profile: NAME`` for the store and ``profiles: {folder: NAME}``; an unknown name is a problem."""
+    names = profile_names()
+    profile = data.get("profile", DEFAULT_PROFILE)
+    if profile not in names:
+        problems.append(f"profile must be one of {', '.join(names)}, not {profile!r}")
+        profile = DEFAULT_PROFILE
+    prefixes: list[tuple[str, str]] = []
+    raw = data.get("profiles") or {}
+    if not isinstance(raw, dict):
+        problems.append("profiles must map folders to profile names")
+        raw = {}
+    for folder, name in raw.items():
+        if name not in names:
+            problems.append(f"profiles.{folder} must be one of {', '.join(names)}, not {name!r}")
+            continue
+        prefixes.append((str(folder).strip("/"), name))
+    return profile, tuple(sorted(prefixes))

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from knowtk.model.datevalues import DateValue, parse_date_value
+from knowtk.model.profile import DERIVED_KEY, Source
 
 __all__ = [
     "DATE_FIELDS",
@@ -34,6 +35,7 @@ __all__ = [
     "load_frontmatter",
     "parse_yaml",
     "read_regular",
+    "read_source",
 ]
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -135,6 +137,36 @@ class Record:
     @property
     def scope_path(self) -> str:
         return self.path
+
+    # what a profile derived (knowtk.model.profile) travels in the frontmatter mapping, under DERIVED_KEY
+    @property
+    def _derivation(self) -> dict[str, Any]:
+        found = self.frontmatter.get(DERIVED_KEY)
+        return found if isinstance(found, dict) else {}
+
+    @property
+    def derived(self) -> tuple[str, ...]:
+        """The keys its profile derived (``fields.x`` for one under fields); () under knowtk's own format."""
+        return tuple(self._derivation.get("keys", ()))
+
+    @property
+    def profile(self) -> str | None:
+        """The profile that read the file; None under knowtk's own format."""
+        return self._derivation.get("profile")
+
+    @property
+    def derived_lines(self) -> dict[str, int]:
+        """Derived key -> the file line it was read from."""
+        lines = self._derivation.get("lines")
+        return {str(k): v for k, v in lines.items() if isinstance(v, int)} if isinstance(lines, dict) else {}
+
+    @property
+    def written(self) -> dict[str, Any]:
+        """The frontmatter as the person wrote it (without what a profile derived)."""
+        if DERIVED_KEY not in self.frontmatter:
+            return self.frontmatter
+        written = self._derivation.get("frontmatter")
+        return written if isinstance(written, dict) else {}
 
 
 def _split(data: bytes) -> tuple[str, str, str, int] | FileProblem:
@@ -244,21 +276,60 @@ def parse_yaml(text: str, *, what: str = "the frontmatter") -> Any:
 
 
 def body_of(data: bytes) -> str | None:
-    """The body of a record file without parsing its YAML (the scan already did)."""
+    """The body of a record file without parsing its YAML (the scan already did).
+
+    A file without frontmatter is a record only under a profile (``read_source``): its body is all of it.
+    """
     split = _split(data)
-    return None if isinstance(split, FileProblem) else split[1]
+    if isinstance(split, FileProblem):
+        return _whole_text(data) if split.code == "frontmatter_missing" else None
+    return split[1]
+
+
+def _whole_text(data: bytes) -> str:
+    text = data.decode("utf-8")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_source(path: str, data: bytes) -> Source | FileProblem:
+    """The file as a profile reads it: a file without frontmatter is all body, from line 1."""
+    split = _split(data)
+    if isinstance(split, FileProblem):
+        if split.code != "frontmatter_missing":
+            return split
+        return Source(path, None, _whole_text(data), 1)
+    yaml_text, body, _, body_line = split
+    meta = parse_yaml(yaml_text)
+    if isinstance(meta, FileProblem):
+        return meta
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return FileProblem("frontmatter_not_mapping", "the frontmatter must be a YAML mapping")
+    return Source(path, meta, body, body_line, yaml_text)
 
 
 def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -> tuple[Record | None, list[Issue]]:
-    """The record a frontmatter mapping describes, with its issues; None when it cannot be one."""
+    """The record a frontmatter mapping describes, with its issues; None when it cannot be one.
+
+    A mapping a profile derived (``DERIVED_KEY``) also says which keys were derived, what the
+    person wrote, and the issues the profile found (each with the line it names).
+    """
+    derivation, derived_meta = meta.get(DERIVED_KEY), meta
+    if derivation is not None:
+        meta = {k: v for k, v in meta.items() if k != DERIVED_KEY}
     rid = _record_id(path, meta)
     if isinstance(rid, Issue):
         return None, [rid]
     read = _Fields(path, rid, meta)
+    if isinstance(derivation, dict):
+        read.issues += [Issue(path, rid, str(code), str(message)) for code, message in derivation.get("issues", ())]
     try:
-        return _record(read, sha256, body_line), read.issues
+        record = _record(read, sha256, body_line)
     except _NotARecord as refused:
         return None, [*read.issues, Issue(path, rid, refused.code, refused.message)]
+    record.frontmatter = derived_meta  # (with DERIVED_KEY: Record.derived, Record.written read it)
+    return record, read.issues
 
 
 class _NotARecord(Exception):

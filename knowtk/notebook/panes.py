@@ -7,12 +7,23 @@ from typing import Any
 from knowtk.notebook.text import citation_text, highlight
 from knowtk.ui.style import escape, wrap
 
-__all__ = ["explain_html", "issues_html", "record_html"]
+__all__ = ["explain_html", "hint_html", "issues_html", "record_html"]
 
 
 def issues_html(coverage: dict[str, Any] | None) -> str:
     """coverage.issues as a visible list: an incomplete answer says so, with every issue."""
     issues = (coverage or {}).get("issues") or []
+    hint = (coverage or {}).get("hint")
+    if hint:  # a newcomer's store: one line naming the profile that would read it
+        return hint_html(hint) + _issues_table(issues)
+    return _issues_table(issues)
+
+
+def hint_html(hint: str) -> str:
+    return wrap(f"<div class='box warn hint'><b>HINT</b>: {escape(hint)}</div>")
+
+
+def _issues_table(issues: list[dict[str, Any]]) -> str:
     if not issues:
         return wrap("<p class='muted'>coverage complete: no validation issues in this scope</p>")
     rows = "".join(
@@ -53,6 +64,9 @@ def record_html(data: dict[str, Any], *, hit: dict[str, Any] | None = None, quer
     parts.append("<p>" + "<br>".join(cites) + "</p>")
     if record.get("tags"):
         parts.append(f"<p class='muted'>tags: {escape(', '.join(record['tags']))}</p>")
+    if record.get("derived"):  # what knowtk inferred, apart from what the person wrote
+        derived = escape(", ".join(record["derived"]))
+        parts.append(f"<p class='muted derived'>derived by the {escape(record['profile'])} profile: {derived}</p>")
     parts.append(f"<pre>{highlight(record.get('body') or '', query)}</pre>")
     return wrap("".join(parts))
 

@@ -144,7 +144,7 @@ def citation(r: Record, snippet: dict[str, Any] | None) -> dict[str, Any]:
     if snippet is not None and snippet["lineStart"] is not None:
         lines = (snippet["lineStart"], snippet["lineEnd"])
     else:
-        lines = (1, r.body_line - 1)  # the frontmatter, where title and aliases live
+        lines = _field_lines(r)
     return {
         "id": r.id,
         "path": r.path,
@@ -153,6 +153,14 @@ def citation(r: Record, snippet: dict[str, Any] | None) -> dict[str, Any]:
         "lineStart": lines[0],
         "lineEnd": lines[1],
     }
+
+
+def _field_lines(r: Record) -> tuple[int, int]:
+    """The lines of a title or alias match: the frontmatter, or the heading a profile took the title from."""
+    line = r.derived_lines.get("title")
+    if line is not None:
+        return line, line
+    return 1, max(1, r.body_line - 1)  # (a file without frontmatter: its first line)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -111,7 +112,34 @@ def lifecycle_of(rid: str, snap: Snapshot) -> str:
 
 def coverage(snap: Snapshot, scope: tuple[str, ...]) -> dict[str, Any]:
     issues = [i.to_json() for i in snap.scope_issues(scope)]
-    return {"complete": not issues, "issues": issues}
+    out: dict[str, Any] = {"complete": not issues, "issues": issues}
+    hint = newcomer_hint(snap) if issues else None
+    if hint is not None:
+        out["hint"] = hint
+    return out
+
+
+_ADR_NAME = re.compile(r"(?:^|/)(?:adr[-_]?)?(?:\d{3,5}|\d{8})[-_][^/]*$|(?:^|/)(?:adr|adrs|decisions)/", re.I)
+
+
+def newcomer_hint(snap: Snapshot) -> str | None:
+    """One line for a store without knowtk.yaml whose files mostly lack knowtk frontmatter: which profile reads it.
+
+    A hint, never a switch: the store is still read as knowtk's format until the user says otherwise.
+    """
+    if snap.config.exists:
+        return None
+    # no frontmatter, or one without knowtk's id (MADR 3/4, Obsidian): written for another tool
+    missing = [i.path or "" for i in snap.issues if i.code in ("frontmatter_missing", "id_missing")]
+    total = len(snap.paths)
+    if not missing or len(missing) * 2 <= total:
+        return None
+    adr = sum(1 for path in missing if _ADR_NAME.search(path)) * 2 > len(missing)
+    name, looks = ("adr", "an ADR folder") if adr else ("plain", "plain Markdown (or an ADR folder, or a vault)")
+    return (
+        f"{len(missing)} of {total} files have no knowtk frontmatter; this looks like {looks}: "
+        f"run with --profile {name}, or write `profile: {name}` in knowtk.yaml (docs/profiles.md)"
+    )
 
 
 def freshness(snap: Snapshot, queried_at: datetime, indexed_at: str | None = None) -> dict[str, Any]:

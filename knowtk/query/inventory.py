@@ -22,6 +22,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
+from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -100,7 +101,7 @@ def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVer
         reasoning=r.reasoning,
         alternatives=r.alternatives,
         fields=r.fields,
-        frontmatter=r.frontmatter,
+        frontmatter=r.written,
         body=engine.body(r),
         bodyLine=r.body_line,
         evidence=verifier.all(r),
@@ -115,6 +116,11 @@ def full_record(engine: Engine, snap: Snapshot, r: Record, verifier: EvidenceVer
     )
     if out["body"] is None:
         return None  # the file changed between the scan and this read
+    if r.profile is not None:  # read by a profile: which keys knowtk inferred rather than the person wrote
+        out.update(profile=r.profile, derived=list(r.derived), derivedLines=r.derived_lines)
+        links = wikilinks_of(engine, snap.paths, r)
+        if links:
+            out["links"] = links
     out["citation"]["lineEnd"] = r.body_line + out["body"].count("\n") - (1 if out["body"].endswith("\n") else 0)
     return out
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
+from knowtk.model.profile import ProfileMap
 from knowtk.model.records import FileProblem, body_of, read_regular
 from knowtk.scan.changes import ChangeSource, Stat, StatWalk
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES, FileEntry, Loaded, load_file
@@ -40,8 +41,10 @@ class Scanner:
         source: ChangeSource | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         lock: threading.RLock | None = None,
+        profiles: ProfileMap | None = None,
     ) -> None:
         self.root = root
+        self.profiles = profiles or ProfileMap()  # which profile reads which file (knowtk.model.profile)
         # the engine's lock: entries are filled from state.sqlite, also when a record of a snapshot
         # someone holds is read outside a call (the connection's transactions are one per engine)
         self.lock = lock if lock is not None else threading.RLock()
@@ -113,7 +116,7 @@ class Scanner:
         if meta is not None:
             body_line = row[2] or 0
         else:  # another process cached a newer version since: the file itself, if it still has this content
-            loaded = load_file(self.root, self.max_file_bytes, path, entry.stat, None)
+            loaded = load_file(self.root, self.max_file_bytes, path, entry.stat, None, self.profiles.for_path(path))
             fresh = loaded.entry if loaded is not None else None
             if fresh is None or fresh.sha256 != entry.sha256 or fresh.meta is None:
                 self.forget([path])  # the next scan reads it again
@@ -198,6 +201,17 @@ class Scanner:
         self._touched = set()
         return touched, bodies
 
+    def reread_all(self, profiles: ProfileMap) -> None:
+        """Read every file again, under these profiles, at the next scan (the same bytes make other records)."""
+        with self.lock:
+            self.profiles = profiles
+            paths = list(self._stats)
+            self.files.clear()
+            self._unsaved, self._unremoved = set(), set()
+            self.token = None
+            self.changes += 1
+            self.forget(paths)
+
     def forget(self, paths: list[str]) -> None:
         """Read these files again at the next scan (their cached entry proved wrong)."""
         for path in paths:
@@ -258,7 +272,8 @@ class Scanner:
             entry = self.files.get(path)
             known.append(entry.sha256 if entry is not None and entry.problem is None else None)
         load = partial(load_file, self.root, self.max_file_bytes)
-        answers = pool_map(load, paths, stats, known, parallel_min=self.parallel_min_files)
+        names = [self.profiles.for_path(path) for path in paths]
+        answers = pool_map(load, paths, stats, known, names, parallel_min=self.parallel_min_files)
         return zip(paths, stats, answers, strict=True)
 
     def read_body(self, path: str, sha256: str) -> str | None:

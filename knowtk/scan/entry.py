@@ -12,7 +12,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular
+from knowtk.model import dialects  # noqa: F401 - the profiles register themselves on import
+from knowtk.model.profile import DEFAULT_PROFILE, derive_meta
+from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular, read_source
 from knowtk.scan.changes import LISTED_PROBLEMS, Stat
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "FileEntry", "Loaded", "load_file"]
@@ -54,11 +56,14 @@ class Loaded(NamedTuple):
     parsed: bool = False  # the frontmatter was parsed (successfully or not)
 
 
-def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256: str | None) -> Loaded | None:
+def load_file(
+    root: str, max_file_bytes: int, path: str, st: Stat, known_sha256: str | None, profile: str = DEFAULT_PROFILE
+) -> Loaded | None:
     """Read one record file, or None if it vanished. Runs in pool workers too.
 
     The frontmatter is parsed only when the bytes differ from ``known_sha256``: the caller
-    keeps the entry it has for a file whose content did not change.
+    keeps the entry it has for a file whose content did not change. Under a ``profile`` other
+    than knowtk's, the keys the file lacks are derived (``knowtk.model.profile``).
     """
     if st[0] < 0:  # the listing found it cannot be read as a record
         code, message = LISTED_PROBLEMS[-st[0]]
@@ -74,8 +79,18 @@ def load_file(root: str, max_file_bytes: int, path: str, st: Stat, known_sha256:
     sha = hashlib.sha256(data).hexdigest()
     if sha == known_sha256:
         return Loaded(FileEntry(st, sha))
+    if profile != DEFAULT_PROFILE:
+        return _load_derived(profile, path, st, sha, data)
     loaded = load_frontmatter(data)
     if isinstance(loaded, FileProblem):
         return Loaded(FileEntry(st, sha, None, 0, loaded), None, True)
     meta, body, body_line = loaded
     return Loaded(FileEntry(st, sha, meta, body_line), body, True)
+
+
+def _load_derived(profile: str, path: str, st: Stat, sha: str, data: bytes) -> Loaded:
+    source = read_source(path, data)
+    if isinstance(source, FileProblem):
+        return Loaded(FileEntry(st, sha, None, 0, source), None, True)
+    meta = derive_meta(profile, source)
+    return Loaded(FileEntry(st, sha, meta, source.body_line), source.body, True)

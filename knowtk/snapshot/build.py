@@ -419,6 +419,9 @@ def _chains(
                 tail = ChainEnd(None, "cycle", (nxt,))
             elif nxt not in records:
                 message = f"{last} is superseded by {nxt!r}, which is not a valid record in the store"
+                named = records[last].derived_lines.get("superseded_by")
+                if named is not None:  # a profile derived it from a line of the file: say which
+                    message += f" (derived from line {named})"
                 issues.append(Issue(records[last].path, last, "supersession_target_missing", message))
                 tail = ChainEnd(None, "missing", (nxt,))
             elif nxt in unavailable:

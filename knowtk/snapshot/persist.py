@@ -68,7 +68,10 @@ class SnapshotOutdated(Contention):
 
 def config_key(config: StoreConfig) -> str:
     groups = sorted((name, sorted(group)) for name, group in config.type_groups.items())
-    return json.dumps([config.name, config.share, groups, config.problem], ensure_ascii=False)
+    data: list[object] = [config.name, config.share, groups, config.problem]
+    if config.profile != "knowtk" or config.profiles:  # (the key of a knowtk-format store is unchanged)
+        data.append([config.profile, [list(p) for p in config.profiles]])
+    return json.dumps(data, ensure_ascii=False)
 
 
 def guards_key(safeguards: Safeguards) -> str:

@@ -1,0 +1,225 @@
+"""Store profiles: how the record keys a file lacks are derived from the way another tool writes Markdown.
+
+A profile registers itself (``register``) where it is defined (``knowtk.model.dialects``); the core
+never names one but ``knowtk``, the exact contract, which derives nothing. ``ProfileMap`` says which
+profile reads which path (a store-wide name and per-folder prefixes). ``derive_meta`` merges what a
+profile derived into the file's frontmatter under the one rule of the issue: a key that the file writes
+with a value valid in knowtk's format wins, unless the profile reads that key in its own tool's form.
+What was derived travels with the mapping under ``DERIVED_KEY`` (it is cached as JSON with it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "DERIVED_KEY",
+    "KINDS",
+    "KNOWTK_KEYS",
+    "Derivation",
+    "Profile",
+    "ProfileMap",
+    "Source",
+    "derive_meta",
+    "path_id",
+    "profile_names",
+    "register",
+]
+
+DEFAULT_PROFILE = "knowtk"
+DERIVED_KEY = "@derived"  # in a derived mapping: {"profile", "keys", "frontmatter", "issues"}
+KNOWTK_KEYS = frozenset(
+    [
+        "id",
+        "kind",
+        "type",
+        "title",
+        "aliases",
+        "tags",
+        "summary",
+        "status",
+        "superseded_by",
+        "revision",
+        "occurred_at",
+        "recorded_at",
+        "updated_at",
+        "due_at",
+        "expires_at",
+        "entities",
+        "owner",
+        "depends_on",
+        "source",
+        "source_event",
+        "from",
+        "to",
+        "relation",
+        "origin",
+        "author",
+        "evidence",
+        "affected_paths",
+        "category",
+        "reasoning",
+        "alternatives",
+        "fields",
+    ]
+)
+KINDS = ("page", "claim", "relationship")
+_STATUSES = ("active", "superseded", "withdrawn")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One file as a profile reads it: its path, its frontmatter (None when it has none) and its body."""
+
+    path: str
+    meta: dict[str, Any] | None
+    body: str
+    body_line: int  # the file line of the body's first line
+    head: str = ""  # the frontmatter's YAML text (its first line is the file's line 2)
+
+    def key_line(self, key: str) -> int | None:
+        """The file line where the frontmatter writes a top-level ``key``, or None."""
+        for offset, line in enumerate(self.head.split("\n")):
+            if line.startswith(key) and line[len(key) :].lstrip(" \t").startswith(":"):
+                return 2 + offset
+        return None
+
+
+@dataclass(slots=True)
+class Derivation:
+    """What a profile derived from one file.
+
+    ``values`` fill keys the file lacks (or writes invalidly); ``own`` are keys the profile reads in its
+    tool's form and so replace what is written (Obsidian's ``tags: "#a #b"``); ``fields`` go under
+    ``fields``; ``issues`` are (code, message) pairs reported as coverage issues.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    own: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
+    issues: list[tuple[str, str]] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)  # derived key -> the file line it was read from
+
+
+Profile = Callable[[Source], Derivation]
+_profiles: dict[str, Profile] = {}
+
+
+def register(name: str, profile: Profile) -> None:
+    """Make a profile available by name (``open_store(profile=...)``, ``--profile``, knowtk.yaml)."""
+    _profiles[name] = profile
+
+
+def profile_names() -> tuple[str, ...]:
+    """Every profile a store may be read with: ``knowtk`` first, then the registered ones."""
+    return (DEFAULT_PROFILE, *sorted(_profiles))
+
+
+@dataclass(frozen=True)
+class ProfileMap:
+    """Which profile reads which file: ``default`` for the store, ``prefixes`` (folder, name) for folders."""
+
+    default: str = DEFAULT_PROFILE
+    prefixes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def plain_contract(self) -> bool:
+        """True when every file is read by the knowtk contract alone (nothing is ever derived)."""
+        return self.default == DEFAULT_PROFILE and all(name == DEFAULT_PROFILE for _, name in self.prefixes)
+
+    def key(self) -> str:
+        return "|".join([self.default, *(f"{p}={n}" for p, n in self.prefixes)])
+
+    def for_path(self, path: str) -> str:
+        """The profile of one file: the longest folder prefix that holds it, else the store's."""
+        best, name = -1, self.default
+        for prefix, profile in self.prefixes:
+            if (path.startswith(prefix + "/") or not prefix) and len(prefix) > best:
+                best, name = len(prefix), profile
+        return name
+
+
+def derive_meta(name: str, src: Source) -> dict[str, Any]:
+    """The frontmatter as the profile ``name`` reads the file: written keys, derived ones, ``DERIVED_KEY``."""
+    derivation = _profiles[name](src)
+    meta = src.meta
+    merged = dict(meta or {})
+    derived: list[str] = []
+    written: dict[str, Any] = {}
+    for key, value in derivation.values.items():
+        if key in merged and _valid(key, merged[key]):
+            continue
+        if key in merged:
+            written[key] = merged[key]
+        merged[key] = value
+        derived.append(key)
+    for key, value in derivation.own.items():  # (what was written stays in Record.written, not in fields)
+        if merged.get(key) != value:
+            derived.append(key)
+        merged[key] = value
+    fields = dict(merged["fields"]) if isinstance(merged.get("fields"), dict) else {}
+    for key, value in (meta or {}).items():  # other tools' keys are kept under fields
+        if key not in KNOWTK_KEYS and key not in fields:
+            fields[key] = value
+    for key, value in written.items():
+        fields.setdefault(key, value)
+    for key, value in derivation.fields.items():
+        if key not in fields:
+            fields[key] = value
+            derived.append(f"fields.{key}")
+    if fields and (merged.get("fields") is None or isinstance(merged.get("fields"), dict)):
+        merged["fields"] = fields  # (a written ``fields`` that is no mapping stays, and is reported as such)
+    merged[DERIVED_KEY] = {
+        "profile": name,
+        "keys": derived,
+        "frontmatter": meta or {},  # what the person wrote, shown as the record's frontmatter
+        "issues": [list(issue) for issue in derivation.issues],
+        "lines": {k: v for k, v in derivation.lines.items() if k in derived},
+    }
+    return merged
+
+
+def _valid(key: str, value: Any) -> bool:
+    """Does the file write ``key`` with a value knowtk's format takes as it is?"""
+    if key == "id":
+        return isinstance(value, str) and _ID.fullmatch(value) is not None
+    if key == "kind":
+        return value in KINDS
+    if key == "status":
+        return value in _STATUSES
+    if key in ("type", "title", "superseded_by"):
+        return isinstance(value, str) and bool(value.strip())
+    if key in ("aliases", "tags"):
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    return value is not None
+
+
+_SEGMENT_JUNK = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def path_id(path: str) -> str:
+    """A record id from a store path: stable, inside the id grammar (``docs/My note.md`` -> ``docs:My-note``).
+
+    Folders are joined by ``:``; letters are folded to ASCII where they have a plain form and any other
+    run of characters becomes ``-``. Two paths may give one id (``a b.md``, ``a-b.md``): the store then
+    reports both files as duplicates, as for any two files with one id.
+    """
+    stem = path[:-3] if path.lower().endswith(".md") else path
+    parts = []
+    for segment in stem.split("/"):
+        folded = unicodedata.normalize("NFKD", segment).encode("ascii", "ignore").decode("ascii")
+        clean = _SEGMENT_JUNK.sub("-", folded).strip("-.") or "x"
+        parts.append(clean)
+    rid = ":".join(parts)
+    if not rid[0].isalnum():
+        rid = "n" + rid
+    if len(rid) > 128:
+        rid = rid[:111] + "-" + hashlib.sha256(path.encode()).hexdigest()[:16]
+    return rid
