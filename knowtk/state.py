@@ -36,7 +36,6 @@ import os
 import random
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -161,7 +160,7 @@ class StateDB:
                 # a lost state.sqlite: the journal knows its identity and its store (one transaction,
                 # so a process opening the state meanwhile never sees another identity)
                 header = self.journal.header if self.journal.read() else None
-                store_id = str(header["store_id"]) if header and header.get("store_id") else str(uuid.uuid4())
+                store_id = str(header["store_id"]) if header and header.get("store_id") else _new_id()
                 self.conn.executemany(
                     "INSERT INTO knowtk_meta (key, value) VALUES (?, ?)",
                     [
@@ -459,3 +458,10 @@ class SafeguardJournal:
             self.path = real
         os.replace(tmp, self.path)
         self._reset()
+
+
+def _new_id() -> str:
+    """A random store id (uuid imported here: most processes open a state that has one)."""
+    import uuid
+
+    return str(uuid.uuid4())

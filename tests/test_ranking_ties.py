@@ -83,3 +83,36 @@ def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
     builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change: nothing kept is used
     after = store.call("knowledge_grep", args)
     assert after["total"] == first["total"] + 1 and after["hits"][0]["id"] == "zz"
+
+
+@pytest.mark.parametrize("lifecycle", ["active", "all", "superseded"])
+def test_plain_python_and_numpy_rankings_are_the_same_doubles(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
+) -> None:
+    """Fewer than KEEP_FROM_ROWS rows are ranked without numpy (a new process need not import it): same answers."""
+    from knowtk.index import bm25
+    from tests.test_bm25 import build_random_store
+
+    build_random_store(builder, 150, seed=11)
+    for i in range(6):  # superseded wording: earlier records whose words lead to their replacements
+        body = "alpha cafe " * (i + 1)
+        builder.page(f"old{i}", "Alpha sigma", body, status="superseded", superseded_by=f"new{i}", path=f"x/old{i}.md")
+        builder.page(f"new{i}", "Replacement", "other words", path=f"x/new{i}.md", kind=["page", "claim"][i % 2])
+    queries = [("alpha", "all"), ("beta gamma", "all"), ("gamma cafe sigma", "any"), ("beta gamma", "phrase")]
+    filters: list[dict] = [{}, {"kind": "claim"}, {"scope": "x"}, {"tag": "a"}]
+    answers = {}
+    for keep in (bm25.KEEP_FROM_ROWS, 0):  # 0: every query takes the numpy path
+        monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", keep)
+        store = builder.open()
+        answers[keep] = [
+            store.call("knowledge_grep", {"query": q, "mode": m, "limit": 50, "lifecycle": lifecycle, **f})
+            for q, m in queries
+            for f in filters
+        ]
+    plain, arrays = answers.values()
+    assert any(a["total"] for a in plain)
+    if lifecycle == "active":  # superseded wording ranked its earlier records among the hits
+        assert any(h["via"] for a in plain for h in a["hits"])
+    for one, two in zip(plain, arrays, strict=True):
+        assert [(h["id"], h["score"]) for h in one["hits"]] == [(h["id"], h["score"]) for h in two["hits"]]
+        assert one["total"] == two["total"]
