@@ -269,6 +269,7 @@ def child_cold(a: argparse.Namespace) -> dict[str, Any]:
     out = {"cold": time.perf_counter() - t, "total": res["total"]}
     out["parses"] = store.engine.scanner.parses
     out["rss"], out["rss_children"] = peak_rss(), children_rss()
+    out["state_open"] = state_disk(Path(a.state))  # the process still running: what its build left (the WAL)
     return out
 
 
@@ -677,6 +678,13 @@ def size_report(n: int, r: dict[str, Any]) -> list[str]:
             f"({fmt_bytes(disk['store']['allocated'])} allocated); state {disk['state']['files']} files, "
             f"{fmt_bytes(disk['state']['bytes'])}"
             + (f" ({fmt_bytes(cold['bytes'])} right after the cold build)" if cold else "")
+            + (
+                f" (with the cold build's process still open: {fmt_bytes(disk['state_cold_open']['bytes'])}, "
+                + ", ".join(f"{k} {fmt_bytes(b)}" for k, b in disk["state_cold_open"]["parts"].items())
+                + ")"
+                if "state_cold_open" in disk
+                else ""
+            )
             + f": {', '.join(f'{name} {fmt_bytes(b)}' for name, b in disk['state']['parts'].items())}"
             + (f", {disk['measured']}" if "measured" in disk else "")
             + "."
@@ -958,6 +966,7 @@ def main() -> None:
         }
         # after the last group, so the state holds all it will keep (a WAL checkpointed or not, as knowtk left it)
         disk = {"store": disk_usage(store), "state": state_disk(state), "state_after_cold": after_cold}
+        disk["state_cold_open"] = cold["state_open"]
         kt = {
             "cold": cold["cold"],
             "cold_parses": cold["parses"],

@@ -64,6 +64,9 @@ FORMAT = "knowtk-state"
 JOURNAL_FORMAT = "knowtk-safeguards"
 BUSY_TIMEOUT_MS = 120_000  # a cold build in another process can hold the write lock this long
 WAL_LIMIT_BYTES = 64 * 2**20  # the WAL kept after a checkpoint
+# a WAL grown past this by a call (a cold build, a snapshot image, many files re-indexed) is checkpointed
+# and truncated when the call ends: the state at rest holds no second copy of what the build wrote
+WAL_TRIM_BYTES = 16 * 2**20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowtk_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -326,6 +329,29 @@ class StateDB:
                     raise Contention(str(exc)) from exc
                 raise
         conn.execute("ROLLBACK")
+
+    def trim_wal(self) -> bool:
+        """Checkpoint the WAL and truncate it to nothing when it grew past ``WAL_TRIM_BYTES``; never waits.
+
+        Outside a transaction only. A reader of another process still using the WAL makes the
+        checkpoint busy: it is then left as it is (a later call, or the last connection's close, trims it).
+        True when the WAL was truncated.
+        """
+        if self.conn.in_transaction:
+            return False
+        try:
+            if os.stat(self.path + "-wal").st_size <= WAL_TRIM_BYTES:
+                return False
+        except OSError:
+            return False
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError:
+            busy = 1
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return not busy
 
     def data_version(self) -> int:
         """Changes when another connection commits: in-memory mirrors must then be reloaded."""
