@@ -121,10 +121,10 @@ def test_a_plain_grep_imports_neither_numpy_nor_a_pool(grep_store: StoreBuilder,
     assert not {m for m in modules if m.split(".")[0] in unwanted or m in unwanted}
 
 
-def test_a_common_word_or_a_filter_loads_numpy_only_when_it_ranks_with_arrays(
+def test_a_common_word_asked_once_or_a_filter_on_it_loads_numpy_only_for_arrays(
     builder: StoreBuilder, tmp_path: Path
 ) -> None:
-    """numpy is for the BM25 paths that need arrays: counts kept from 1,000 rows on (KEEP_FROM_ROWS)."""
+    """numpy is for the BM25 paths that need arrays: a filter over a phrase that 1,000 rows or more hold."""
     for i in range(1000):
         builder.page(f"n{i:04d}", f"Note {i}", "common words here", tags=["a"] if i % 2 else [])
     state = tmp_path / "state"
@@ -132,5 +132,7 @@ def test_a_common_word_or_a_filter_loads_numpy_only_when_it_ranks_with_arrays(
     imports_of([*base, "note"], tmp_path)  # the state built (a pool for 1,000 files is not started either)
     rare = imports_of([*base, "n0007"], tmp_path)
     assert "numpy" not in rare["modules"]
-    common = imports_of([*base, "common"], tmp_path)
-    assert "numpy" in common["modules"]
+    common = imports_of([*base, "common"], tmp_path)  # 1,000 rows, asked once: ranked in plain Python
+    assert "numpy" not in common["modules"]
+    filtered = imports_of([*base, "--tag", "a", "common"], tmp_path)  # scored over the filtered rows
+    assert "numpy" in filtered["modules"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,12 +56,13 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
 
     A common word matches most of the store; a page needs only its first k, so the rest
     are counted but never ordered. A query that ``bm25()`` scores alone (one source, nothing
-    filtered out, its counts not kept) over fewer than ``KEEP_FROM_ROWS`` rows is ordered here
-    in plain Python, in the same order: a new process answering it does not import numpy.
+    filtered out, its counts not kept) is ordered in plain Python unless arrays pay (``_arrays_pay``),
+    and a filtered one whose phrases fewer than ``KEEP_FROM_ROWS`` rows hold is scored in plain
+    Python too: the same doubles, the same order, and a new process answering it imports no numpy.
     """
     rows = sources[0].projection.native_rows(terms) if _native(sources, terms) else None
-    if rows is not None and len(rows) < KEEP_FROM_ROWS:
-        return _top_plain([(neg, sources[0].projection.id_of[rowid], rowid, 0) for rowid, neg in rows], sources, k)
+    if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
+        return _top_native_plain(rows, sources, k)
     if rows is None:
         plain = _filtered_plain(sources, terms)
         if plain is not None:
@@ -98,6 +100,35 @@ def _native(sources: list[Source], terms: QueryTerms) -> bool:
     return not all(proj.has_counts(phrase) for phrase in terms.phrases)
 
 
+def arrays_loaded() -> bool:
+    """Whether numpy is imported in this process already (then arrays cost nothing more to start)."""
+    return "numpy" in sys.modules
+
+
+def _arrays_pay(proj: FtsProjection, terms: QueryTerms, n_rows: int) -> bool:
+    """Whether numpy should rank rows that ``bm25()`` scored: many rows, and either a phrase asked
+    again (its counts are then kept for the next queries) or numpy in use already. A process that
+    asks a common word once (a CLI call) ranks it in plain Python, without importing numpy."""
+    if n_rows < KEEP_FROM_ROWS:
+        return False
+    again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
+    return again or arrays_loaded()
+
+
+def _top_native_plain(rows: list[tuple[int, float]], sources: list[Source], k: int | None) -> tuple[int, list[Match]]:
+    """top_matches over ``bm25()``'s own rows in plain Python: the rows scoring at least the k-th
+    best (ties included) ordered by (score, id), as the numpy path picks them."""
+    count = len(rows)
+    if k is not None and k < count:
+        kth = heapq.nsmallest(k, (neg for _, neg in rows))[-1] if k > 0 else -math.inf
+        rows = [row for row in rows if row[1] <= kth]
+    id_of = sources[0].projection.id_of
+    keyed = sorted((neg, id_of[rowid], rowid, 0) for rowid, neg in rows)
+    if k is not None:
+        del keyed[k:]
+    return count, [Match(-neg, rid, rowid, sources[0].projection) for neg, rid, rowid, _ in keyed]
+
+
 def _top_plain(keyed: list[Keyed], sources: list[Source], k: int | None) -> tuple[int, list[Match]]:
     """top_matches over scored rows in plain Python: the same (score, id) order."""
     best = sorted(keyed) if k is None or k >= len(keyed) else heapq.nsmallest(k, keyed)
@@ -108,7 +139,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     """``filtered_bm25`` in plain Python, where fewer than ``KEEP_FROM_ROWS`` rows hold each phrase.
 
     None otherwise (numpy then scores it). The same operations in the same order, so the same
-    doubles (``tests/test_bm25.py`` compares both with ``bm25()``).
+    doubles (``tests/test_ranking_ties.py`` compares the two paths, ``tests/test_bm25.py`` both with ``bm25()``).
     """
     phrases = terms.phrases
     counts: list[list[dict[int, float]]] = []  # per phrase, per source: rowid -> count, allowed rows only
@@ -125,7 +156,8 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     for src in sources:
         proj = src.projection
         n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
-        n_tokens += proj.total_tokens if src.allowed is None else sum(proj.tokens[r] for r in src.allowed)
+        # as allowed_tokens sums token_array (-1 where the mirror holds no row)
+        n_tokens += proj.total_tokens if src.allowed is None else sum(proj.tokens.get(r, -1) for r in src.allowed)
     if n_rows == 0 or not phrases:
         return []
     avgdl = float(n_tokens) / float(n_rows)

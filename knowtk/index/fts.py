@@ -129,6 +129,7 @@ class FtsProjection:
         # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
         self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         self._phrases_mirror = -1
+        self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
         self._openings: dict[int, str] = {}  # rowid -> opening of a body over the limit
@@ -534,6 +535,18 @@ class FtsProjection:
             keep = self.allowed_mask(allowed)[rowids]
             rowids, counts = rowids[keep], counts[keep]
         return rowids, counts
+
+    def asked_before(self, phrase: tuple[str, ...]) -> bool:
+        """Whether the phrase was asked before over the rows as they are; records that it is asked now.
+
+        ``bm25`` keeps a common phrase's counts from its second query on: a process that asks once
+        (a CLI call) does not pay for arrays it will never use again.
+        """
+        before = self._asked.get(phrase) == self.mirror
+        if len(self._asked) >= 4 * PHRASE_ENTRIES:
+            self._asked.clear()
+        self._asked[phrase] = self.mirror
+        return before
 
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
         """True when the phrase's per-row counts are kept for the rows as they are."""
