@@ -13,7 +13,7 @@ contract in pyproject.toml, checked by ``lint-imports``)::
     store                             Store and open_store: the Python surface of one store
     results                           Result: the contract's dict and a DataFrame
     query                             the tools (grep, lookup, records, dates, knowl), explain, chains
-    frames                            typed DataFrame building
+    frames | export                   typed DataFrame building | the snapshot's tables as Parquet
     engine                            reconciles the projections with the snapshot at every query
     index                             projections in state.sqlite: FTS5, BM25, temporal, embeddings
     snapshot                          the store at a query: availability, chains, safeguards
@@ -26,6 +26,7 @@ contract in pyproject.toml, checked by ``lint-imports``)::
 from knowtk.errors import (
     InvalidArgument,
     KnowtkError,
+    MissingDependency,
     RecordNotFound,
     ScanLimitExceeded,
     StateError,
@@ -40,6 +41,7 @@ from knowtk.workspace import Workspace
 __all__ = [
     "InvalidArgument",
     "KnowtkError",
+    "MissingDependency",
     "RecordNotFound",
     "Result",
     "ScanLimitExceeded",

@@ -8,6 +8,8 @@
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
      ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
      ├── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
+     ├── MissingDependency         (also ImportError) an optional package this call needs: ``.package``,
+     │                             ``.extra`` (``pip install knowtk[extra]``)
      └── GoldSetError              (also ValueError; ``knowtk.lab.goldset``) a gold set that cannot be
                                    used as written: ``.path``, ``.line``, ``.case``, ``.field``
 
@@ -26,6 +28,7 @@ from typing import Any
 __all__ = [
     "InvalidArgument",
     "KnowtkError",
+    "MissingDependency",
     "RecordNotFound",
     "ScanLimitExceeded",
     "StateError",
@@ -101,6 +104,18 @@ class ScanLimitExceeded(KnowtkError):
             f"{limit}: the store has {value:,}, the scan allows {maximum:,}; "
             f"query a narrower scope or open the store with a higher {limit}"
         )
+
+
+class MissingDependency(KnowtkError, ImportError):
+    """An optional package that this call needs is not installed; ``pip install knowtk[extra]`` installs it."""
+
+    code = "missing_dependency"
+
+    def __init__(self, package: str, extra: str, detail: str = "") -> None:
+        self.package = package
+        self.extra = extra
+        text = f"{package} is not installed: pip install 'knowtk[{extra}]'"
+        super().__init__(text + (f" ({detail})" if detail else ""))
 
 
 class RecordNotFound(KnowtkError, LookupError):

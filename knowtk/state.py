@@ -36,7 +36,6 @@ import os
 import random
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -65,6 +64,9 @@ FORMAT = "knowtk-state"
 JOURNAL_FORMAT = "knowtk-safeguards"
 BUSY_TIMEOUT_MS = 120_000  # a cold build in another process can hold the write lock this long
 WAL_LIMIT_BYTES = 64 * 2**20  # the WAL kept after a checkpoint
+# a WAL grown past this by a call (a cold build, a snapshot image, many files re-indexed) is checkpointed
+# and truncated when the call ends: the state at rest holds no second copy of what the build wrote
+WAL_TRIM_BYTES = 16 * 2**20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS knowtk_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -161,7 +163,7 @@ class StateDB:
                 # a lost state.sqlite: the journal knows its identity and its store (one transaction,
                 # so a process opening the state meanwhile never sees another identity)
                 header = self.journal.header if self.journal.read() else None
-                store_id = str(header["store_id"]) if header and header.get("store_id") else str(uuid.uuid4())
+                store_id = str(header["store_id"]) if header and header.get("store_id") else _new_id()
                 self.conn.executemany(
                     "INSERT INTO knowtk_meta (key, value) VALUES (?, ?)",
                     [
@@ -328,6 +330,29 @@ class StateDB:
                 raise
         conn.execute("ROLLBACK")
 
+    def trim_wal(self) -> bool:
+        """Checkpoint the WAL and truncate it to nothing when it grew past ``WAL_TRIM_BYTES``; never waits.
+
+        Outside a transaction only. A reader of another process still using the WAL makes the
+        checkpoint busy: it is then left as it is (a later call, or the last connection's close, trims it).
+        True when the WAL was truncated.
+        """
+        if self.conn.in_transaction:
+            return False
+        try:
+            if os.stat(self.path + "-wal").st_size <= WAL_TRIM_BYTES:
+                return False
+        except OSError:
+            return False
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError:
+            busy = 1
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return not busy
+
     def data_version(self) -> int:
         """Changes when another connection commits: in-memory mirrors must then be reloaded."""
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
@@ -480,3 +505,10 @@ class SafeguardJournal:
             self.path = real
         os.replace(tmp, self.path)
         self._reset()
+
+
+def _new_id() -> str:
+    """A random store id (uuid imported here: most processes open a state that has one)."""
+    import uuid
+
+    return str(uuid.uuid4())

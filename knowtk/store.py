@@ -110,6 +110,19 @@ class Store:
         """Scan now and return the store as a query would see it."""
         return self.engine.snapshot()
 
+    def export(self, path: str | os.PathLike[str], format: str = "parquet") -> dict[str, str]:
+        """Write the snapshot's tables into the folder ``path`` for DuckDB, Spark or pandas.
+
+        One file per table (``records``, ``dates``, ``chains``, ``coverage_issues``; see
+        ``knowtk.export``), all from one snapshot taken now, each row naming the store. Needs
+        pyarrow (``pip install knowtk[export]``). Returns ``{table: file written}``.
+        """
+        from knowtk.export import export_snapshot  # imported when used: a query process never needs it
+
+        snap = self.engine.snapshot()
+        written = export_snapshot(snap, snap.config.name, path, format)
+        return {name: str(file) for name, file in written.items()}
+
     def __repr__(self) -> str:
         return f"<Store {self.root!r}>"
 

@@ -267,7 +267,9 @@ def test_parse_workers_that_cannot_start_fall_back_to_this_process(
         def __init__(self, *args, **kwargs) -> None:
             raise OSError("fork: resource temporarily unavailable")
 
-    monkeypatch.setattr(pool, "ProcessPoolExecutor", NoWorkers)
+    import concurrent.futures  # pool_map imports the executor when it starts workers
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", NoWorkers)
     engine = Engine(builder.root, state_dir=tmp_path / "state", max_file_bytes=1500)
     engine.scanner.parallel_min_files = 1
     snap = engine.snapshot()

@@ -71,15 +71,78 @@ def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
     from tests.test_bm25 import build_random_store
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 1)
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)  # as in a new process: numpy not imported yet
     build_random_store(builder, 120, seed=5)
     store = builder.open()
     args = {"query": "alpha", "limit": 50}
     first = store.call("knowledge_grep", args)
     main = store.engine._keyword.main
-    assert main.has_counts(("alpha",))  # kept from the rows bm25() gave
+    assert not main.has_counts(("alpha",))  # asked once: ranked in plain Python, nothing kept
+    second = store.call("knowledge_grep", args)
+    assert main.has_counts(("alpha",))  # asked again: kept from the rows bm25() gave
+    assert (second["hits"], second["total"]) == (first["hits"], first["total"])
     again = store.call("knowledge_grep", args)  # now scored from the kept counts
     assert [(h["id"], h["score"]) for h in again["hits"]] == [(h["id"], h["score"]) for h in first["hits"]]
     assert again["total"] == first["total"]
     builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change: nothing kept is used
     after = store.call("knowledge_grep", args)
     assert after["total"] == first["total"] + 1 and after["hits"][0]["id"] == "zz"
+
+
+@pytest.mark.parametrize("lifecycle", ["active", "all", "superseded"])
+def test_plain_python_and_numpy_rankings_are_the_same_doubles(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
+) -> None:
+    """Fewer than KEEP_FROM_ROWS rows are ranked without numpy (a new process need not import it): same answers."""
+    from knowtk.index import bm25
+    from tests.test_bm25 import build_random_store
+
+    build_random_store(builder, 150, seed=11)
+    for i in range(6):  # superseded wording: earlier records whose words lead to their replacements
+        body = "alpha cafe " * (i + 1)
+        builder.page(f"old{i}", "Alpha sigma", body, status="superseded", superseded_by=f"new{i}", path=f"x/old{i}.md")
+        builder.page(f"new{i}", "Replacement", "other words", path=f"x/new{i}.md", kind=["page", "claim"][i % 2])
+    queries = [("alpha", "all"), ("beta gamma", "all"), ("gamma cafe sigma", "any"), ("beta gamma", "phrase")]
+    filters: list[dict] = [{}, {"kind": "claim"}, {"scope": "x"}, {"tag": "a"}]
+    answers = {}
+    for keep in (bm25.KEEP_FROM_ROWS, 0):  # 0 (with numpy loaded): every query takes the numpy path
+        monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", keep)
+        monkeypatch.setattr(bm25, "arrays_loaded", lambda keep=keep: keep == 0)
+        store = builder.open()
+        answers[keep] = [
+            store.call("knowledge_grep", {"query": q, "mode": m, "limit": 50, "lifecycle": lifecycle, **f})
+            for q, m in queries
+            for f in filters
+        ]
+    plain, arrays = answers.values()
+    assert any(a["total"] for a in plain)
+    if lifecycle == "active":  # superseded wording ranked its earlier records among the hits
+        assert any(h["via"] for a in plain for h in a["hits"])
+    for one, two in zip(plain, arrays, strict=True):
+        assert [(h["id"], h["score"]) for h in one["hits"]] == [(h["id"], h["score"]) for h in two["hits"]]
+        assert one["total"] == two["total"]
+
+
+def test_a_common_word_asked_once_is_ranked_in_plain_python_with_the_same_answer(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many rows, asked once in a process without numpy: plain Python picks the page, ties cut by id."""
+    from knowtk.index import bm25
+
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "many rows" for this store
+    for i in range(40):
+        builder.page(f"r{39 - i:02d}", "Same", "tied " * (i % 3 + 1) + "filler words")
+    answers = []
+    for loaded in (False, True):
+        monkeypatch.setattr(bm25, "arrays_loaded", lambda loaded=loaded: loaded)
+        pages = []
+        for offset in (0, 7, 35):  # each asked once, by a store opened for it (a new process's first query)
+            store = builder.open()
+            pages.append(store.call("knowledge_grep", {"query": "tied", "limit": 7, "offset": offset}))
+            assert store.engine._keyword.main.has_counts(("tied",)) is loaded  # kept only where numpy ranked
+        answers.append(pages)
+    plain, arrays = answers
+    assert [[(h["id"], h["score"]) for h in a["hits"]] for a in plain] == [
+        [(h["id"], h["score"]) for h in a["hits"]] for a in arrays
+    ]
+    assert [a["total"] for a in plain] == [40, 40, 40]

@@ -212,6 +212,8 @@ class Engine:
         finally:
             if not commit and self.state.writes != self._writes:  # the mirrors took in writes now undone
                 self.invalidate()
+        if commit and self._depth == 1:  # the outermost call: a large WAL left by its writes is cut back
+            self.state.trim_wal()
 
     def leave_call(self) -> None:
         self._depth -= 1

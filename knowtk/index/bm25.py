@@ -13,13 +13,17 @@ paths against ``bm25()`` on a table that really holds only the filtered records.
 
 from __future__ import annotations
 
+import heapq
 import math
+import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
+from knowtk.index.fts import K1, B, FtsProjection, QueryTerms, columns
 
-from knowtk.index.fts import K1, B, FtsProjection, QueryTerms
+if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches), not with knowtk
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["Match", "Scored", "Source", "filtered_bm25", "rank", "top_matches"]
 
@@ -51,9 +55,21 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     """(how many rows match, the best k of them in rank order; all when k is None).
 
     A common word matches most of the store; a page needs only its first k, so the rest
-    are counted but never ordered.
+    are counted but never ordered. A query that ``bm25()`` scores alone (one source, nothing
+    filtered out, its counts not kept) is ordered in plain Python unless arrays pay (``_arrays_pay``),
+    and a filtered one whose phrases fewer than ``KEEP_FROM_ROWS`` rows hold is scored in plain
+    Python too: the same doubles, the same order, and a new process answering it imports no numpy.
     """
-    negated, rowids, which = _scored(sources, terms)
+    rows = sources[0].projection.native_rows(terms) if _native(sources, terms) else None
+    if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
+        return _top_native_plain(rows, sources, k)
+    if rows is None:
+        plain = _filtered_plain(sources, terms)
+        if plain is not None:
+            return _top_plain(plain, sources, k)
+    import numpy as np
+
+    negated, rowids, which = _scored(sources, terms, rows)
     count = len(rowids)
     if k is not None and k < count:
         # every row scoring at least the k-th best score (ties included), then ordered by (score, id)
@@ -62,8 +78,8 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     else:
         chosen = np.arange(count)
     keyed: list[Keyed] = []
-    negs, rows, srcs = negated[chosen].tolist(), rowids[chosen].tolist(), which[chosen].tolist()
-    for neg, rowid, i in zip(negs, rows, srcs, strict=True):
+    negs, picked, srcs = negated[chosen].tolist(), rowids[chosen].tolist(), which[chosen].tolist()
+    for neg, rowid, i in zip(negs, picked, srcs, strict=True):
         keyed.append((neg, sources[i].projection.id_of[rowid], rowid, i))
     keyed.sort()
     if k is not None:
@@ -73,19 +89,109 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
 
 # (-score, id, rowid, source index): sorts in rank order as plain tuples (ids are unique across sources)
 Keyed = tuple[float, str, int, int]
-Scored = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]  # -score, rowid, source index
+Scored = tuple["NDArray[np.float64]", "NDArray[np.int64]", "NDArray[np.int64]"]  # -score, rowid, source index
 
 
-def _scored(sources: list[Source], terms: QueryTerms) -> Scored:
-    if len(sources) == 1 and sources[0].allowed is None:  # bm25() already scores over exactly this corpus
+def _native(sources: list[Source], terms: QueryTerms) -> bool:
+    """True when SQLite's ``bm25()`` scores the query: one source, nothing filtered out, some counts not kept."""
+    if len(sources) != 1 or sources[0].allowed is not None:
+        return False
+    proj = sources[0].projection
+    return not all(proj.has_counts(phrase) for phrase in terms.phrases)
+
+
+def arrays_loaded() -> bool:
+    """Whether numpy is imported in this process already (then arrays cost nothing more to start)."""
+    return "numpy" in sys.modules
+
+
+def _arrays_pay(proj: FtsProjection, terms: QueryTerms, n_rows: int) -> bool:
+    """Whether numpy should rank rows that ``bm25()`` scored: many rows, and either a phrase asked
+    again (its counts are then kept for the next queries) or numpy in use already. A process that
+    asks a common word once (a CLI call) ranks it in plain Python, without importing numpy."""
+    if n_rows < KEEP_FROM_ROWS:
+        return False
+    again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
+    return again or arrays_loaded()
+
+
+def _top_native_plain(rows: list[tuple[int, float]], sources: list[Source], k: int | None) -> tuple[int, list[Match]]:
+    """top_matches over ``bm25()``'s own rows in plain Python: the rows scoring at least the k-th
+    best (ties included) ordered by (score, id), as the numpy path picks them."""
+    count = len(rows)
+    if k is not None and k < count:
+        kth = heapq.nsmallest(k, (neg for _, neg in rows))[-1] if k > 0 else -math.inf
+        rows = [row for row in rows if row[1] <= kth]
+    id_of = sources[0].projection.id_of
+    keyed = sorted((neg, id_of[rowid], rowid, 0) for rowid, neg in rows)
+    if k is not None:
+        del keyed[k:]
+    return count, [Match(-neg, rid, rowid, sources[0].projection) for neg, rid, rowid, _ in keyed]
+
+
+def _top_plain(keyed: list[Keyed], sources: list[Source], k: int | None) -> tuple[int, list[Match]]:
+    """top_matches over scored rows in plain Python: the same (score, id) order."""
+    best = sorted(keyed) if k is None or k >= len(keyed) else heapq.nsmallest(k, keyed)
+    return len(keyed), [Match(-neg, rid, rowid, sources[i].projection) for neg, rid, rowid, i in best]
+
+
+def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | None:
+    """``filtered_bm25`` in plain Python, where fewer than ``KEEP_FROM_ROWS`` rows hold each phrase.
+
+    None otherwise (numpy then scores it). The same operations in the same order, so the same
+    doubles (``tests/test_ranking_ties.py`` compares the two paths, ``tests/test_bm25.py`` both with ``bm25()``).
+    """
+    phrases = terms.phrases
+    counts: list[list[dict[int, float]]] = []  # per phrase, per source: rowid -> count, allowed rows only
+    for phrase in phrases:
+        per_source = []
+        for src in sources:
+            found = src.projection.plain_counts(phrase, KEEP_FROM_ROWS)
+            if found is None:
+                return None
+            allowed = src.allowed
+            per_source.append(found if allowed is None else {r: c for r, c in found.items() if r in allowed})
+        counts.append(per_source)
+    n_rows = n_tokens = 0
+    for src in sources:
+        proj = src.projection
+        n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
+        # as allowed_tokens sums token_array (-1 where the mirror holds no row)
+        n_tokens += proj.total_tokens if src.allowed is None else sum(proj.tokens.get(r, -1) for r in src.allowed)
+    if n_rows == 0 or not phrases:
+        return []
+    avgdl = float(n_tokens) / float(n_rows)
+    idf = []
+    for per_source in counts:
+        n_hit = sum(len(found) for found in per_source)
+        value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+        idf.append(value if value > 0.0 else 1e-6)
+    keyed: list[Keyed] = []
+    for i, src in enumerate(sources):
+        holding = [set(per_source[i]) for per_source in counts]
+        candidates = set.union(*holding) if terms.mode == "any" else set.intersection(*holding)
+        for rowid in candidates:
+            d = max(float(src.projection.tokens.get(rowid, -1)), 0.0)
+            score = 0.0
+            for p in range(len(phrases)):
+                f = counts[p][i].get(rowid, 0.0)
+                score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
+            keyed.append((-score, src.projection.id_of[rowid], rowid, i))
+    return keyed
+
+
+def _scored(sources: list[Source], terms: QueryTerms, rows: list[tuple[int, float]] | None) -> Scored:
+    """(-score, rowid, source index) of every match; rows: bm25()'s own, when it scores the query (_native)."""
+    import numpy as np
+
+    if rows is not None:  # bm25() already scores over exactly this corpus
         proj = sources[0].projection
+        negated, rowids = columns(rows)
         phrases = terms.phrases
-        if not all(proj.has_counts(phrase) for phrase in phrases):
-            negated, rowids = proj.native_arrays(terms)
-            if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
-                proj.counts_from_scores(phrases[0], negated, rowids)
-            return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
-        # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
+        if len(phrases) == 1 and len(rowids) >= KEEP_FROM_ROWS:  # bm25() of the phrase alone: keep its counts
+            proj.counts_from_scores(phrases[0], negated, rowids)
+        return negated, rowids, np.zeros(len(rowids), dtype=np.int64)
+    # every phrase's counts kept: the same doubles bm25() gives (tests/test_ranking_ties.py: bit for bit)
     return filtered_bm25(sources, terms)
 
 
@@ -95,6 +201,8 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
     Evaluated on numpy arrays with the operations, in the order, of fts5_aux.c's loop (so the
     doubles are the same): one pass per phrase over the rows that hold it.
     """
+    import numpy as np
+
     empty: Scored = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     n_rows = 0
     n_tokens = 0

@@ -28,14 +28,15 @@ import math
 import sqlite3
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from knowtk.model.datevalues import format_utc
 from knowtk.scan.progress import progress
 from knowtk.state import Contention, StateDB, now_utc
+
+if TYPE_CHECKING:  # numpy is imported by the scoring that needs arrays, not with the projection (a CLI grep)
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "COLUMNS",
@@ -128,6 +129,7 @@ class FtsProjection:
         # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
         self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         self._phrases_mirror = -1
+        self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
         self._openings: dict[int, str] = {}  # rowid -> opening of a body over the limit
@@ -495,14 +497,18 @@ class FtsProjection:
         return out
 
     # -- scoring ------------------------------------------------------------------------------
-    def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-        """(bm25() as SQLite gives it, i.e. minus the score; rowid) of every match, as arrays."""
+    def native_rows(self, terms: QueryTerms) -> list[tuple[int, float]]:
+        """(rowid, bm25() as SQLite gives it, i.e. minus the score) of every match."""
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ?"
         )
-        return _columns(self.conn.execute(sql, (terms.expression,)).fetchall())
+        return self.conn.execute(sql, (terms.expression,)).fetchall()
+
+    def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """``native_rows`` as arrays: (minus the score, rowid)."""
+        return columns(self.native_rows(terms))
 
     def term_frequencies(self, term: str, allowed: set[int] | None) -> dict[int, float]:
         """rowid -> weighted count of the term's instances (title 8, aliases 6, body 1)."""
@@ -530,6 +536,18 @@ class FtsProjection:
             rowids, counts = rowids[keep], counts[keep]
         return rowids, counts
 
+    def asked_before(self, phrase: tuple[str, ...]) -> bool:
+        """Whether the phrase was asked before over the rows as they are; records that it is asked now.
+
+        ``bm25`` keeps a common phrase's counts from its second query on: a process that asks once
+        (a CLI call) does not pay for arrays it will never use again.
+        """
+        before = self._asked.get(phrase) == self.mirror
+        if len(self._asked) >= 4 * PHRASE_ENTRIES:
+            self._asked.clear()
+        self._asked[phrase] = self.mirror
+        return before
+
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
         """True when the phrase's per-row counts are kept for the rows as they are."""
         return self._phrases_mirror == self.mirror and phrase in self._phrases
@@ -547,12 +565,61 @@ class FtsProjection:
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ?"
         )
-        scores, rowids = _columns(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall())
+        scores, rowids = columns(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall())
         counts = self._counts(scores, rowids)
         if counts is None:
             raise self._out_of_step()
         self.keep_counts(phrase, rowids, counts)
         return rowids, counts
+
+    def plain_counts(self, phrase: tuple[str, ...], limit: int) -> dict[int, float] | None:
+        """rowid -> weighted count of the phrase, in plain Python, when fewer than ``limit`` rows hold it.
+
+        None when its counts are kept already or ``limit`` rows or more hold it (those are then kept
+        as arrays, as ``phrase_arrays`` would keep them). The same operations, in the same order, as
+        ``_counts`` (Python floats are the doubles numpy computes elementwise).
+        """
+        if self.has_counts(phrase):
+            return None
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ?"
+        )
+        rows = self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall()
+        if len(rows) >= limit:
+            scores, rowids = columns(rows)
+            counts = self._counts(scores, rowids)
+            if counts is None:
+                raise self._out_of_step()
+            self.keep_counts(phrase, rowids, counts)
+            return None
+        out = self._plain_counts(rows)
+        if out is None:
+            raise self._out_of_step()
+        return out
+
+    def _plain_counts(self, rows: list[tuple[int, float]]) -> dict[int, float] | None:
+        if not rows:
+            return {}
+        n_rows = len(self.tokens)
+        if not n_rows or not self.total_tokens:
+            return None
+        avgdl = float(self.total_tokens) / float(n_rows)
+        idf = math.log((n_rows - len(rows) + 0.5) / (len(rows) + 0.5))
+        idf = idf if idf > 0.0 else 1e-6
+        out: dict[int, float] = {}
+        for rowid, score in rows:
+            size = self.tokens.get(rowid)
+            if size is None:  # a row the mirror does not hold
+                return None
+            s = -score / idf
+            f = K1 * (1 - B + B * float(size) / avgdl) * s / (K1 + 1.0 - s)
+            count = float(round(f))
+            if count < 1 or abs(f - count) > 1e-3:
+                return None  # the table changed under the mirror (another process)
+            out[rowid] = count
+        return out
 
     def counts_from_scores(
         self, phrase: tuple[str, ...], scores: NDArray[np.float64], rowids: NDArray[np.int64]
@@ -585,6 +652,8 @@ class FtsProjection:
         d = sizes[rowids]
         if (d < 0).any():  # a row the mirror does not hold
             return None
+        import numpy as np
+
         s = -scores / idf
         f = K1 * (1 - B + B * d / avgdl) * s / (K1 + 1.0 - s)
         counts = np.rint(f)
@@ -596,6 +665,8 @@ class FtsProjection:
         """Tokens per row indexed by rowid (-1 where no row), as floats: kept until the rows change."""
         cached = self._arrays.get("tokens")
         if cached is None or cached[0] != self.mirror:
+            import numpy as np
+
             size = max(self.tokens, default=0) + 1
             sizes = np.full(size, -1.0)
             if self.tokens:
@@ -610,6 +681,8 @@ class FtsProjection:
         key = id(allowed)
         cached = self._arrays.get(key)
         if cached is None or cached[1] is not allowed or cached[0] != self.mirror:
+            import numpy as np
+
             mask = np.zeros(len(self.token_array()), dtype=bool)
             if allowed:
                 mask[np.fromiter(allowed, np.int64, len(allowed))] = True
@@ -661,8 +734,10 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
-def _columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+def columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """(bm25 values, rowids) of ``SELECT rowid, bm25(...)`` rows (rowids are exact as doubles up to 2**53)."""
+    import numpy as np
+
     flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, 2 * len(rows)).reshape(-1, 2)
     return flat[:, 1].copy(), flat[:, 0].astype(np.int64)
 

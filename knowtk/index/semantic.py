@@ -44,7 +44,6 @@ answer's order comes from :func:`fuse` with BM25.
 from __future__ import annotations
 
 import importlib.util
-import logging
 import math
 import os
 import sys
@@ -69,8 +68,6 @@ __all__ = [
     "pack",
     "unpack",
 ]
-
-log = logging.getLogger(__name__)
 
 UNAVAILABLE_REASON = "no embedding model installed"
 
@@ -200,7 +197,9 @@ def load_embedder() -> Embedder | None:
             try:
                 _cached = _load_wordllama()
             except Exception as exc:  # ImportError, FileNotFoundError, a broken wheel: all mean "none"
-                log.debug("semantic search unavailable: %s: %s", type(exc).__name__, exc)
+                import logging  # only here: a process that never loads a model does not import logging
+
+                logging.getLogger(__name__).debug("semantic search unavailable: %s: %s", type(exc).__name__, exc)
                 return None
         return _cached
 

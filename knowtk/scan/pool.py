@@ -8,17 +8,13 @@ than it saves, and where no worker can start the work runs in this process.
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
@@ -67,6 +63,10 @@ def pool_map(fn: Callable[..., T], *columns: Sequence[Any], parallel_min: int) -
     if context is None:
         yield from map(fn, *columns)
         return
+    # imported here: a process that parses few files (a CLI call on a built state) never loads them
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     done = 0
     try:
         with ProcessPoolExecutor(
@@ -88,6 +88,8 @@ def _die_with_parent(parent: int) -> None:
     """
     direct = os.getppid() == parent
     if direct and sys.platform.startswith("linux"):
+        import ctypes
+
         with suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
 
@@ -122,6 +124,8 @@ def _pool_context() -> Any:
     run with ``-m`` (``ipykernel_launcher``), not for a script that may lack an
     ``if __name__ == "__main__":`` guard, so a threaded script parses in its own process.
     """
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

@@ -29,7 +29,6 @@ network file system raise no event (docs/performance.md lists the limits).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import struct
@@ -136,11 +135,24 @@ def filesystem_types(root: str, mounts: Iterable[tuple[str, str]] | None = None)
     return [holding, *inside]
 
 
+def _libc() -> ctypes.CDLL:
+    """The C library: the process's own symbols (libc is linked in), else found by name.
+
+    ``ctypes.util.find_library`` runs ``ldconfig`` in a subprocess: a new process need not pay it.
+    """
+    own = ctypes.CDLL(None, use_errno=True)
+    if hasattr(own, "inotify_init1"):
+        return own
+    from ctypes.util import find_library
+
+    return ctypes.CDLL(find_library("c") or "libc.so.6", use_errno=True)
+
+
 class _Inotify:
     """A minimal ctypes binding: one inotify instance, non-blocking, closed on exec."""
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = _libc()
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._rm = libc.inotify_rm_watch

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import uuid
 from collections.abc import Callable, Container, Iterator, KeysView, Mapping
 from datetime import datetime
 from functools import cached_property
@@ -176,6 +175,8 @@ def write_image(
     at = [claims[rid][0] for rid in ids]
     texts["record_at"] = json.dumps([ids, at], ensure_ascii=False)
     texts["record_sha"] = json.dumps([paths[path] for path in at])
+    import uuid  # only a process that writes an image needs it
+
     key = uuid.uuid4().hex
     meta = {
         "format": FORMAT,
