@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowtk.model import dialects  # noqa: F401 - the profiles register themselves on import
 from knowtk.model.profile import DEFAULT_PROFILE, profile_names
 from knowtk.model.records import FileProblem, parse_yaml, read_regular
 
@@ -98,6 +97,8 @@ def _ontology(data: dict[str, Any], problems: list[str]) -> dict[str, frozenset[
 
 def _profiles(data: dict[str, Any], problems: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
     """``profile: NAME`` for the store and ``profiles: {folder: NAME}``; an unknown name is a problem."""
+    if "profile" not in data and "profiles" not in data:
+        return DEFAULT_PROFILE, ()  # the contract alone: no profile plug-in is loaded
     names = profile_names()
     profile = data.get("profile", DEFAULT_PROFILE)
     if profile not in names:

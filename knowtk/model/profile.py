@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 __all__ = [
@@ -110,6 +111,18 @@ class Derivation:
 
 Profile = Callable[[Source], Derivation]
 _profiles: dict[str, Profile] = {}
+#: Modules imported, by name, the first time a profile other than ``knowtk`` may be needed: importing
+#: one registers its profiles. A store read by the contract alone never loads them (start-up cost).
+PROFILE_PLUGINS: tuple[str, ...] = ("knowtk.model.dialects",)
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for module in PROFILE_PLUGINS:
+            import_module(module)
 
 
 def register(name: str, profile: Profile) -> None:
@@ -119,6 +132,7 @@ def register(name: str, profile: Profile) -> None:
 
 def profile_names() -> tuple[str, ...]:
     """Every profile a store may be read with: ``knowtk`` first, then the registered ones."""
+    _load_plugins()
     return (DEFAULT_PROFILE, *sorted(_profiles))
 
 
@@ -148,6 +162,7 @@ class ProfileMap:
 
 def derive_meta(name: str, src: Source) -> dict[str, Any]:
     """The frontmatter as the profile ``name`` reads the file: written keys, derived ones, ``DERIVED_KEY``."""
+    _load_plugins()  # in a parse worker too: a new process has registered nothing yet
     derivation = _profiles[name](src)
     meta = src.meta
     merged = dict(meta or {})

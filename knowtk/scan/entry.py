@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from knowtk.model import dialects  # noqa: F401 - the profiles register themselves on import
 from knowtk.model.profile import DEFAULT_PROFILE, derive_meta
 from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular, read_source
 from knowtk.scan.changes import LISTED_PROBLEMS, Stat
