@@ -25,6 +25,8 @@ mcp = pytest.importorskip("mcp")
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+from knowtk.mcp.server import ERROR_META  # noqa: E402
+
 # -- the schema is the validator's --------------------------------------------------------------
 
 # valid values of the required arguments, so that one other argument can be probed alone
@@ -115,6 +117,23 @@ def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None
     assert "IANA" in TOOL_DESCRIPTIONS["knowledge_chronicle_day"]
 
 
+def _type_arrays(schema: Any, path: str = "") -> list[str]:
+    if isinstance(schema, dict):
+        here = [path] if isinstance(schema.get("type"), list) else []
+        return here + [p for k, v in schema.items() for p in _type_arrays(v, f"{path}/{k}")]
+    if isinstance(schema, list):
+        return [p for i, v in enumerate(schema) for p in _type_arrays(v, f"{path}/{i}")]
+    return []
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_schemas_are_portable(tool: str) -> None:
+    """One type per schema: a nullable is anyOf [X, null], which single-type dialects read and which stays exact."""
+    assert _type_arrays(input_schema(tool)) == [] and _type_arrays(output_schema(tool)) == []
+    nullable = jsonschema.Draft202012Validator(output_schema(tool)["properties"]["coverage"])
+    assert nullable.is_valid({"complete": True, "issueCount": 0, "issues": []}) and not nullable.is_valid("x")
+
+
 def test_a_fifty_hit_page_is_compact(builder: StoreBuilder) -> None:
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
     for i in range(60):
@@ -142,10 +161,19 @@ async def _call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
     return res
 
 
+def _error(res: Any) -> dict[str, Any]:
+    """A refusal's fields: no structuredContent (it would contradict the outputSchema), the same data in _meta."""
+    assert res.is_error and res.structured_content is None, res
+    err = res.meta[ERROR_META]
+    assert res.content[0].text == f"{err['code']}: {err['message']}"
+    return err
+
+
 def _refused(res: Any, argument: str) -> str:
-    assert res.is_error, res
+    err = _error(res)
     text = res.content[0].text
-    assert res.structured_content["error"]["argument"] == argument and f"{argument}:" in text
+    assert err["argument"] == argument and text.startswith(f"invalid_argument: {argument}: ")
+    assert err["allowed"] is None or "(allowed: " in text
     return text
 
 
@@ -208,7 +236,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
             _refused(await _call(s, "knowledge_chronicle_day", {"date": "2026-02-30"}), "date")
             _refused(await _call(s, "no_such_tool", {}), "tool")
             missing = await _call(s, "knowl_query", {"id": "no-such-id"})
-            assert missing.is_error and missing.structured_content["error"]["code"] == "not_found"
+            assert _error(missing)["code"] == "not_found"
 
             # a file added between two calls is seen by the next call
             before = (await _call(s, "knowledge_grep", {"query": "zanzibar"})).structured_content
@@ -243,7 +271,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
             moved = tmp_path / "moved-away"
             demo.rename(moved)
             gone = await _call(s, "knowledge_records", {})
-            assert gone.is_error and gone.structured_content["error"]["code"] == "store_unavailable"
+            assert _error(gone)["code"] == "store_unavailable"
             moved.rename(demo)
             back = await _call(s, "knowledge_lookup", {"query": "dec-2026-021"})
             assert not back.is_error and back.structured_content["status"] == "found"

@@ -235,8 +235,15 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
 
 _STR = {"type": "string"}
 _INT = {"type": "integer"}
-_NSTR = {"type": ["string", "null"]}
-_NINT = {"type": ["integer", "null"]}
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or null, as ``anyOf`` branches of one type each: single-type dialects read it, and it stays exact."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_NSTR = nullable(_STR)
+_NINT = nullable(_INT)
 
 
 def _obj(props: dict[str, Any], *, required: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -255,7 +262,7 @@ _COVERAGE = _obj(
     }
 )
 _PAGE = {"total": _NINT, "offset": _INT, "nextOffset": _NINT, "snapshot": _NSTR}
-_INDEX = _obj({"state": {"enum": ["ready", "unavailable"]}, "lag": {"type": ["boolean", "null"]}}, required=("state",))
+_INDEX = _obj({"state": {"enum": ["ready", "unavailable"]}, "lag": nullable({"type": "boolean"})}, required=("state",))
 _RECORD = {
     "id": _STR,
     "title": _NSTR,
@@ -269,10 +276,10 @@ _RECORD = {
 _HIT = _obj(
     {
         **_RECORD,
-        "score": {"type": ["number", "null"]},
+        "score": nullable({"type": "number"}),
         "matches": {"type": "array", "items": _STR},
         "snippet": _obj({"text": {"type": "string", "maxLength": SNIPPET_CHARS}, "lineStart": _NINT, "lineEnd": _NINT}),
-        "via": {"anyOf": [{"type": "null"}, _obj({"id": _STR, "revision": _INT, "title": _NSTR})]},
+        "via": nullable(_obj({"id": _STR, "revision": _INT, "title": _NSTR})),
     }
 )
 _DATED = _obj(
@@ -306,13 +313,13 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "status": {"enum": ["found", "ambiguous", "missing"]},
             "matchedBy": _NSTR,
-            "record": {"anyOf": [{"type": "null"}, _obj({**_RECORD, "aliases": {"type": "array"}})]},
+            "record": nullable(_obj({**_RECORD, "aliases": {"type": "array"}})),
             "candidates": {"type": "array", "items": _obj({**_RECORD, "aliases": {"type": "array"}})},
             "coverage": _COVERAGE,
         }
     ),
     "knowledge_record": _obj(
-        {"status": {"enum": ["found", "missing"]}, "record": {"type": ["object", "null"]}, "coverage": _COVERAGE}
+        {"status": {"enum": ["found", "missing"]}, "record": nullable({"type": "object"}), "coverage": _COVERAGE}
     ),
     "knowledge_timeline": _DATED_ANSWER,
     "knowledge_chronicle_day": _DATED_ANSWER,
@@ -320,12 +327,12 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "knowledge_chronicle_last_seen": _DATED_ANSWER,
     "knowl_query": _obj(
         {
-            "results": {"type": ["array", "object"]},
+            "results": {"anyOf": [{"type": "array"}, {"type": "object"}]},
             "total": _NINT,
             "provenance": _STR,
-            "categoryRetry": {"type": ["object", "null"]},
+            "categoryRetry": nullable({"type": "object"}),
             "notes": {"type": "array", "items": _STR},
-            "coverage": {"anyOf": [{"type": "null"}, _COVERAGE]},
+            "coverage": nullable(_COVERAGE),
         },
         required=("results", "provenance"),
     ),

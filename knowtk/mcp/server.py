@@ -32,7 +32,9 @@ from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
-__all__ = ["build_server", "serve"]
+__all__ = ["ERROR_META", "build_server", "refusal", "serve"]
+
+ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed values, in the result's _meta
 
 log = logging.getLogger("knowtk.mcp")
 
@@ -50,6 +52,21 @@ def _tools(complete: bool) -> list[types.Tool]:
     ]
 
 
+def refusal(exc: BaseException) -> types.CallToolResult:
+    """A tool error every client shows: the text names the argument and its allowed values.
+
+    No ``structuredContent``: strict clients (the TypeScript SDK's) check it against the tool's
+    ``outputSchema`` even on an error, and an error object is no answer. The same fields, as data,
+    ride in ``_meta`` under ``ERROR_META`` for clients that want the code or the argument.
+    """
+    err = error_payload(exc)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{err['code']}: {err['message']}")],
+        _meta={ERROR_META: err},
+        is_error=True,
+    )
+
+
 def _as_text(data: Any) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, separators=(",", ":")))]
 
@@ -65,12 +82,7 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         except Exception as exc:  # a refusal, or a failure of this one call: the server keeps answering
             if not isinstance(exc, KnowtkError):
                 log.exception("knowtk: %s failed", name)
-            err = error_payload(exc)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"{err['code']}: {err['message']}")],
-                structured_content={"error": err},
-                is_error=True,
-            )
+            return refusal(exc)
         out = data if complete else compact(name, data)
         return types.CallToolResult(content=_as_text(out), structured_content=out)
 
