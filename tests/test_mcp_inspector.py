@@ -109,3 +109,16 @@ def test_each_refusal_reaches_the_inspector_naming_the_argument(inspector: Path,
     text = result["content"][0]["text"]
     assert text.startswith(f"invalid_argument: {argument}: ") and allowed in text, text
     assert result["_meta"]["knowtk/error"]["argument"] == argument
+
+
+def test_resources_through_the_inspector(inspector: Path, demo: Path) -> None:
+    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/templates/list")
+    assert out.returncode == 0, out.stderr
+    assert [t["uriTemplate"] for t in json.loads(out.stdout)["result"]["resourceTemplates"]] == ["knowtk://record/{id}"]
+    uri = "knowtk://record/dec-2026-021"
+    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/read", "--uri", uri)
+    assert out.returncode == 0, out.stderr
+    contents = json.loads(out.stdout)["result"]["contents"]
+    assert json.loads(contents[0]["text"])["record"]["id"] == "dec-2026-021"
+    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/read", "--uri", "knowtk://docs/agents")
+    assert out.returncode == 0 and "## knowl_query" in json.loads(out.stdout)["result"]["contents"][0]["text"]

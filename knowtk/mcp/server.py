@@ -19,27 +19,33 @@ import logging
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from knowtk import __version__
 from knowtk.errors import KnowtkError
 from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
+from knowtk.mcp.guide import GUIDE_URI, agents_guide
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
-__all__ = ["ERROR_META", "build_server", "refusal", "serve"]
+__all__ = ["ERROR_META", "RECORD_URI", "build_server", "listed_tools", "read_resource", "refusal", "serve"]
 
+RECORD_URI = "knowtk://record/"
 ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed values, in the result's _meta
 
 log = logging.getLogger("knowtk.mcp")
 
 
-def _tools(complete: bool) -> list[types.Tool]:
+def listed_tools(complete: bool = False) -> list[types.Tool]:
+    """The nine tools as tools/list carries them (the listing whose size a test keeps within budget)."""
     return [
         types.Tool(
             name=name,
@@ -50,6 +56,42 @@ def _tools(complete: bool) -> list[types.Tool]:
         )
         for name in TOOLS
     ]
+
+
+GUIDE_RESOURCE = types.Resource(
+    name="agents",
+    title="knowtk for agents",
+    uri=GUIDE_URI,
+    description="Every tool's rules in full, its arguments and its answer's schema (the listing is the short form).",
+    mime_type="text/markdown",
+)
+RECORD_TEMPLATE = types.ResourceTemplate(
+    name="record",
+    title="A knowtk record",
+    uri_template=RECORD_URI + "{id}",
+    description="One record whole, as knowledge_record answers (JSON).",
+    mime_type="application/json",
+)
+
+
+def read_resource(target: Target, uri: str) -> types.ReadResourceResult:
+    """The agents guide, or one record whole (``knowtk://record/{id}``); anything else is an invalid-params error."""
+    if uri == GUIDE_URI:
+        text, mime = agents_guide(), "text/markdown"
+    elif uri.startswith(RECORD_URI) and len(uri) > len(RECORD_URI):
+        record_id = unquote(uri[len(RECORD_URI) :])
+        try:
+            data = target.call("knowledge_record", {"id": record_id})
+        except KnowtkError as exc:
+            raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}", {"uri": uri}) from exc
+        if data.get("status") != "found":
+            raise MCPError(INVALID_PARAMS, f"not_found: no record {record_id!r}", {"uri": uri})
+        text, mime = json.dumps(data, ensure_ascii=False), "application/json"
+    else:
+        raise MCPError(
+            INVALID_PARAMS, f"no such resource: {uri} (allowed: {GUIDE_URI}, {RECORD_URI}{{id}})", {"uri": uri}
+        )
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
 
 def refusal(exc: BaseException) -> types.CallToolResult:
@@ -73,7 +115,7 @@ def _as_text(data: Any) -> list[types.ContentBlock]:
 
 def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
     """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows."""
-    tools = _tools(complete)
+    tools = listed_tools(complete)
     lock = anyio.Lock()  # one call at a time: the answers a single caller would get
 
     def answer(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
@@ -93,12 +135,27 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         async with lock:
             return await anyio.to_thread.run_sync(answer, params.name, params.arguments)
 
+    async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[GUIDE_RESOURCE])
+
+    async def on_list_resource_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[RECORD_TEMPLATE])
+
+    async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        async with lock:
+            return await anyio.to_thread.run_sync(read_resource, target, str(params.uri))
+
     return Server(
         "knowtk",
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
     )
 
 
