@@ -1,6 +1,6 @@
-"""``knowtk mcp``: every knowtk tool over MCP (stdio), on the official ``mcp`` Python SDK.
+"""``knowtk mcp``: every knowtk tool over MCP (stdio, or HTTP with ``knowtk.mcp.http``), on the official SDK.
 
-    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--link NAME=PATH ...] [--complete]
+    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--link NAME=PATH ...] [--complete] [--http ...]
 
 The server lists the nine contract tools with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
@@ -9,7 +9,9 @@ The server lists the nine contract tools with the ``inputSchema`` of
 made while the server runs are seen by the next call. Every refusal, and any
 unexpected failure of one call, comes back as a tool error (``isError``) naming
 the argument and its allowed values; the server itself keeps answering.
-Calls run one at a time in a worker thread, so the connection stays responsive.
+Resources: the agents guide (``knowtk://docs/agents``) and each record (``knowtk://record/{id}``).
+Calls run at once in worker threads (at most ``CONCURRENT_CALLS``); a ``Store`` answers each as a single
+caller would, and the connection stays responsive.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -32,12 +34,14 @@ from knowtk import __version__
 from knowtk.errors import KnowtkError
 from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
 from knowtk.mcp.guide import GUIDE_URI, agents_guide
+from knowtk.mcp.http import Bind, refuse_open_bind, serve_http
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
 __all__ = ["ERROR_META", "RECORD_URI", "build_server", "listed_tools", "read_resource", "refusal", "serve"]
 
+CONCURRENT_CALLS = 8  # calls answered at once (worker threads); more wait their turn
 RECORD_URI = "knowtk://record/"
 ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed values, in the result's _meta
 
@@ -116,7 +120,8 @@ def _as_text(data: Any) -> list[types.ContentBlock]:
 def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
     """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows."""
     tools = listed_tools(complete)
-    lock = anyio.Lock()  # one call at a time: the answers a single caller would get
+    # calls run at once in worker threads (a Store answers each as a single caller would), at most this many
+    limiter = anyio.CapacityLimiter(CONCURRENT_CALLS)
 
     def answer(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         try:
@@ -132,8 +137,7 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async with lock:
-            return await anyio.to_thread.run_sync(answer, params.name, params.arguments)
+        return await anyio.to_thread.run_sync(answer, params.name, params.arguments, limiter=limiter)
 
     async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[GUIDE_RESOURCE])
@@ -144,8 +148,7 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         return types.ListResourceTemplatesResult(resource_templates=[RECORD_TEMPLATE])
 
     async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        async with lock:
-            return await anyio.to_thread.run_sync(read_resource, target, str(params.uri))
+        return await anyio.to_thread.run_sync(read_resource, target, str(params.uri), limiter=limiter)
 
     return Server(
         "knowtk",
@@ -165,9 +168,17 @@ def serve(
     state_dir: str | os.PathLike[str] | None = None,
     links: Mapping[str, str | os.PathLike[str]] | None = None,
     complete: bool = False,
+    http: Bind | None = None,
+    token: str | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
-    """Serve MCP over stdin/stdout until the client closes the connection."""
+    """Serve MCP over stdin/stdout until the client closes the connection, or over HTTP at ``http`` until stopped."""
+    if http is not None and token is None and not http.loopback:  # refused before the store is opened
+        refuse_open_bind(http)
     server = build_server(open_target(store, state_dir=state_dir, links=links), complete=complete)
+    if http is not None:
+        serve_http(server, http, token=token, allow_hosts=allow_hosts)
+        return
 
     async def run() -> None:
         async with stdio_server() as (read, write):
