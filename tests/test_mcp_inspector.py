@@ -122,3 +122,32 @@ def test_resources_through_the_inspector(inspector: Path, demo: Path) -> None:
     assert json.loads(contents[0]["text"])["record"]["id"] == "dec-2026-021"
     out = _inspect(inspector, demo, "--format", "json", "--method", "resources/read", "--uri", "knowtk://docs/agents")
     assert out.returncode == 0 and "## knowl_query" in json.loads(out.stdout)["result"]["contents"][0]["text"]
+
+
+def test_the_inspector_over_http_with_a_token(inspector: Path, demo: Path) -> None:
+    """The TypeScript client on the Streamable HTTP transport: strict listing, a call, a refusal, a bad token."""
+    from bench.mcp_http import http_server
+
+    token = "inspector-token-0123456789"
+    env = {**os.environ, "PATH": f"{inspector}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
+    env["MCP_INSPECTOR_SECRET_STORE"] = "memory"  # no OS keychain here; nothing is stored
+
+    def run(*options: str, auth: str = token) -> subprocess.CompletedProcess[str]:
+        cmd = [str(inspector / "node"), str(inspector / "mcp-inspector"), "--cli", "--format", "json",
+               "--stored-auth-only", "--header", f"Authorization: Bearer {auth}", "--server-url", url, *options]  # fmt: skip
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180, check=False)
+
+    with http_server(demo, token) as url:
+        listed = run("--strict", "--method", "tools/list")
+        assert listed.returncode == 0 and "Warning" not in listed.stderr, listed.stderr
+        assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS)
+        found = run("--method", "tools/call", "--tool-name", "knowledge_lookup", "--tool-args-json", '{"query": "Sam"}')
+        assert (
+            found.returncode == 0 and json.loads(found.stdout)["result"]["structuredContent"]["status"] == "ambiguous"
+        )
+        refused = run(
+            "--method", "tools/call", "--tool-name", "knowledge_grep", "--tool-args-json", '{"query": "x", "limit": 99}'
+        )
+        assert json.loads(refused.stdout)["result"]["content"][0]["text"].startswith("invalid_argument: limit: ")
+        denied = run("--method", "tools/list", auth="wrong-token-0123456789")
+        assert denied.returncode != 0 and "bearer token is required" in denied.stdout + denied.stderr
