@@ -133,8 +133,8 @@ def test_the_inspector_over_http_with_a_token(inspector: Path, demo: Path) -> No
     env["MCP_INSPECTOR_SECRET_STORE"] = "memory"  # no OS keychain here; nothing is stored
 
     def run(*options: str, auth: str = token) -> subprocess.CompletedProcess[str]:
-        cmd = [str(inspector / "node"), str(inspector / "mcp-inspector"), "--cli", "--format", "json",
-               "--stored-auth-only", "--header", f"Authorization: Bearer {auth}", "--server-url", url, *options]  # fmt: skip
+        cmd = [str(inspector / "node"), str(inspector / "mcp-inspector"), "--cli", "--format", "json"]
+        cmd += ["--stored-auth-only", "--header", f"Authorization: Bearer {auth}", "--server-url", url, *options]
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180, check=False)
 
     with http_server(demo, token) as url:
