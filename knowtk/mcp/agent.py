@@ -24,6 +24,7 @@ __all__ = [
     "compact",
     "error_payload",
     "output_schema",
+    "tool_description",
 ]
 
 SNIPPET_CHARS = 200  # a list row's snippet and summary: enough to judge a hit, short enough for 50 of them
@@ -108,6 +109,11 @@ INSTRUCTIONS = (
     "knowledge_timeline and knowledge_chronicle_* for dates. Results are list rows; a refused call names the "
     "argument and its allowed values."
 )
+
+
+def tool_description(tool: str) -> str:
+    """What the listing says of ``tool``: the wording above, or the registered tool's own summary."""
+    return TOOL_DESCRIPTIONS.get(tool) or TOOLS[tool].summary
 
 
 # -- compact answers -------------------------------------------------------------------------
@@ -203,6 +209,8 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
     rest = {k: v for k, v in data.items() if k not in ("rows", "coverage", "freshness")}
     if tool in _DATED_TOOLS:
         return {"rows": [_dated_row(r) for r in data["rows"]], **rest, **cover}
+    if tool not in OUTPUT_SCHEMAS:  # a tool registered later: its own dict, the coverage list summarised
+        return {**rest, **cover} if "coverage" in data else rest
     # knowledge_record and knowl_query are already shaped for reading: only the coverage list is summarised
     return {**rest, **cover}
 
@@ -323,7 +331,7 @@ def output_schema(tool: str, *, complete: bool = False, full: bool = False) -> d
     """
     if tool not in TOOLS:
         raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
-    if complete:
+    if complete or tool not in OUTPUT_SCHEMAS:  # a tool registered later answers its own dict
         return {"type": "object"}
     schema = OUTPUT_SCHEMAS[tool]
     if full:

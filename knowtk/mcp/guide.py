@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from knowtk.mcp.agent import INSTRUCTIONS, output_schema
+from knowtk.mcp.agent import INSTRUCTIONS, output_schema, tool_description
 from knowtk.query import TOOLS
 from knowtk.query.knowl import PROVENANCE
 from knowtk.query.schema import input_schema
@@ -141,7 +141,8 @@ def agents_guide() -> str:
         'values; `_meta["knowtk/error"]` holds the same as data.',
     ]
     for tool in TOOLS:
-        parts += ["", f"## {tool}", "", TOOL_GUIDES[tool], "", "Arguments (no others are accepted):", ""]
+        guide = TOOL_GUIDES.get(tool) or tool_description(tool)
+        parts += ["", f"## {tool}", "", guide, "", "Arguments (no others are accepted):", ""]
         parts += _arguments(tool)
         parts += ["", "The answer's JSON Schema:", "", "```json", _json(output_schema(tool, full=True)), "```"]
     return "\n".join(parts) + "\n"

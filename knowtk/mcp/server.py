@@ -32,7 +32,7 @@ from mcp_types import INVALID_PARAMS
 
 from knowtk import __version__
 from knowtk.errors import KnowtkError
-from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
+from knowtk.mcp.agent import INSTRUCTIONS, compact, error_payload, output_schema, tool_description
 from knowtk.mcp.guide import GUIDE_URI, agents_guide
 from knowtk.mcp.http import Bind, refuse_open_bind, serve_http
 from knowtk.query import TOOLS
@@ -53,7 +53,7 @@ def listed_tools(complete: bool = False) -> list[types.Tool]:
     return [
         types.Tool(
             name=name,
-            description=TOOL_DESCRIPTIONS[name],
+            description=tool_description(name),
             input_schema=input_schema(name),
             output_schema=output_schema(name, complete=complete),
             annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),

@@ -15,7 +15,7 @@ from typing import Any
 from knowtk.query import TOOLS
 from knowtk.query.args import Param
 
-__all__ = ["ARGUMENT_DOCS", "ARGUMENT_HINTS", "argument_doc", "input_schema", "param_schema"]
+__all__ = ["ARGUMENT_DOCS", "ARGUMENT_HINTS", "argument_doc", "argument_hint", "input_schema", "param_schema"]
 
 _DATE_BOUND = (
     "a real YYYY-MM-DD or an ISO timestamp with seconds and an explicit offset (Z or +HH:MM); bounds are inclusive"
@@ -164,7 +164,17 @@ ARGUMENT_HINTS: dict[str, dict[str, str]] = {
 
 
 def argument_doc(tool: str, name: str) -> str:
-    return ARGUMENT_DOCS[tool][name]
+    """An argument's full description: the wording above, or the ``Param``'s own ``doc`` for any other tool."""
+    if tool in ARGUMENT_DOCS:
+        return ARGUMENT_DOCS[tool][name]
+    return next(p.doc for p in TOOLS[tool].params if p.name == name)
+
+
+def argument_hint(tool: str, name: str) -> str | None:
+    """An argument's description in the listing: its short hint, or the ``Param``'s ``doc`` for any other tool."""
+    if tool in ARGUMENT_HINTS:
+        return ARGUMENT_HINTS[tool].get(name)
+    return argument_doc(tool, name)
 
 
 def param_schema(tool: str, p: Param, *, full: bool = True) -> dict[str, Any]:
@@ -175,7 +185,7 @@ def param_schema(tool: str, p: Param, *, full: bool = True) -> dict[str, Any]:
     out = copy.deepcopy(schema)
     if p.default is not None:
         out["default"] = p.default
-    described = argument_doc(tool, p.name) if full else ARGUMENT_HINTS[tool].get(p.name)
+    described = argument_doc(tool, p.name) if full else argument_hint(tool, p.name)
     if described:
         out["description"] = described
     return out
