@@ -49,7 +49,7 @@ log = logging.getLogger("knowtk.mcp")
 
 
 def listed_tools(complete: bool = False) -> list[types.Tool]:
-    """The nine tools as tools/list carries them (the listing whose size a test keeps within budget)."""
+    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget)."""
     return [
         types.Tool(
             name=name,
