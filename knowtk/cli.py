@@ -406,8 +406,17 @@ _VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcom
 # -- parsing and running ------------------------------------------------------------------------
 
 
+def tool_commands() -> None:
+    """A subcommand for every registered tool that has none yet (``knowtk.query.register_tool``): its answer as JSON."""
+    covered = {cmd.tool for cmd in COMMANDS.values()}
+    for name, tool in TOOLS.items():
+        if name not in covered:
+            _tool_command(tool.command_name, name, tool.summary or name, tool.positional, None)
+
+
 def parser(plugins: Iterable[str] = DEFAULT_PLUGINS) -> argparse.ArgumentParser:
-    """The command line: the subcommands defined here and those of ``plugins`` (loaded now)."""
+    """The command line: the subcommands defined here, one for every registered tool, and those of ``plugins``."""
+    tool_commands()
     load_plugins(plugins)
     p = argparse.ArgumentParser(
         prog="knowtk", description="Query a Markdown knowledge store.", parents=[_common(top=True)]

@@ -24,104 +24,81 @@ __all__ = [
     "compact",
     "error_payload",
     "output_schema",
+    "tool_description",
 ]
 
 SNIPPET_CHARS = 200  # a list row's snippet and summary: enough to judge a hit, short enough for 50 of them
 COVERAGE_SAMPLE = 5  # issues listed in a compact coverage; issueCount says how many there are
 
+# The listing every agent reads before its first question (budget: LISTING_BUDGET bytes, a test measures
+# it): each tool's rules in short form. The detail is in the agents guide (knowtk.mcp.guide), served as
+# the resource knowtk://docs/agents, and in docs/agents.md.
 _PAGING = (
-    "Pages: follow nextOffset with the same arguments; if snapshot changes between pages the store changed, "
-    "so start again. coverage.complete false means some files failed validation and are left out (issueCount, "
-    "first few issues listed); it does not make the rows wrong."
+    "Paging: repeat with offset=nextOffset and the same arguments; a changed snapshot means the store changed: "
+    "start again. coverage.complete false: files that failed validation are left out (issueCount)."
 )
-_ROWS = (
-    "Rows are compact (id, title, kind, type, lifecycle, path, revision, sha256, a short snippet or summary); "
-    "call knowledge_record with an id for the whole record, and compare sha256 before relying on a later read."
-)
-_DATES = (
-    "Dates: bounds are a real YYYY-MM-DD or an ISO timestamp with seconds and an explicit offset; bounds are "
-    "inclusive and a date-only upper bound covers its whole UTC day. Date-only records match any range they "
-    "overlap without claiming an instant. Unknown dates stay absent: recording time never stands in for "
-    "occurrence. Resolve relative dates ('last Tuesday') yourself before calling."
-)
-_DATED_KIND = (
-    "kind here is the exact record type (decision, event, meeting ...), not the page/claim/relationship kind of "
-    "knowledge_grep; kind 'claim' does not select all claims."
-)
-_ENTITY = (
-    "An entity filter follows explicit entities, owner, relationship endpoints and sources, not co-mentions; "
-    "a mention does not prove attendance, and no row does not prove absence."
-)
+_ROWS = "Rows are short: knowledge_record reads one whole (compare sha256)."
+_AS_GREP = "Paging and coverage as knowledge_grep."
+_AS_TIMELINE = "kind, entity and dates as knowledge_timeline."
+_GUIDE = "Detail: resource knowtk://docs/agents."
+
+# the seed's knowl_query instructions, word for word
+KNOWL_INSTRUCTIONS = (
+    "Use this first for specific project questions, before each new subtask, and when switching areas during "
+    "multi-step work. Use every word that names the subject and none that does not: one more on-subject term "
+    "retrieves better, one off-subject term retrieves worse, so never pad a query to reach a length and never "
+    "drop a real term to stay under one. Skip only for directly relevant active lifecycle context, a "
+    "same-request query, or relevant memory returned by knowl_task_start. If results contain a relevant active "
+    "item, answer from Knowl without inspecting repository files. Inspect files only on miss, conflict, stale or "
+    "low-confidence results, or explicit verification requests -- and on a miss, re-run once with different "
+    "words first, because a first-pass miss is usually vocabulary rather than absence. content is cut at 2000 "
+    "characters and marked truncated when it was; affectedPaths names the files the item depends on, so open "
+    "those rather than searching for them. To read a truncated item in full, call again with id set to the id "
+    "of that result. Results carry two numbers when semantic search is available, and they answer different "
+    "questions. score (0-1) is the relevance the ranker ordered by; it is min-max scaled across the page, so "
+    "the top row sits near 1.0 whatever it is and it is NOT comparable between queries -- read it as position, "
+    "never as strength. cosine (0-1) is the raw similarity on an absolute scale, the same scale the relevance "
+    "floor is measured against, so it means the same thing on every query and against every store: a low top "
+    "cosine means the best available match is genuinely weak rather than that it is the answer. Judge with "
+    "cosine, order with score. Where no calibrated number exists, score is the string uncalibrated (<reason>) "
+    "and cosine is absent entirely -- the ranker has an order but no opinion on strength, so do not read "
+    "position as confidence, judge the content itself. "
+) + PROVENANCE
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
     "knowledge_grep": (
-        "Keyword search over the store's Markdown records (BM25 on title, aliases and body; title counts most). "
-        "mode all (default) needs every word, any needs one, phrase needs them adjacent and in order. Matching "
-        "ignores case and accents; there is no stemming or prefix matching, so search the word as written. "
-        "Filters (kind, type with its aliases, exact tag, date range on timeField, scope) apply before ranking. "
-        "lifecycle active (default) also matches the superseded wording of older records and returns their "
-        "current replacement: such a row has via (the earlier record that matched), score null, and comes after "
-        "every direct match; filters judge the returned current record. lifecycle superseded or all returns "
-        "superseded records themselves. Scores compare only within one query, filter set and snapshot. Ranked "
-        "search never proves that something is absent or that a list is complete: use knowledge_records for the "
-        "exhaustive inventory. index.state 'unavailable' with total null is a failed search, not an empty one: "
-        f"retry, or use knowledge_lookup / knowledge_records, which do not need the index. {_ROWS} {_PAGING}"
+        "Keyword search (BM25; title counts most). mode all needs every word, any one, phrase them adjacent. "
+        "Ignores case and accents; no stemming or prefixes. Filters apply before ranking. lifecycle active also "
+        "matches superseded wording and returns the current record (via names the earlier one, score null, after "
+        "direct hits). Scores compare only within one query. Ranked search never proves absence: use "
+        "knowledge_records. index.state unavailable with total null is a failed search: retry, or use "
+        f"lookup/records. {_ROWS} {_PAGING} {_GUIDE}"
     ),
     "knowledge_lookup": (
-        "Exact lookup of one name: an id (case-sensitive), a full title or an alias (case and spacing ignored, "
-        "never fuzzy). status is found (record set), ambiguous (several candidates share the name; pick by id) "
-        "or missing. Use it when you know what a thing is called; use knowledge_grep to search words. "
-        "It does not depend on the keyword index."
+        "Exact lookup of an id, full title or alias (never fuzzy): status found, ambiguous (pick a candidate by "
+        "id) or missing."
     ),
     "knowledge_records": (
-        "The exhaustive inventory: every available record passing the filters, sorted by id, independent of the "
-        "keyword index. Use it to list or count (total is exact), or to prove that nothing matches; filters are "
-        "those of knowledge_grep (kind, type, tag, lifecycle, timeField/since/until, scope). "
-        f"{_ROWS} {_PAGING}"
+        "The exhaustive inventory, by id, without the keyword index: list, count (total is exact) or prove that "
+        f"nothing matches. Filters as knowledge_grep. {_ROWS} {_AS_GREP}"
     ),
-    "knowledge_record": (
-        "One record whole: its body, lifecycle, supersession links and chain, dates, entities, every verified "
-        "evidence locator and its citation (path, revision, sha256, lines). status is found or missing. Use it to "
-        "read a row of another tool in full (the complete hit), or when evidence was truncated."
-    ),
+    "knowledge_record": "One record whole: body, lifecycle, chain, dates, entities, evidence, citations.",
     "knowledge_timeline": (
-        "Dated records in order of date, optionally by entity, type (kind), timeField, range, order and "
-        "eligibility. timeField recorded_at or updated_at finds recently recorded or edited records (a view of "
-        "current records, not a change log). eligibility include_inactive adds superseded and expired records, "
-        "never withdrawn ones; it is not a view of the past. group 'source' with an entity gives one row per "
-        f"dated source connected to it. {_DATED_KIND} {_ENTITY} {_DATES} {_PAGING}"
+        "Dated records in date order. kind is the exact record type (decision, meeting...), not grep's page/claim "
+        "kind. An entity filter follows explicit links, not mentions: no row proves no absence. Bounds are real "
+        "dates, inclusive; resolve relative dates yourself; unknown dates stay absent. timeField recorded_at or "
+        "updated_at lists recent records (not a change log); include_inactive is no view of the past. "
+        f"{_AS_GREP} {_GUIDE}"
     ),
-    "knowledge_chronicle_day": (
-        "What happened on one day, or in its Monday-Sunday week (week true), with the day's boundaries and the "
-        "rows' local times (localStart, localEnd) in the IANA time zone given (default UTC). "
-        f"{_DATED_KIND} {_ENTITY} {_DATES}"
-    ),
+    "knowledge_chronicle_day": f"One day, or its Monday-Sunday week, in an IANA time zone. {_AS_TIMELINE}",
     "knowledge_chronicle_since": (
-        "What occurred between since and until (occurrence time), oldest first. It is not 'what was recently "
-        "imported': for that use knowledge_timeline with timeField recorded_at. "
-        f"{_DATED_KIND} {_ENTITY} {_DATES} {_PAGING}"
+        "What occurred from since to until, oldest first; not 'recently imported' (knowledge_timeline with "
+        f"timeField recorded_at). {_AS_TIMELINE} {_AS_GREP}"
     ),
-    "knowledge_chronicle_last_seen": (
-        "The latest dated context for an entity at or before occurredOnOrBefore (default now): its most recent "
-        f"rows, newest first. {_ENTITY} {_DATES}"
-    ),
+    "knowledge_chronicle_last_seen": f"An entity's latest dated rows up to occurredOnOrBefore. {_AS_TIMELINE}",
     "knowl_query": (
-        "Search persistent project knowledge, or fetch one item by id. Use it first for a specific project "
-        "question, before each new subtask and when you switch areas. Query with every word that names the "
-        "subject and no other: one more on-subject word helps, one off-subject word hurts, so never pad a query "
-        "and never drop a real term to shorten it. On a miss, re-run once with different words before concluding "
-        "anything (a first miss is usually vocabulary, not absence), and only then inspect files. If a relevant "
-        "active item comes back, answer from it rather than reading the repository; inspect files only on a "
-        "miss, a conflict, stale or weak results, or when asked to verify. content is cut at 2,000 characters "
-        "and then truncated is true: call again with id set to that result's id to read it whole. affectedPaths "
-        "names the files an item depends on: open those instead of searching for them. score (0-1) is the "
-        "ranker's order, min-max scaled over the page: the top row is near 1.0 whatever its quality, so read it "
-        "as position and never compare it across queries. cosine (0-1), present when semantic search is "
-        "installed, is the absolute similarity: the same scale on every query and store, so a low top cosine "
-        "means the best match is weak. Judge with cosine, order with score. When no calibrated number exists "
-        "score is the string 'uncalibrated (<reason>)' and cosine is absent: judge the content itself. category "
-        "is a hint: when it matches nothing the query is retried once without it (categoryRetry, notes). limit "
-        "defaults to 3. repos and scope apply only when the server links other stores (a workspace). " + PROVENANCE
+        KNOWL_INSTRUCTIONS + " limit defaults to 3; a category that matches nothing is retried once without it; "
+        "repos and scope only with linked stores."
     ),
 }
 
@@ -132,6 +109,11 @@ INSTRUCTIONS = (
     "knowledge_timeline and knowledge_chronicle_* for dates. Results are list rows; a refused call names the "
     "argument and its allowed values."
 )
+
+
+def tool_description(tool: str) -> str:
+    """What the listing says of ``tool``: the wording above, or the registered tool's own summary."""
+    return TOOL_DESCRIPTIONS.get(tool) or TOOLS[tool].summary
 
 
 # -- compact answers -------------------------------------------------------------------------
@@ -230,6 +212,8 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
     rest = {k: v for k, v in data.items() if k not in ("rows", "coverage", "freshness")}
     if tool in _DATED_TOOLS:
         return {"rows": [_dated_row(r) for r in data["rows"]], **rest, **cover}
+    if tool not in OUTPUT_SCHEMAS:  # a tool registered later: its own dict, the coverage list summarised
+        return {**rest, **cover} if "coverage" in data else rest
     # knowledge_record and knowl_query are already shaped for reading: only the coverage list is summarised
     return {**rest, **cover}
 
@@ -238,8 +222,15 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
 
 _STR = {"type": "string"}
 _INT = {"type": "integer"}
-_NSTR = {"type": ["string", "null"]}
-_NINT = {"type": ["integer", "null"]}
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or null, as ``anyOf`` branches of one type each: single-type dialects read it, and it stays exact."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_NSTR = nullable(_STR)
+_NINT = nullable(_INT)
 
 
 def _obj(props: dict[str, Any], *, required: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -258,7 +249,7 @@ _COVERAGE = _obj(
     }
 )
 _PAGE = {"total": _NINT, "offset": _INT, "nextOffset": _NINT, "snapshot": _NSTR}
-_INDEX = _obj({"state": {"enum": ["ready", "unavailable"]}, "lag": {"type": ["boolean", "null"]}}, required=("state",))
+_INDEX = _obj({"state": {"enum": ["ready", "unavailable"]}, "lag": nullable({"type": "boolean"})}, required=("state",))
 _RECORD = {
     "id": _STR,
     "title": _NSTR,
@@ -272,10 +263,10 @@ _RECORD = {
 _HIT = _obj(
     {
         **_RECORD,
-        "score": {"type": ["number", "null"]},
+        "score": nullable({"type": "number"}),
         "matches": {"type": "array", "items": _STR},
         "snippet": _obj({"text": {"type": "string", "maxLength": SNIPPET_CHARS}, "lineStart": _NINT, "lineEnd": _NINT}),
-        "via": {"anyOf": [{"type": "null"}, _obj({"id": _STR, "revision": _INT, "title": _NSTR})]},
+        "via": nullable(_obj({"id": _STR, "revision": _INT, "title": _NSTR})),
     }
 )
 _DATED = _obj(
@@ -309,13 +300,13 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "status": {"enum": ["found", "ambiguous", "missing"]},
             "matchedBy": _NSTR,
-            "record": {"anyOf": [{"type": "null"}, _obj({**_RECORD, "aliases": {"type": "array"}})]},
+            "record": nullable(_obj({**_RECORD, "aliases": {"type": "array"}})),
             "candidates": {"type": "array", "items": _obj({**_RECORD, "aliases": {"type": "array"}})},
             "coverage": _COVERAGE,
         }
     ),
     "knowledge_record": _obj(
-        {"status": {"enum": ["found", "missing"]}, "record": {"type": ["object", "null"]}, "coverage": _COVERAGE}
+        {"status": {"enum": ["found", "missing"]}, "record": nullable({"type": "object"}), "coverage": _COVERAGE}
     ),
     "knowledge_timeline": _DATED_ANSWER,
     "knowledge_chronicle_day": _DATED_ANSWER,
@@ -323,23 +314,32 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "knowledge_chronicle_last_seen": _DATED_ANSWER,
     "knowl_query": _obj(
         {
-            "results": {"type": ["array", "object"]},
+            "results": {"anyOf": [{"type": "array"}, {"type": "object"}]},
             "total": _NINT,
             "provenance": _STR,
-            "categoryRetry": {"type": ["object", "null"]},
+            "categoryRetry": nullable({"type": "object"}),
             "notes": {"type": "array", "items": _STR},
-            "coverage": {"anyOf": [{"type": "null"}, _COVERAGE]},
+            "coverage": nullable(_COVERAGE),
         },
         required=("results", "provenance"),
     ),
 }
 
 
-def output_schema(tool: str, *, complete: bool = False) -> dict[str, Any]:
-    """The JSON Schema of ``tool``'s structured answer; ``complete`` answers are the contract's dicts."""
+def output_schema(tool: str, *, complete: bool = False, full: bool = False) -> dict[str, Any]:
+    """The JSON Schema of ``tool``'s structured answer, as the listing carries it: the keys every answer has.
+
+    ``full`` also describes every row (the agents guide serves it); ``complete`` answers are the contract's
+    dicts, described only as an object.
+    """
     if tool not in TOOLS:
         raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
-    return {"type": "object"} if complete else OUTPUT_SCHEMAS[tool]
+    if complete or tool not in OUTPUT_SCHEMAS:  # a tool registered later answers its own dict
+        return {"type": "object"}
+    schema = OUTPUT_SCHEMAS[tool]
+    if full:
+        return schema
+    return {"type": "object", "required": schema["required"]}  # the listing's budget: types are in the full one
 
 
 # -- refusals ----------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from knowtk.errors import InvalidArgument
+from knowtk.mcp.http import parse_bind, read_token
 from knowtk.workspace import parse_links
 
 __all__ = ["add_mcp_options", "register_commands", "run_mcp"]
@@ -25,17 +27,50 @@ def add_mcp_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--complete", action="store_true", help="answer with the contract's complete dicts instead of list rows"
     )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (PORT alone binds 127.0.0.1)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --http: every request must carry 'Authorization: Bearer' this file's token "
+        "(else $KNOWTK_MCP_TOKEN; required for a bind other than loopback)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="with --http: another Host header to accept, e.g. the name a proxy or other machines use (repeatable)",
+    )
 
 
 def run_mcp(a: argparse.Namespace) -> int:
-    """Serve until the client closes the connection; 1 when the MCP SDK is not installed."""
+    """Serve until the client closes the connection (or, over HTTP, until stopped); 1 without the MCP SDK."""
     links = parse_links(a.link)
+    bind = None if a.http is None else parse_bind(a.http)
+    token = read_token(a.token_file) if bind is not None else None
+    if bind is None and (a.token_file or a.allow_host):
+        raise InvalidArgument(
+            "token_file" if a.token_file else "allow_host", "needs --http", allowed="--http HOST:PORT"
+        )
     try:
         from knowtk.mcp.server import serve  # the SDK is the optional extra knowtk[mcp]
     except ImportError as exc:
         print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
         return 1
-    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete, profile=a.profile)
+    serve(
+        a.store,
+        state_dir=a.state_dir,
+        links=links,
+        complete=a.complete,
+        profile=a.profile,
+        http=bind,
+        token=token,
+        allow_hosts=a.allow_host,
+    )
     return 0
 
 
@@ -43,8 +78,9 @@ def register_commands(register: Callable[..., Any]) -> None:
     """The command-line plug-in hook (see ``knowtk.cli``): adds ``knowtk mcp``."""
     register(
         "mcp",
-        "serve every tool over MCP on stdin/stdout",
+        "serve every tool over MCP on stdin/stdout, or Streamable HTTP (--http)",
         run_mcp,
         setup=add_mcp_options,
-        flags={"linked": "--link"},  # a Workspace refusal names `linked`; the user typed --link
+        # a refusal names the argument; the user typed the option
+        flags={"linked": "--link", "http": "--http", "token_file": "--token-file", "allow_host": "--allow-host"},
     )

@@ -1,6 +1,7 @@
-"""``knowtk mcp``: every knowtk tool over MCP (stdio), on the official ``mcp`` Python SDK.
+"""``knowtk mcp``: every knowtk tool over MCP (stdio, or HTTP with ``knowtk.mcp.http``), on the official SDK.
 
-    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--profile NAME] [--link NAME=PATH ...] [--complete]
+    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--profile NAME] [--link NAME=PATH ...]
+               [--complete] [--http [HOST:]PORT]
 
 The server lists the nine contract tools with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
@@ -9,7 +10,9 @@ The server lists the nine contract tools with the ``inputSchema`` of
 made while the server runs are seen by the next call. Every refusal, and any
 unexpected failure of one call, comes back as a tool error (``isError``) naming
 the argument and its allowed values; the server itself keeps answering.
-Calls run one at a time in a worker thread, so the connection stays responsive.
+Resources: the agents guide (``knowtk://docs/agents``) and each record (``knowtk://record/{id}``).
+Calls run at once in worker threads (at most ``CONCURRENT_CALLS``); a ``Store`` answers each as a single
+caller would, and the connection stays responsive.
 """
 
 from __future__ import annotations
@@ -17,31 +20,41 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from knowtk import __version__
 from knowtk.errors import KnowtkError
-from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
+from knowtk.mcp.agent import INSTRUCTIONS, compact, error_payload, output_schema, tool_description
+from knowtk.mcp.guide import GUIDE_URI, agents_guide
+from knowtk.mcp.http import Bind, refuse_open_bind, serve_http
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
-__all__ = ["build_server", "serve"]
+__all__ = ["ERROR_META", "RECORD_URI", "build_server", "listed_tools", "read_resource", "refusal", "serve"]
+
+CONCURRENT_CALLS = 8  # calls answered at once (worker threads); more wait their turn
+RECORD_URI = "knowtk://record/"
+ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed values, in the result's _meta
 
 log = logging.getLogger("knowtk.mcp")
 
 
-def _tools(complete: bool) -> list[types.Tool]:
+def listed_tools(complete: bool = False) -> list[types.Tool]:
+    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget)."""
     return [
         types.Tool(
             name=name,
-            description=TOOL_DESCRIPTIONS[name],
+            description=tool_description(name),
             input_schema=input_schema(name),
             output_schema=output_schema(name, complete=complete),
             annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
@@ -50,14 +63,66 @@ def _tools(complete: bool) -> list[types.Tool]:
     ]
 
 
+GUIDE_RESOURCE = types.Resource(
+    name="agents",
+    title="knowtk for agents",
+    uri=GUIDE_URI,
+    description="Every tool's rules in full, its arguments and its answer's schema (the listing is the short form).",
+    mime_type="text/markdown",
+)
+RECORD_TEMPLATE = types.ResourceTemplate(
+    name="record",
+    title="A knowtk record",
+    uri_template=RECORD_URI + "{id}",
+    description="One record whole, as knowledge_record answers (JSON).",
+    mime_type="application/json",
+)
+
+
+def read_resource(target: Target, uri: str) -> types.ReadResourceResult:
+    """The agents guide, or one record whole (``knowtk://record/{id}``); anything else is an invalid-params error."""
+    if uri == GUIDE_URI:
+        text, mime = agents_guide(), "text/markdown"
+    elif uri.startswith(RECORD_URI) and len(uri) > len(RECORD_URI):
+        record_id = unquote(uri[len(RECORD_URI) :])
+        try:
+            data = target.call("knowledge_record", {"id": record_id})
+        except KnowtkError as exc:
+            raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}", {"uri": uri}) from exc
+        if data.get("status") != "found":
+            raise MCPError(INVALID_PARAMS, f"not_found: no record {record_id!r}", {"uri": uri})
+        text, mime = json.dumps(data, ensure_ascii=False), "application/json"
+    else:
+        raise MCPError(
+            INVALID_PARAMS, f"no such resource: {uri} (allowed: {GUIDE_URI}, {RECORD_URI}{{id}})", {"uri": uri}
+        )
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
+
+
+def refusal(exc: BaseException) -> types.CallToolResult:
+    """A tool error every client shows: the text names the argument and its allowed values.
+
+    No ``structuredContent``: strict clients (the TypeScript SDK's) check it against the tool's
+    ``outputSchema`` even on an error, and an error object is no answer. The same fields, as data,
+    ride in ``_meta`` under ``ERROR_META`` for clients that want the code or the argument.
+    """
+    err = error_payload(exc)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{err['code']}: {err['message']}")],
+        _meta={ERROR_META: err},
+        is_error=True,
+    )
+
+
 def _as_text(data: Any) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, separators=(",", ":")))]
 
 
 def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
     """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows."""
-    tools = _tools(complete)
-    lock = anyio.Lock()  # one call at a time: the answers a single caller would get
+    tools = listed_tools(complete)
+    # calls run at once in worker threads (a Store answers each as a single caller would), at most this many
+    limiter = anyio.CapacityLimiter(CONCURRENT_CALLS)
 
     def answer(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         try:
@@ -65,12 +130,7 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         except Exception as exc:  # a refusal, or a failure of this one call: the server keeps answering
             if not isinstance(exc, KnowtkError):
                 log.exception("knowtk: %s failed", name)
-            err = error_payload(exc)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"{err['code']}: {err['message']}")],
-                structured_content={"error": err},
-                is_error=True,
-            )
+            return refusal(exc)
         out = data if complete else compact(name, data)
         return types.CallToolResult(content=_as_text(out), structured_content=out)
 
@@ -78,8 +138,18 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async with lock:
-            return await anyio.to_thread.run_sync(answer, params.name, params.arguments)
+        return await anyio.to_thread.run_sync(answer, params.name, params.arguments, limiter=limiter)
+
+    async def on_list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[GUIDE_RESOURCE])
+
+    async def on_list_resource_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[RECORD_TEMPLATE])
+
+    async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await anyio.to_thread.run_sync(read_resource, target, str(params.uri), limiter=limiter)
 
     return Server(
         "knowtk",
@@ -87,6 +157,9 @@ def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
     )
 
 
@@ -96,10 +169,18 @@ def serve(
     state_dir: str | os.PathLike[str] | None = None,
     links: Mapping[str, str | os.PathLike[str]] | None = None,
     complete: bool = False,
+    http: Bind | None = None,
+    token: str | None = None,
+    allow_hosts: Sequence[str] = (),
     profile: str | None = None,
 ) -> None:
-    """Serve MCP over stdin/stdout until the client closes the connection."""
+    """Serve MCP over stdin/stdout until the client closes the connection, or over HTTP at ``http`` until stopped."""
+    if http is not None and token is None and not http.loopback:  # refused before the store is opened
+        refuse_open_bind(http)
     server = build_server(open_target(store, state_dir=state_dir, links=links, profile=profile), complete=complete)
+    if http is not None:
+        serve_http(server, http, token=token, allow_hosts=allow_hosts)
+        return
 
     async def run() -> None:
         async with stdio_server() as (read, write):

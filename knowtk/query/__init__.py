@@ -3,6 +3,12 @@
 ``TOOLS`` maps the contract's tool names to their argument specs and
 runners. ``Store.call`` and the ``Store`` methods dispatch through it, so both
 entry points validate and answer identically.
+
+A tool is defined once, here (or added with ``register_tool``): the command line
+(``knowtk.cli``: a subcommand for every tool) and the MCP server (its listing and
+calls) are made from this registry, so a tool added later appears on all three
+surfaces. ``summary`` and each ``Param.doc`` describe a tool that the hand-written
+wording of ``knowtk.mcp.agent`` and ``knowtk.query.schema`` does not cover.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from knowtk.query.inventory import RECORD_PARAMS, RECORDS_PARAMS, inventory, one
 from knowtk.query.knowl import KNOWL_PARAMS, knowl
 from knowtk.query.lookup import LOOKUP_PARAMS, lookup
 
-__all__ = ["TOOLS", "Tool"]
+__all__ = ["TOOLS", "Tool", "register_tool"]
 
 Runner = Callable[[Engine, dict[str, Any], EvidenceVerifier], dict[str, Any]]
 
@@ -39,6 +45,13 @@ class Tool:
     name: str
     params: tuple[Param, ...]
     run: Runner
+    summary: str = ""  # one line: the command's help, and the agent's description when none is written
+    command: str | None = None  # the subcommand's name (default: the name without "knowledge_", - for _)
+    positional: tuple[str, ...] = ()  # arguments the command line takes by position
+
+    @property
+    def command_name(self) -> str:
+        return self.command or self.name.removeprefix("knowledge_").replace("_", "-")
 
 
 TOOLS: dict[str, Tool] = {
@@ -55,3 +68,8 @@ TOOLS: dict[str, Tool] = {
         Tool("knowl_query", KNOWL_PARAMS, knowl),
     )
 }
+
+
+def register_tool(tool: Tool) -> None:
+    """Add ``tool`` to the registry: ``Store.call``, the command line and the MCP server then offer it."""
+    TOOLS[tool.name] = tool

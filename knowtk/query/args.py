@@ -87,6 +87,7 @@ class Param:
     check: Check
     default: Any = None
     required: bool = False
+    doc: str = ""  # its description, for a tool that knowtk.query.schema.ARGUMENT_DOCS does not cover
 
     @property
     def py(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from knowtk.query import TOOLS
 from knowtk.query.args import Param
 
-__all__ = ["ARGUMENT_DOCS", "argument_doc", "input_schema", "param_schema"]
+__all__ = ["ARGUMENT_DOCS", "ARGUMENT_HINTS", "argument_doc", "argument_hint", "input_schema", "param_schema"]
 
 _DATE_BOUND = (
     "a real YYYY-MM-DD or an ISO timestamp with seconds and an explicit offset (Z or +HH:MM); bounds are inclusive"
@@ -121,28 +121,86 @@ ARGUMENT_DOCS: dict[str, dict[str, str]] = {
 }
 
 
+# The listing's short form: only what an agent needs beyond the schema's own types, ranges and allowed
+# values (an argument they say all about has no hint). The full wording above serves the command line's
+# help and the agents guide (knowtk://docs/agents).
+_HINT_UNTIL = "inclusive; a date covers its UTC day"
+_HINT_FILTERS = {
+    "type": "ontology type or alias",
+    "tag": "exact tags, all required",
+    "timeField": "date field for since/until",
+    "since": "inclusive",
+    "until": _HINT_UNTIL,
+    "scope": "folder prefixes",
+}
+_HINT_PAGE = {"offset": "nextOffset of the previous page"}
+_HINT_DATED = {"entity": "entity id", "kind": "exact record type", "since": "inclusive", "until": _HINT_UNTIL}
+ARGUMENT_HINTS: dict[str, dict[str, str]] = {
+    "knowledge_grep": {"query": "words as written", **_HINT_FILTERS, **_HINT_PAGE},
+    "knowledge_lookup": {"query": "exact id, full title or alias", "scope": "folder prefixes"},
+    "knowledge_records": {**_HINT_FILTERS, **_HINT_PAGE},
+    "knowledge_record": {},
+    "knowledge_timeline": {**_HINT_DATED, "group": "source, with entity: a row per dated source", **_HINT_PAGE},
+    "knowledge_chronicle_day": {
+        "date": "in timeZone",
+        "week": "its Monday-Sunday week",
+        "timeZone": "IANA name",
+        "entity": "entity id",
+        "kind": "exact record type",
+    },
+    "knowledge_chronicle_since": {**_HINT_DATED, **_HINT_PAGE},
+    "knowledge_chronicle_last_seen": {"entity": "entity id", "occurredOnOrBefore": "default now"},
+    "knowl_query": {
+        "id": "read this item whole; other arguments but includeEvidence ignored",
+        "asOf": "items valid then",
+        "tags": "all of these",
+        "limit": "per store",
+        "query": "the words that name the subject, e.g. 'sqlite wal checkpoint corruption durability'",
+        "repos": "linked stores that own the items",
+        "scope": "linked stores: local alone, or workspace keyed by store",
+        "category": "a hint; omit unless certain",
+    },
+}
+
+
 def argument_doc(tool: str, name: str) -> str:
-    return ARGUMENT_DOCS[tool][name]
+    """An argument's full description: the wording above, or the ``Param``'s own ``doc`` for any other tool."""
+    if tool in ARGUMENT_DOCS:
+        return ARGUMENT_DOCS[tool][name]
+    return next(p.doc for p in TOOLS[tool].params if p.name == name)
 
 
-def param_schema(tool: str, p: Param) -> dict[str, Any]:
-    """The JSON Schema of one argument: its check's schema, its default and its description."""
+def argument_hint(tool: str, name: str) -> str | None:
+    """An argument's description in the listing: its short hint, or the ``Param``'s ``doc`` for any other tool."""
+    if tool in ARGUMENT_HINTS:
+        return ARGUMENT_HINTS[tool].get(name)
+    return argument_doc(tool, name)
+
+
+def param_schema(tool: str, p: Param, *, full: bool = True) -> dict[str, Any]:
+    """The JSON Schema of one argument: its check's schema, its default, and its description (or its hint)."""
     schema = getattr(p.check, "schema", None)
     if not isinstance(schema, dict):
         raise TypeError(f"{tool}.{p.name}: its check carries no schema (use a factory of knowtk.query.args)")
     out = copy.deepcopy(schema)
     if p.default is not None:
         out["default"] = p.default
-    out["description"] = argument_doc(tool, p.name)
+    described = argument_doc(tool, p.name) if full else argument_hint(tool, p.name)
+    if described:
+        out["description"] = described
     return out
 
 
-def input_schema(tool: str) -> dict[str, Any]:
-    """The JSON Schema of ``tool``'s arguments (camelCase, as ``Store.call`` takes them)."""
+def input_schema(tool: str, *, full: bool = False) -> dict[str, Any]:
+    """The JSON Schema of ``tool``'s arguments (camelCase, as ``Store.call`` takes them).
+
+    Each argument is described by its short hint, as the MCP listing carries it; ``full`` gives the
+    complete wording (the command line's help, the agents guide).
+    """
     params = TOOLS[tool].params
     return {
         "type": "object",
-        "properties": {p.name: param_schema(tool, p) for p in params},
+        "properties": {p.name: param_schema(tool, p, full=full) for p in params},
         "required": [p.name for p in params if p.required],
         "additionalProperties": False,
     }
