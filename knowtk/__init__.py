@@ -13,6 +13,7 @@ contract in pyproject.toml, checked by ``lint-imports``)::
     store                             Store and open_store: the Python surface of one store
     results                           Result: the contract's dict and a DataFrame
     query                             the tools (grep, lookup, records, dates, knowl), explain, chains
+    write                             knowledge_mutation and knowledge_history: spliced, atomic, journalled writes
     frames                            typed DataFrame building
     engine                            reconciles the projections with the snapshot at every query
     index                             projections in state.sqlite: FTS5, BM25, temporal, embeddings
@@ -24,8 +25,10 @@ contract in pyproject.toml, checked by ``lint-imports``)::
 """
 
 from knowtk.errors import (
+    IdentityConflict,
     InvalidArgument,
     KnowtkError,
+    PublicationConflict,
     RecordNotFound,
     ScanLimitExceeded,
     StateError,
@@ -38,8 +41,10 @@ from knowtk.store import Store, open_store
 from knowtk.workspace import Workspace
 
 __all__ = [
+    "IdentityConflict",
     "InvalidArgument",
     "KnowtkError",
+    "PublicationConflict",
     "RecordNotFound",
     "Result",
     "ScanLimitExceeded",

@@ -8,6 +8,9 @@
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
      ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
      ├── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
+     ├── PublicationConflict       a write found the file other than the caller read it: ``.path``,
+     │                             ``.expected``, ``.actual`` (the two SHA-256); nothing was written
+     ├── IdentityConflict          ``create`` of an id that a file of the store already claims: ``.id``, ``.path``
      └── GoldSetError              (also ValueError; ``knowtk.lab.goldset``) a gold set that cannot be
                                    used as written: ``.path``, ``.line``, ``.case``, ``.field``
 
@@ -24,8 +27,10 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "IdentityConflict",
     "InvalidArgument",
     "KnowtkError",
+    "PublicationConflict",
     "RecordNotFound",
     "ScanLimitExceeded",
     "StateError",
@@ -111,6 +116,35 @@ class RecordNotFound(KnowtkError, LookupError):
     def __init__(self, id: str, message: str | None = None) -> None:
         self.id = id
         super().__init__(message or f"no available record with id {id!r}")
+
+
+class PublicationConflict(KnowtkError):
+    """A write found its file other than the caller read it (a stale ``expectedSha256``, or a change between the
+    check and the write): refused, never merged; read the record again and decide."""
+
+    code = "publication_conflict"
+
+    def __init__(self, path: str, expected: str | None, actual: str | None, message: str | None = None) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        shown = actual if actual is not None else "no file"
+        super().__init__(
+            message
+            or f"{path}: the file changed since it was read (expected sha256 {expected}, found {shown}); "
+            "nothing was written: read the record again and retry with its new sha256"
+        )
+
+
+class IdentityConflict(KnowtkError):
+    """``create`` of an id that a file of the store already claims (or a path that already exists)."""
+
+    code = "identity_conflict"
+
+    def __init__(self, id: str, path: str | None, message: str | None = None) -> None:
+        self.id = id
+        self.path = path
+        super().__init__(message or f"{id!r} already exists ({path}); use update, or choose another id")
 
 
 def _describe(allowed: Any) -> str:

@@ -353,6 +353,8 @@ class SafeguardJournal:
     ``{"w": id, "rev": n, "path": p, "seen": t}`` (a withdrawal) or
     ``{"g": id, "rev": n, "by": id|null, "path": p, "seen": t}`` (a supersession guard). A guard
     seen again at a higher revision is appended again; the highest revision wins on reading.
+    ``{"lift": id, "what": "w"|"g", "receipt": id, "at": t}`` lifts one (only ``reinstate`` writes it,
+    with its receipt): the entries before it no longer bind.
     Read incrementally: only the lines appended since the last read are parsed.
     """
 
@@ -422,6 +424,14 @@ class SafeguardJournal:
                         str(item["path"]),
                         str(item["seen"]),
                     )
+            elif "lift" in item:  # a safeguard lifted by a journalled reinstate (knowtk.write)
+                rid = str(item["lift"])
+                if item.get("what") == "w":
+                    self.withdrawn.pop(rid, None)
+                elif item.get("what") == "g":
+                    self.guards.pop(rid, None)
+                else:
+                    raise ValueError("a lift of neither a withdrawal nor a guard")
             else:
                 raise ValueError("neither a withdrawal nor a guard")
         except (ValueError, KeyError, TypeError) as exc:
@@ -440,6 +450,18 @@ class SafeguardJournal:
         ]
         if not lines:
             return
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append_lifts(self, lifts: list[tuple[str, str, str, str]]) -> None:
+        """Append (id, "w"|"g", receipt, at) lifts, fsynced, before the database deletes the rows."""
+        if not lifts:
+            return
+        lines = [json.dumps({"lift": rid, "what": what, "receipt": rec, "at": at}) for rid, what, rec, at in lifts]
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
