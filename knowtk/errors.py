@@ -6,6 +6,8 @@
      ├── StoreUnavailable          the store folder cannot be read: ``.path``
      ├── StoreChanged              the store changed between two reads of one answer: ask again
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
+     │    └── SafeguardLoss        safeguards were lost that neither state.sqlite nor the journal gives back:
+     │                             refused until accepted (``knowtk state accept-loss`` catches only this)
      ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
      ├── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
      ├── PublicationConflict       a write found the file other than the caller read it: ``.path``,
@@ -32,6 +34,7 @@ __all__ = [
     "KnowtkError",
     "PublicationConflict",
     "RecordNotFound",
+    "SafeguardLoss",
     "ScanLimitExceeded",
     "StateError",
     "StoreChanged",
@@ -91,6 +94,12 @@ class StateError(KnowtkError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class SafeguardLoss(StateError):
+    """Safeguards were lost that neither state.sqlite nor its journal can give back; accepted explicitly only."""
+
+    code = "safeguards_lost"
 
 
 class ScanLimitExceeded(KnowtkError):

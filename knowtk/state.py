@@ -42,7 +42,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from knowtk.errors import StateError
+from knowtk.errors import SafeguardLoss, StateError
 from knowtk.model.datevalues import format_utc
 
 __all__ = [
@@ -129,7 +129,7 @@ class StateDB:
         os.makedirs(self.folder, exist_ok=True)
         try:
             tables = self._connect()
-        except StateError:
+        except SafeguardLoss:
             if not (self.journal.exists() or accept_loss):
                 raise
             # the journal holds the safeguards (or the user accepted their loss): keep the
@@ -209,7 +209,9 @@ class StateDB:
             self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             return {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
-            raise StateError(
+            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):  # transient: never taken for damage
+                raise StateError(self.path, f"the state is busy ({exc}); try again") from exc
+            raise SafeguardLoss(
                 self.path,
                 f"not a readable SQLite database ({exc}), and there is no safeguard journal "
                 f"({JOURNAL_FILE}) beside it to restore withdrawals and supersession guards from; {self.hint}",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from knowtk.errors import StateError
+from knowtk.errors import SafeguardLoss, StateError
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Issue, Record
 from knowtk.state import JournalEntries, StateDB
@@ -77,7 +77,7 @@ class Safeguards:
 
     def raise_loss(self) -> None:
         if self.loss is not None:
-            raise StateError(self.state.path, f"safeguards lost: {self.loss}; {self.state.hint}")
+            raise SafeguardLoss(self.state.path, f"safeguards lost: {self.loss}; {self.state.hint}")
 
     def _read_tables(self) -> tuple[JournalEntries, JournalEntries, list[str]]:
         conn, missing = self.state.conn, []
