@@ -74,7 +74,7 @@ def test_create_and_update_with_set_unset_and_a_body_file(builder: StoreBuilder,
     assert path.read_text() == "---\nid: dec-1\nkind: claim\ntype: decision\ntags: [a, b]\nowner: person-ada\n---\n"
     body = tmp_path / "body.md"
     body.write_text("# Dec 1\n")
-    code, out, err = run(
+    code, _out, err = run(
         capsys, "--store", root, "update", "dec-1", "--expect", sha(path.read_bytes()), "--unset", "owner",
         "--body-file", str(body), "--restate",
     )  # fmt: skip
