@@ -65,7 +65,7 @@ def test_supersede_withdraw_reinstate_and_history_on_the_command_line(builder: S
 def test_create_and_update_with_set_unset_and_a_body_file(builder: StoreBuilder, tmp_path: Path, capsys) -> None:
     builder.page("person-ada", "Ada", path="people/person-ada.md")
     root = str(builder.root)
-    code, out, err = run(
+    code, _out, err = run(
         capsys, "--store", root, "create", "dec-1", "--set", "kind=claim", "--set", "type=decision",
         "--set", "tags=[a, b]", "--set", "owner=person-ada",
     )  # fmt: skip
