@@ -199,6 +199,7 @@ def _knowl_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 RECEIPT: list[Column] = [
+    ("source", STRING, key("_source")),  # receipt, or git (a commit)
     ("receipt", STRING, key("_receipt")),
     ("operation", STRING, key("_operation")),
     ("at", TIME, key("_at")),
@@ -219,8 +220,23 @@ def _receipt_rows(receipts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per record a receipt touched, the receipt's fields repeated on each."""
     rows = []
     for rc in receipts:
+        if rc.get("source") == "git":  # a commit that touched the record's file (knowledge_history of one record)
+            rows.append(
+                {
+                    "_receipt": rc["commit"],
+                    "_operation": "commit",
+                    "_at": rc["at"],
+                    "_actor": rc["author"],
+                    "_reason": rc["message"],
+                    "_indexed": None,
+                    "_checkpoint": rc["commit"],
+                    "_source": "git",
+                }
+            )
+            continue
         head = {f"_{k}": rc.get(k) for k in ("operation", "at", "actor", "reason", "indexed", "checkpoint")}
         head["_receipt"] = rc.get("id")
+        head["_source"] = "receipt"
         rows += [{**head, **r} for r in rc.get("records") or []]
     return rows
 

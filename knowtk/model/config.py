@@ -1,4 +1,4 @@
-"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, and its type ontology."""
+"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology, Git checkpoints."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class StoreConfig:
     # every type or alias -> the whole group it belongs to (a filter expands both ways)
     type_groups: dict[str, frozenset[str]] = field(default_factory=dict)
     problem: str | None = None  # why the file was ignored, reported as a coverage issue
+    checkpoint: str = "never"  # "always": every knowtk mutation is committed to Git (docs/mutations.md)
 
     def expand_type(self, value: str) -> frozenset[str]:
         return self.type_groups.get(value, frozenset((value,)))
@@ -53,6 +54,10 @@ def load_config(root: str) -> StoreConfig:
     if not isinstance(share, bool):
         problems.append("share must be true or false")
         share = False
+    checkpoint = data.get("checkpoint", "never")
+    if checkpoint not in ("never", "always"):
+        problems.append("checkpoint must be never or always")
+        checkpoint = "never"
     groups: dict[str, frozenset[str]] = {}
     ontology = data.get("ontology") or {}
     if not isinstance(ontology, dict):
@@ -70,5 +75,6 @@ def load_config(root: str) -> StoreConfig:
         name=name.strip(),
         share=share,
         type_groups=groups,
+        checkpoint=checkpoint,
         problem="; ".join(problems) or None,
     )

@@ -38,14 +38,6 @@ def fields(name: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-@functools.partial(with_schema, schema={"type": "boolean", "enum": [False]})
-def no_checkpoint(name: str, value: Any) -> bool:
-    boolean(name, value)
-    if value:
-        raise InvalidArgument(name, "Git checkpoints are not available in this version of knowtk", allowed=(False,))
-    return False
-
-
 MUTATION_PARAMS = (
     Param("operation", choice(*OPERATIONS), required=True),
     Param("id", text(128), required=True),
@@ -56,7 +48,7 @@ MUTATION_PARAMS = (
     Param("path", text(1024)),
     Param("actor", text(200)),
     Param("restate", boolean, False),
-    Param("checkpoint", no_checkpoint, False),
+    Param("checkpoint", boolean, False),
 )
 
 HISTORY_PARAMS = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 from knowtk.engine.engine import Engine
@@ -15,6 +16,7 @@ from knowtk.errors import InvalidArgument, RecordNotFound
 from knowtk.model.datevalues import DateValue, format_utc
 from knowtk.snapshot.model import Snapshot
 from knowtk.write import journal
+from knowtk.write.checkpoint import find_repo, record_commits
 from knowtk.write.files import current
 
 __all__ = ["diff", "history", "mark_reconciled"]
@@ -29,28 +31,52 @@ def _bound(value: Any, *, upper: bool) -> str | None:
 
 
 def history(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    """Receipts (optionally of one record, within since/until), newest first: ``{receipts, total, nextOffset}``."""
-    limit, offset = args["limit"], args["offset"]
+    """Receipts (optionally of one record, within since/until), newest first: ``{receipts, total, nextOffset}``.
+
+    For one record of a store inside a Git work tree, the commits that touched its file are merged in
+    by time (``"source": "git"``; receipts carry ``"source": "receipt"``).
+    """
+    limit, offset, rid = args["limit"], args["offset"], args.get("id")
+    since, until = _bound(args.get("since"), upper=False), _bound(args.get("until"), upper=True)
     with engine.lock:
         engine.ensure_open()
-        rows, total = journal.receipt_rows(
-            engine.state,
-            record=args.get("id"),
-            since=_bound(args.get("since"), upper=False),
-            until=_bound(args.get("until"), upper=True),
-            limit=limit,
-            offset=offset,
-        )
+        commits = _commits(engine, rid, since, until) if rid is not None else []
+        if not commits:
+            rows, total = journal.receipt_rows(
+                engine.state, record=rid, since=since, until=until, limit=limit, offset=offset
+            )
+        else:
+            rows, _ = journal.receipt_rows(engine.state, record=rid, since=since, until=until, limit=10**9, offset=0)
     for row in rows:
         row["source"] = "receipt"
+    if commits:
+        merged = sorted([*rows, *commits], key=lambda e: _instant(e["at"]), reverse=True)
+        total, rows = len(merged), merged[offset : offset + limit]
     following = offset + len(rows)
     return {
-        "id": args.get("id"),
+        "id": rid,
         "receipts": rows,
         "total": total,
         "offset": offset,
         "nextOffset": following if following < total else None,
     }
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def _commits(engine: Engine, rid: str, since: str | None, until: str | None) -> list[dict[str, Any]]:
+    repo = find_repo(engine.root, required=False)
+    if repo is None:
+        return []
+    r = engine.snapshot().records.get(rid)
+    if r is None:
+        return []
+    out = record_commits(repo, engine.root, r.path)
+    low = _instant(since) if since else None
+    high = _instant(until) if until else None
+    return [c for c in out if (low is None or _instant(c["at"]) >= low) and (high is None or _instant(c["at"]) <= high)]
 
 
 def mark_reconciled(engine: Engine, snap: Snapshot) -> None:

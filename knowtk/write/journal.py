@@ -26,6 +26,7 @@ __all__ = [
     "pending_receipts",
     "receipt_rows",
     "save_receipt",
+    "set_checkpoint",
     "version",
 ]
 
@@ -105,6 +106,11 @@ def save_receipt(state: StateDB, receipt: dict[str, Any], blobs: dict[str, bytes
         )
         add_versions(conn, blobs)
         conn.execute("DELETE FROM write_intents_v1 WHERE id = ?", (receipt["id"],))
+
+
+def set_checkpoint(state: StateDB, rid: str, commit: str) -> None:
+    with state.transaction() as conn:
+        conn.execute("UPDATE receipts_v1 SET checkpoint = ? WHERE id = ?", (commit, rid))
 
 
 def _receipt(row: tuple[Any, ...]) -> dict[str, Any]:

@@ -21,16 +21,18 @@ from __future__ import annotations
 import base64
 import getpass
 import os
+import subprocess
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument, KnowtkError, PublicationConflict
+from knowtk.errors import InvalidArgument, KnowtkError, PublicationConflict, StoreUnavailable
 from knowtk.model.datevalues import format_utc
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 from knowtk.write import journal
+from knowtk.write.checkpoint import Repo, find_repo
 from knowtk.write.files import WriteLock, check_writable, current, publish, sha256_of
 from knowtk.write.plan import Plan, make_plan
 from knowtk.write.validate import judge
@@ -92,11 +94,34 @@ def mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
         if plan.check_chain is not None:
             _chain_reaches(after, plan.check_chain)
         check_writable(engine.root, [c.full for c in plan.changes if c.before != c.after])
+        wanted = bool(args.get("checkpoint")) or engine.config.checkpoint == "always"
+        repo = find_repo(engine.root, required=True) if wanted else None  # refused before anything is touched
         payload = _payload(plan, receipt)
         journal.insert_intent(engine.state, receipt["id"], at, payload)
         _step("intent")
         _forward(engine, payload, live=True)
+        if repo is not None:
+            receipt["checkpoint"] = _checkpoint(engine, repo, plan, receipt)
         return {"receipt": receipt, "written": True}
+
+
+def _checkpoint(engine: Engine, repo: Repo, plan: Plan, receipt: dict[str, Any]) -> str:
+    """Commit exactly the files the mutation wrote; the receipt names the commit."""
+    files = {
+        os.path.relpath(c.full, repo.top).replace(os.sep, "/"): c.after for c in plan.changes if c.before != c.after
+    }
+    ids = ", ".join(dict.fromkeys(c.id for c in plan.changes))
+    message = f"knowtk {receipt['operation']} {ids}\n\nreceipt: {receipt['id']}\nactor: {receipt['actor']}\n"
+    if receipt.get("reason"):
+        message += f"reason: {receipt['reason']}\n"
+    try:
+        commit = repo.commit(files, message)
+    except (KnowtkError, OSError, subprocess.SubprocessError) as exc:
+        raise StoreUnavailable(
+            engine.root, f"the change was saved (receipt {receipt['id']}) but its Git checkpoint failed: {exc}"
+        ) from exc
+    journal.set_checkpoint(engine.state, receipt["id"], commit)
+    return commit
 
 
 def _chain_reaches(after: Snapshot, rid: str) -> None:
