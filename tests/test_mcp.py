@@ -18,6 +18,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.mcp.agent import TOOL_DESCRIPTIONS, compact, output_schema
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
+from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import ARGUMENT_DOCS, input_schema
 from tests.helpers import DEMO, StoreBuilder
 
@@ -100,8 +101,8 @@ def test_input_schema_is_what_validate_enforces(tool: str) -> None:
 
 
 def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None:
-    assert set(TOOL_DESCRIPTIONS) == set(TOOLS)
-    for tool in TOOLS:
+    assert set(TOOL_DESCRIPTIONS) == {*TOOLS, *WRITE_TOOLS}  # the write tools: offered with --allow-writes only
+    for tool in [*TOOLS, *WRITE_TOOLS]:
         jsonschema.Draft202012Validator.check_schema(output_schema(tool))
     knowl = TOOL_DESCRIPTIONS["knowl_query"]
     for rule in ("every word", "re-run once", "2,000", "truncated", "affectedPaths", "min-max", "cosine",

@@ -25,6 +25,11 @@ def add_mcp_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--complete", action="store_true", help="answer with the contract's complete dicts instead of list rows"
     )
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="also offer knowledge_mutation and knowledge_history (the default server is read-only)",
+    )
 
 
 def run_mcp(a: argparse.Namespace) -> int:
@@ -35,7 +40,7 @@ def run_mcp(a: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
         return 1
-    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete)
+    serve(a.store, state_dir=a.state_dir, links=links, complete=a.complete, allow_writes=a.allow_writes)
     return 0
 
 

@@ -1,8 +1,9 @@
 """``knowtk mcp``: every knowtk tool over MCP (stdio), on the official ``mcp`` Python SDK.
 
-    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--link NAME=PATH ...] [--complete]
+    knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--link NAME=PATH ...] [--complete] [--allow-writes]
 
-The server lists the nine contract tools with the ``inputSchema`` of
+The server lists the nine contract tools (and, with ``--allow-writes``, knowledge_mutation and
+knowledge_history) with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
 ``knowtk.mcp.agent``. A call runs ``Store.call`` (``Workspace.call`` for
 ``knowl_query`` when stores are linked), which scans the store first, so edits
@@ -26,7 +27,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from knowtk import __version__
-from knowtk.errors import KnowtkError
+from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.mcp.agent import INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, error_payload, output_schema
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
@@ -37,8 +38,29 @@ __all__ = ["build_server", "serve"]
 log = logging.getLogger("knowtk.mcp")
 
 
-def _tools(complete: bool) -> list[types.Tool]:
-    return [
+# the write tools, offered only with --allow-writes; their hints as MCP defines them. A mutation is
+# destructive (it may withdraw or supersede a record) and idempotent: every change is conditioned on the
+# hash the caller read (or on the id not existing), so the same call again changes nothing more.
+WRITE_HINTS = {
+    "knowledge_mutation": types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+    "knowledge_history": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+}
+
+
+def _tools(complete: bool, allow_writes: bool = False) -> list[types.Tool]:
+    writes = [
+        types.Tool(
+            name=name,
+            description=TOOL_DESCRIPTIONS[name],
+            input_schema=input_schema(name),
+            output_schema=output_schema(name),
+            annotations=hints,
+        )
+        for name, hints in WRITE_HINTS.items()
+    ]
+    return (writes if allow_writes else []) + [
         types.Tool(
             name=name,
             description=TOOL_DESCRIPTIONS[name],
@@ -54,13 +76,17 @@ def _as_text(data: Any) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, separators=(",", ":")))]
 
 
-def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
-    """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows."""
-    tools = _tools(complete)
+def build_server(target: Target, *, complete: bool = False, allow_writes: bool = False) -> Server[Any]:
+    """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows;
+    ``allow_writes`` offers knowledge_mutation and knowledge_history (the default server is read-only)."""
+    tools = _tools(complete, allow_writes)
+    names = {t.name for t in tools}
     lock = anyio.Lock()  # one call at a time: the answers a single caller would get
 
     def answer(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         try:
+            if name not in names:  # a write tool the server does not offer is refused, never run
+                raise InvalidArgument("tool", f"{name!r} is not offered by this server", allowed=sorted(names))
             data = target.call(name, arguments or {})
         except Exception as exc:  # a refusal, or a failure of this one call: the server keeps answering
             if not isinstance(exc, KnowtkError):
@@ -96,9 +122,11 @@ def serve(
     state_dir: str | os.PathLike[str] | None = None,
     links: Mapping[str, str | os.PathLike[str]] | None = None,
     complete: bool = False,
+    allow_writes: bool = False,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the connection."""
-    server = build_server(open_target(store, state_dir=state_dir, links=links), complete=complete)
+    target = open_target(store, state_dir=state_dir, links=links)
+    server = build_server(target, complete=complete, allow_writes=allow_writes)
 
     async def run() -> None:
         async with stdio_server() as (read, write):
