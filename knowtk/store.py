@@ -30,7 +30,7 @@ from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.snapshot.model import Snapshot
 from knowtk.write.history import diff, mark_reconciled
-from knowtk.write.mutation import recover
+from knowtk.write.mutation import preview, recover
 
 __all__ = ["Store", "open_store"]
 
@@ -359,6 +359,14 @@ class Store:
     ) -> Result:
         """Make ``id`` active again, lifting its withdrawal or supersession safeguard: the only way to lift one."""
         return self._method("knowledge_mutation", {"operation": "reinstate", **locals()})
+
+    def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
+        """What ``knowledge_mutation`` would do with these arguments (snake_case, as the methods take them), refused
+        the same way but writing nothing: ``{"records": [{id, path, sha256Before, diff}], "safeguards", "lifts",
+        "changes"}``. The notebook's confirm step shows it."""
+        given = {"operation": operation, "id": id, **{k: v for k, v in args.items() if v is not None}}
+        checked = validate("knowledge_mutation", WRITE_TOOLS["knowledge_mutation"].params, given, python=True)
+        return preview(self.engine, checked)
 
     def history(
         self,

@@ -210,7 +210,7 @@ def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowt
     children = list(w.rows.children)
     row = w.rows.boxes["dec-2026-021"]
     assert children[children.index(row) + 1] is w.rows.detail
-    assert w.rows.detail.children == (w.explanation, w.detail)
+    assert w.rows.detail.children == (w.explanation, w.detail, w.actions)  # actions: docs/mutations.md
     assert [k for k, box in w.rows.boxes.items() if "knowtk-selected" in box._dom_classes] == ["dec-2026-021"]
     w.select.value = w.result["hits"][0]["id"]  # the old API moves the detail too
     assert list(w.rows.children).index(w.rows.detail) == 2  # style, first row, detail

@@ -11,6 +11,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
@@ -66,7 +67,8 @@ class ChainWidget(Front):
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
         self.image = W.Image(format="png")
         self.table = W.HTML()
-        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.table])
+        self.actions = W.VBox()  # Supersede by…, Withdraw, Reinstate, Edit fields for the selected record
+        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.actions, self.table])
         self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
@@ -87,6 +89,10 @@ class ChainWidget(Front):
             self._quiet = False
         return self.draw()
 
+    def _saved(self, receipt: dict[str, Any]) -> None:
+        """A change was saved from the selected record's actions: draw the chains again."""
+        self.refresh()
+
     def draw(self) -> pd.DataFrame:
         """Read the selected chains from the current snapshot and draw them; returns the edges."""
         rid = None if self.record.value == ALL_CHAINS else self.record.value
@@ -100,6 +106,7 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
+        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")

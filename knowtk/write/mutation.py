@@ -19,6 +19,7 @@ A conflict at step 6 rolls back at once and raises ``PublicationConflict``.
 from __future__ import annotations
 
 import base64
+import difflib
 import getpass
 import os
 import subprocess
@@ -37,7 +38,7 @@ from knowtk.write.files import WriteLock, check_writable, current, publish, sha2
 from knowtk.write.plan import Plan, make_plan
 from knowtk.write.validate import judge
 
-__all__ = ["STEP_HOOK", "mutate", "recover", "set_step_hook"]
+__all__ = ["STEP_HOOK", "mutate", "preview", "recover", "set_step_hook"]
 
 #: Called with each step's name after it is done ("intent", "safeguards", "file:0", "lift", "receipt"):
 #: tests kill the process there to prove a crash at any point loses nothing.
@@ -66,43 +67,75 @@ def _actor(given: str | None) -> str:
         return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
+def _judged(engine: Engine, args: dict[str, Any]) -> tuple[Plan, dict[str, Any]]:
+    """Steps 1 and 2 (under the locks): the plan and its receipt, the change judged; refusals raised here."""
+    snap = engine.snapshot()
+    now = now_utc()
+    at = format_utc(now)
+    plan = make_plan(engine, snap, args, at)
+    receipt = _receipt(plan, args, at)
+    changed = {c.path: c.after for c in plan.changes if c.before != c.after}
+    if not changed and not plan.lift:
+        return plan, receipt
+    after = judge(
+        snap,
+        engine.scanner.parsed,
+        engine.config,
+        engine.safeguards,
+        changed,
+        add_w=plan.add_w,
+        add_g=plan.add_g,
+        lift={rid for rid, _ in plan.lift},
+        now=now,
+    )
+    if plan.check_chain is not None:
+        _chain_reaches(after, plan.check_chain)
+    return plan, receipt
+
+
 def mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     """Run one mutation (``args`` checked by the tool's specs, snake_case); returns ``{"receipt", "written"}``."""
     with write_lock(engine).held(), engine.lock:
         engine.ensure_open()
         journal.ensure_tables(engine.state)
         _recover_locked(engine)
-        snap = engine.snapshot()
-        now = now_utc()
-        at = format_utc(now)
-        plan = make_plan(engine, snap, args, at)
-        receipt = _receipt(plan, args, at)
+        plan, receipt = _judged(engine, args)
         if not any(c.before != c.after for c in plan.changes) and not plan.lift:
             return {"receipt": {**receipt, "id": None, "indexed": True}, "written": False}
-        changed = {c.path: c.after for c in plan.changes if c.before != c.after}
-        after = judge(
-            snap,
-            engine.scanner.parsed,
-            engine.config,
-            engine.safeguards,
-            changed,
-            add_w=plan.add_w,
-            add_g=plan.add_g,
-            lift={rid for rid, _ in plan.lift},
-            now=now,
-        )
-        if plan.check_chain is not None:
-            _chain_reaches(after, plan.check_chain)
         check_writable(engine.root, [c.full for c in plan.changes if c.before != c.after])
         wanted = bool(args.get("checkpoint")) or engine.config.checkpoint == "always"
         repo = find_repo(engine.root, required=True) if wanted else None  # refused before anything is touched
         payload = _payload(plan, receipt)
-        journal.insert_intent(engine.state, receipt["id"], at, payload)
+        journal.insert_intent(engine.state, receipt["id"], receipt["at"], payload)
         _step("intent")
         _forward(engine, payload, live=True)
         if repo is not None:
             receipt["checkpoint"] = _checkpoint(engine, repo, plan, receipt)
         return {"receipt": receipt, "written": True}
+
+
+def preview(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    """What ``mutate`` would do, refused the same way, writing nothing: each file's unified diff and the safeguards.
+
+    ``{"operation", "records": [{id, path, sha256Before, diff}], "lifts": [ids], "safeguards": [ids],
+    "changes": bool}``.
+    """
+    with engine.lock:
+        engine.ensure_open()
+        plan, _ = _judged(engine, args)
+    records = []
+    for c in plan.changes:
+        before = (c.before or b"").decode("utf-8", "replace").splitlines(True)
+        after = (c.after or b"").decode("utf-8", "replace").splitlines(True)
+        diff = "".join(difflib.unified_diff(before, after, c.path if c.before else "/dev/null", c.path))
+        records.append({"id": c.id, "path": c.path, "sha256Before": c.sha_before, "diff": diff})
+    return {
+        "operation": plan.operation,
+        "records": records,
+        "safeguards": sorted({*plan.add_w, *plan.add_g}),
+        "lifts": [rid for rid, _ in plan.lift],
+        "changes": any(c.before != c.after for c in plan.changes) or bool(plan.lift),
+    }
 
 
 def _checkpoint(engine: Engine, repo: Repo, plan: Plan, receipt: dict[str, Any]) -> str:

@@ -1,0 +1,89 @@
+"""The notebook's write actions: preview shows the change and writes nothing, confirm writes on the previewed
+hash and shows the receipt, a file changed in between is refused, and the chain and grep widgets carry them."""
+
+from __future__ import annotations
+
+import hashlib
+
+import knowtk
+from knowtk.notebook import ChainWidget, GrepWidget, RecordActions
+from tests.helpers import StoreBuilder, markdown_digest
+
+
+def _store(builder: StoreBuilder) -> knowtk.Store:
+    builder.write("decisions/old.md", {"id": "old", "kind": "claim", "title": "Old budget"}, "Budget\n")
+    builder.write("decisions/new.md", {"id": "new", "kind": "claim", "title": "New budget"}, "Budget\n")
+    return builder.open()
+
+
+def test_preview_writes_nothing_and_confirm_leaves_a_receipt(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    w = RecordActions(store, "old")
+    w.action.value = "Supersede by…"
+    w.by.value = "new"
+    before = markdown_digest(builder.root)
+    shown = w.preview()
+    assert shown is not None and "+status: superseded" in shown["records"][0]["diff"]
+    assert "+superseded_by: new" in w.output.value and not w.confirm_button.disabled
+    assert markdown_digest(builder.root) == before  # a preview writes nothing
+    receipt = w.confirm()
+    assert receipt is not None and receipt["operation"] == "supersede"
+    assert "receipt" in w.output.value and receipt["id"] in w.output.value
+    assert store.record("old")["record"]["supersededBy"] == "new"
+    assert w.confirm() is None and "Preview the change first" in w.output.value  # one confirm per preview
+
+
+def test_a_file_changed_after_the_preview_is_refused_at_confirm(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    w = RecordActions(store, "new")
+    w.action.value = "Withdraw"
+    w.reason.value = "duplicate"
+    assert w.preview() is not None
+    path = builder.root / "decisions/new.md"
+    edited = path.read_bytes() + b"edited meanwhile\n"
+    path.write_bytes(edited)
+    assert w.confirm() is None
+    assert "publication_conflict" in w.output.value and hashlib.sha256(edited).hexdigest() in w.output.value
+    assert path.read_bytes() == edited
+
+
+def test_edit_fields_and_reinstate_a_withdrawn_record(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    w = RecordActions(store, "new")
+    w.fields.value = "summary: A summary\ntags: [budget]"
+    w.preview()
+    w.confirm()
+    assert store.record("new")["record"]["tags"] == ["budget"]
+    w.action.value = "Withdraw"
+    w.reason.value = "wrong"
+    w.preview()
+    w.confirm()
+    assert store.lookup("new")["status"] == "missing"
+    back = RecordActions(store, "new")  # the record no query returns: its hash comes from the snapshot
+    back.action.value = "Reinstate"
+    back.reason.value = "withdrawn by mistake"
+    shown = back.preview()
+    assert shown is not None and shown["lifts"] == ["new"] and "lifts the safeguard" in back.output.value
+    back.confirm()
+    assert store.lookup("new")["status"] == "found"
+    w.fields.value = "due_at: soon"
+    w.action.value = "Edit fields"
+    assert w.preview() is None and "record.due_at" in w.output.value and w.confirm_button.disabled
+
+
+def test_the_chain_and_grep_widgets_offer_the_actions(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    chain = ChainWidget(store)
+    assert chain.actions.children == ()
+    grep = GrepWidget(store, "budget")
+    grep.rows.select("old")
+    actions = grep.actions.children[0]
+    assert isinstance(actions, RecordActions) and actions.id == "old"
+    actions.action.value = "Supersede by…"
+    actions.by.value = "new"
+    actions.preview()
+    actions.confirm()
+    assert [h["id"] for h in grep.result["hits"]] == ["new"]  # the search ran again after the save
+    chain.record.options = [*chain.record.options, "old"]
+    chain.record.value = "old"
+    assert isinstance(chain.actions.children[0], RecordActions) and chain.actions.children[0].id == "old"
