@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import fcntl
 import hashlib
 import os
 import stat
@@ -24,6 +23,11 @@ from contextlib import contextmanager
 from typing import ClassVar
 
 from knowtk.errors import InvalidArgument, PublicationConflict, StoreUnavailable
+
+try:  # POSIX; Windows locks a byte of the lock file instead (msvcrt)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 from knowtk.model.records import FileProblem, read_regular
 
 __all__ = ["WriteLock", "check_writable", "current", "publish", "sha256_of", "target"]
@@ -75,7 +79,7 @@ def check_writable(root: str, paths: list[str]) -> None:
         while not os.path.isdir(folder) and folder != root:
             folder = os.path.dirname(folder)
         try:
-            readonly = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+            readonly = hasattr(os, "statvfs") and bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
         except OSError:
             readonly = False
         if readonly:
@@ -142,6 +146,8 @@ def _write_temp(path: str, data: bytes) -> str:
 
 
 def _fsync_folder(folder: str) -> None:
+    if os.name == "nt":  # a folder cannot be opened for fsync there; NTFS journals the rename itself
+        return
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
@@ -205,7 +211,21 @@ class WriteLock:
             except OSError as exc:
                 raise StoreUnavailable(self.path, f"cannot open the write lock ({exc.strerror})") from exc
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                _lock(fd)
                 yield
             finally:
-                os.close(fd)  # releases the flock
+                os.close(fd)  # releases the lock
+
+
+def _lock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    import msvcrt  # pragma: no cover - Windows
+
+    while True:  # pragma: no cover - Windows: LK_LOCK gives up after ten seconds; a writer may take longer
+        try:
+            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+            return
+        except OSError:
+            continue

@@ -155,7 +155,11 @@ def _update(ctx: _Context, plan: Plan) -> None:
             raise InvalidArgument(f"record.{key}", "changes only through supersede, withdraw or reinstate")
     edits = _changes(meta, record)
     if args.get("restate"):
-        edits["revision"] = max((change.revision_before or 1) + 1, record.get("revision") or 0)
+        given = record.get("revision")
+        raised = (change.revision_before or 1) + 1
+        edits["revision"] = (
+            given if isinstance(given, int) and not isinstance(given, bool) and given > raised else raised
+        )
     body = record.get("body")
     if body is not None and not isinstance(body, str):
         raise InvalidArgument("record.body", "must be a string")
