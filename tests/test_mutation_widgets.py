@@ -87,3 +87,24 @@ def test_the_chain_and_grep_widgets_offer_the_actions(builder: StoreBuilder) -> 
     chain.record.options = [*chain.record.options, "old"]
     chain.record.value = "old"
     assert isinstance(chain.actions.children[0], RecordActions) and chain.actions.children[0].id == "old"
+
+
+def test_history_plots_receipts_on_a_date_axis(builder: StoreBuilder) -> None:
+    import matplotlib.pyplot as plt
+
+    store = _store(builder)
+    w = RecordActions(store, "old")
+    w.action.value = "Supersede by…"
+    w.by.value = "new"
+    w.preview()
+    w.confirm()
+    rec = store.snapshot().records["old"]
+    store.reinstate("old", reason="mistake", expected_sha256=rec.sha256)
+    ax = store.history("old").plot()
+    gids = sorted(str(line.get_gid()).split(":")[0] for line in ax.get_lines())
+    assert gids == ["reinstate", "supersede"] and ax.get_title() == "Changes of old"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["old"]
+    plt.close("all")
+    empty = store.history("new").plot()  # no receipt names "new" (it replaced "old" as it was): said so
+    assert [t.get_text() for t in empty.texts] == ["no receipt yet"]
+    plt.close("all")

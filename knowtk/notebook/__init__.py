@@ -40,6 +40,7 @@ _HOMES = {
     "diff_frame": "grep",
     "plot_chains": "chain_plot",
     "plot_chronicle": "chronicle",
+    "plot_history": "history_plot",
     "plot_timeline": "timeline",
     "readable_edges": "chain_widget",
 }
