@@ -108,3 +108,17 @@ def test_history_plots_receipts_on_a_date_axis(builder: StoreBuilder) -> None:
     empty = store.history("new").plot()  # no receipt names "new" (it replaced "old" as it was): said so
     assert [t.get_text() for t in empty.texts] == ["no receipt yet"]
     plt.close("all")
+
+
+def test_the_lookup_widget_offers_the_actions(builder: StoreBuilder) -> None:
+    from knowtk.notebook import LookupWidget
+
+    store = _store(builder)
+    w = LookupWidget(store, "new")
+    actions = w.actions.children[0]
+    assert isinstance(actions, RecordActions) and actions.id == "new"
+    actions.action.value = "Withdraw"
+    actions.reason.value = "entered twice"
+    actions.preview()
+    assert actions.confirm() is not None
+    assert w.status == "missing"  # looked up again after the save

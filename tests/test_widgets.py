@@ -325,7 +325,8 @@ def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk
     assert w.rows.selected is None and w.detail.value == ""  # ambiguous: the reader picks
     w.rows.buttons["person-samir-haddad"].click()
     children = list(w.rows.children)
-    assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.detail
+    assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.rows.detail
+    assert w.rows.detail.children == (w.detail, w.actions)  # the record, then its actions (docs/mutations.md)
     assert demo.record("person-samir-haddad")["record"]["title"] in w.detail.value
     w.query.value = "dec-2026-021"  # found: its one candidate is open at once
     assert w.rows.selected == "dec-2026-021" and "Lumen keeps its" in w.detail.value

@@ -15,7 +15,7 @@ One module per picture and per widget family:
 ``actions``
     ``RecordActions``: Edit fields, Supersede by…, Withdraw, Reinstate of one record, with a preview
     (a diff, nothing written) before the confirm and the receipt after; shown under a record selected in
-    ``GrepWidget`` and ``ChainWidget``.
+    ``GrepWidget``, ``LookupWidget`` and ``ChainWidget``.
 ``panes``, ``text``, ``base``
     what the widgets share: record/why/coverage panes, highlighting and citations, the static-HTML
     fallback. The style sheet and the selectable rows, shared with the lab, are in ``knowtk.ui``.
