@@ -122,3 +122,23 @@ def test_the_lookup_widget_offers_the_actions(builder: StoreBuilder) -> None:
     actions.preview()
     assert actions.confirm() is not None
     assert w.status == "missing"  # looked up again after the save
+
+
+def test_a_gold_run_before_and_after_a_mutation_is_one_call(tmp_path) -> None:
+    import shutil
+
+    from knowtk.lab import compare_mutation, load_gold
+    from tests.helpers import DEMO, REPO
+
+    work = tmp_path / "demo"
+    shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
+    store = knowtk.open_store(work)
+    gold = load_gold(REPO / "data/fixtures/gold/demo.yaml")
+    rec = store.record("dec-2026-021")["record"]
+    frame = compare_mutation(
+        gold, store, "withdraw", "dec-2026-021", variants=["default"], reason="test", expected_sha256=rec["sha256"]
+    )
+    assert frame.attrs["receipt"]["operation"] == "withdraw"
+    row = frame.set_index("case").loc["vector-index-decision"]
+    assert row["change"] == "worse" and row["ndcg@k_delta"] < 0
+    assert frame.iloc[0]["change"] == "worse"  # changed cases first
