@@ -39,8 +39,8 @@ class RecordActions(Front):
         )
         self.by = W.Text(description="by", placeholder="the replacing record's id")
         self.reason = W.Text(description="reason", placeholder="kept in the receipt")
-        self.preview_button = W.Button(description="Preview", button_style="info")
-        self.confirm_button = W.Button(description="Confirm", button_style="warning", disabled=True)
+        self.preview_button = W.Button(description="Preview", button_style="primary")
+        self.confirm_button = W.Button(description="Confirm", disabled=True)
         self.output = W.HTML()
         super().__init__(
             children=[
