@@ -315,14 +315,15 @@ CHILD = textwrap.dedent(
     import knowtk
     from knowtk.write import mutation
     root, step, op = sys.argv[1], sys.argv[2], sys.argv[3]
-    def hook(name):
-        if name == step:
-            os.kill(os.getpid(), signal.SIGKILL)
-    mutation.set_step_hook(hook)
     s = knowtk.open_store(root)
     rec = s.record("dec-2")["record"]
+    if op == "reinstate":  # withdrawn first (not killed), then reinstated (killed)
+        sha = s.withdraw("dec-2", reason="first", expected_sha256=rec["sha256"])["receipt"]["records"][0]["sha256After"]
+    mutation.set_step_hook(lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None)
     if op == "supersede":
         s.supersede("dec-2", by="dec-7", expected_sha256=rec["sha256"], record={"kind": "claim", "title": "Seven"})
+    elif op == "reinstate":
+        s.reinstate("dec-2", reason="mistake", expected_sha256=sha)
     else:
         s.withdraw("dec-2", reason="killed", expected_sha256=rec["sha256"])
     print("finished")
@@ -340,6 +341,9 @@ CHILD = textwrap.dedent(
         ("supersede", "receipt"),
         ("withdraw", "safeguards"),
         ("withdraw", "file:0"),
+        ("reinstate", "intent"),
+        ("reinstate", "file:0"),
+        ("reinstate", "lift"),
     ],
 )
 def test_sigkill_at_any_step_leaves_all_or_nothing(builder, op, step):
@@ -358,6 +362,12 @@ def test_sigkill_at_any_step_leaves_all_or_nothing(builder, op, step):
     s = builder.open()  # the next open finishes the mutation (every file is as the intent left it)
     old = (builder.root / "decisions/dec-2.md").read_bytes()
     new = builder.root / "claims/dec-7.md"  # a claim without a type: the kind's folder
+    if op == "reinstate":
+        assert b"status: active\n" in old and s.lookup("dec-2")["status"] == "found"
+        assert [r["operation"] for r in s.history()["receipts"]] == ["reinstate", "withdraw"]
+        assert s.check()["ok"] is True
+        s.close()
+        return
     if op == "supersede":
         rec = s.record("dec-2")["record"]
         assert b"status: superseded\n" in old and b"superseded_by: dec-7\n" in old and new.exists()
