@@ -142,3 +142,20 @@ def test_a_gold_run_before_and_after_a_mutation_is_one_call(tmp_path) -> None:
     row = frame.set_index("case").loc["vector-index-decision"]
     assert row["change"] == "worse" and row["ndcg@k_delta"] < 0
     assert frame.iloc[0]["change"] == "worse"  # changed cases first
+
+
+def test_a_chains_revisions_on_a_date_axis(builder: StoreBuilder) -> None:
+    import matplotlib.pyplot as plt
+
+    store = _store(builder)
+    old = store.record("old")["record"]["sha256"]
+    store.supersede("old", by="new", expected_sha256=old)
+    new = store.record("new")["record"]["sha256"]
+    store.update("new", {"summary": "s"}, expected_sha256=new)
+    chain = ChainWidget(store, "old")
+    frame = chain.history()
+    assert list(zip(frame["operation"], frame["id"], strict=True)) == [("update", "new"), ("supersede", "old")]
+    ax = chain.plot_history()
+    assert ax.get_title() == "Changes on the chain of old"
+    assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["new", "old"]
+    plt.close("all")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.chain_plot import plot_chains
+from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
 from knowtk.ui.front import Front
@@ -117,6 +118,20 @@ class ChainWidget(Front):
             + readable_edges(self.edges).to_html(index=False, na_rep="—")
         )
         return self.edges
+
+    def history(self) -> pd.DataFrame:
+        """The receipts (and commits) of every record on the drawn chains, newest first: a chain's revisions."""
+        ids = sorted(set(self.edges["from_id"].dropna()) | set(self.edges["to_id"].dropna()))
+        frames = [self.store.history(rid, limit=1000).to_frame() for rid in ids]
+        if not frames:
+            return self.store.history(limit=1).to_frame().iloc[0:0]
+        frame = pd.concat(frames, ignore_index=True).drop_duplicates(["receipt", "id"])
+        return frame.sort_values("at", ascending=False, kind="stable").reset_index(drop=True)
+
+    def plot_history(self) -> Any:
+        """The chain's revisions on a date axis (one lane per record); returns the Axes."""
+        rid = None if self.record.value == ALL_CHAINS else self.record.value
+        return plot_history(self.history(), title=f"Changes on the chain of {rid}" if rid else "Changes on the chains")
 
     def html(self) -> str:
         picture = base64.b64encode(self.png).decode("ascii")
