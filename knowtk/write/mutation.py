@@ -28,10 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument, KnowtkError, PublicationConflict, StoreUnavailable
+from knowtk.errors import InvalidArgument, KnowtkError, PublicationConflict, StateError, StoreUnavailable
 from knowtk.model.datevalues import format_utc
 from knowtk.snapshot.model import Snapshot
-from knowtk.state import now_utc
+from knowtk.state import Contention, now_utc
 from knowtk.write import journal
 from knowtk.write.checkpoint import Repo, find_repo
 from knowtk.write.files import WriteLock, check_writable, current, publish, sha256_of
@@ -95,6 +95,17 @@ def _judged(engine: Engine, args: dict[str, Any]) -> tuple[Plan, dict[str, Any]]
 
 def mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     """Run one mutation (``args`` checked by the tool's specs, snake_case); returns ``{"receipt", "written"}``."""
+    try:
+        return _mutate(engine, args)
+    except Contention as exc:  # state.sqlite's write lock held past the busy timeout by another process
+        raise StateError(
+            engine.state_path,
+            f"another process held the state's write lock too long ({exc}); an unfinished change is finished "
+            "or rolled back when the store is opened next; try again",
+        ) from exc
+
+
+def _mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     with write_lock(engine).held(), engine.lock:
         engine.ensure_open()
         journal.ensure_tables(engine.state)
