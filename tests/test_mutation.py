@@ -148,10 +148,17 @@ def test_create_needs_a_kind_and_valid_fields(store, builder):
     assert not (builder.root / "decisions/dec-5.md").exists()
 
 
-def test_lifecycle_keys_change_only_through_their_operations(store):
+def test_lifecycle_keys_change_only_through_their_operations(store, builder):
     with pytest.raises(knowtk.InvalidArgument) as err:
         store.update("dec-1", {"status": "withdrawn"}, expected_sha256=sha(HOSTILE))
     assert err.value.argument == "record.status"
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.create("dec-8", {"kind": "claim", "status": "withdrawn"})
+    assert err.value.argument == "record.status"
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.create("dec-8", {"kind": "claim", "superseded_by": "dec-2"})
+    assert err.value.argument == "record.superseded_by"
+    assert not list(builder.root.rglob("dec-8.md"))
 
 
 def test_supersede_writes_both_sides_and_a_cycle_is_refused(store, builder):

@@ -94,6 +94,9 @@ class _Context:
             where = snap.records[rid].path if rid in snap.records else (claims[0] if claims else None)
             raise IdentityConflict(rid, where)
         fields = {k: v for k, v in record.items() if k not in ("id", "body")}
+        if fields.get("status", "active") != "active" or fields.get("superseded_by") is not None:
+            key = "status" if fields.get("status", "active") != "active" else "superseded_by"
+            raise InvalidArgument(f"record.{key}", "a new record is active; withdraw or supersede it afterwards")
         rel = path or _default_path(snap, rid, fields)
         full = target(self.root, rel, self.forbidden)
         if os.path.lexists(full):
