@@ -13,6 +13,7 @@ contract in pyproject.toml, checked by ``lint-imports``)::
     store                             Store and open_store: the Python surface of one store
     results                           Result: the contract's dict and a DataFrame
     query                             the tools (grep, lookup, records, dates, knowl), explain, chains
+    write                             knowledge_mutation and knowledge_history: spliced, atomic, journalled writes
     frames | export                   typed DataFrame building | the snapshot's tables as Parquet
     engine                            reconciles the projections with the snapshot at every query
     index                             projections in state.sqlite: FTS5, BM25, temporal, embeddings
@@ -24,10 +25,13 @@ contract in pyproject.toml, checked by ``lint-imports``)::
 """
 
 from knowtk.errors import (
+    IdentityConflict,
     InvalidArgument,
     KnowtkError,
     MissingDependency,
+    PublicationConflict,
     RecordNotFound,
+    SafeguardLoss,
     ScanLimitExceeded,
     StateError,
     StoreChanged,
@@ -39,11 +43,14 @@ from knowtk.store import Store, open_store
 from knowtk.workspace import Workspace
 
 __all__ = [
+    "IdentityConflict",
     "InvalidArgument",
     "KnowtkError",
     "MissingDependency",
+    "PublicationConflict",
     "RecordNotFound",
     "Result",
+    "SafeguardLoss",
     "ScanLimitExceeded",
     "StateError",
     "Store",

@@ -49,9 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowtk import __version__
-from knowtk.errors import InvalidArgument, KnowtkError, StateError
+from knowtk.errors import InvalidArgument, KnowtkError, SafeguardLoss
+from knowtk.model.records import FileProblem, parse_yaml
 from knowtk.query import TOOLS
 from knowtk.query.args import snake
+from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import param_schema
 from knowtk.store import Store, open_store
 from knowtk.workspace import open_target, parse_links
@@ -344,7 +346,7 @@ _tool_command("knowl", "knowl_query", "project knowledge, as agents query it", (
 
 
 def _call_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", help="a contract tool name", choices=sorted(TOOLS))
+    p.add_argument("tool", help="a contract tool name", choices=sorted([*TOOLS, *WRITE_TOOLS]))
     p.add_argument("args", nargs="?", default="{}", help="a JSON object of camelCase arguments")
 
 
@@ -383,7 +385,7 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
     refused = None
     try:
         store = open_store(a.store, state_dir=a.state_dir, profile=a.profile)
-    except StateError as exc:  # the loss is found when the state opens: open it accepting the loss
+    except SafeguardLoss as exc:  # only a loss: a busy or foreign state is reported as what it is, never accepted
         refused = str(exc)
         store = open_store(a.store, state_dir=a.state_dir, accept_safeguard_loss=True, profile=a.profile)
     answer = store.accept_safeguard_loss()
@@ -396,6 +398,150 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
 def _rebind(a: argparse.Namespace) -> dict[str, Any]:
     store = open_store(a.store, state_dir=a.state_dir, rebind_state=True, profile=a.profile)
     return {"store": store.root, "state": store.state_path}
+
+
+# -- changing the store (knowledge_mutation, docs/mutations.md) ----------------------------------
+
+_WRITE_FLAGS = {"expectedSha256": "--expect", "record": "--set", "by": "--by", "reason": "--reason", "path": "--path"}
+
+
+def _write_setup(*, expect: bool, fields: bool, reason: bool, by: bool = False) -> Setup:
+    def setup(p: argparse.ArgumentParser) -> None:
+        p.add_argument("id", help="the record's id")
+        if by:
+            p.add_argument("--by", required=True, help="the replacing record's id (with --set/--record: created)")
+        if expect:
+            p.add_argument("--expect", required=True, metavar="SHA256", help="the sha256 you read (knowtk record ID)")
+        if reason:
+            p.add_argument("--reason", required=True, help="why (kept in the receipt)")
+        if fields:
+            p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a field (YAML value)")
+            p.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a field")
+            p.add_argument("--record", metavar="JSON", help="the fields as a JSON object")
+            p.add_argument("--body-file", metavar="FILE", help="the new body, read from FILE ('-': stdin)")
+            p.add_argument("--path", help="where to create the file (default: the type's folder)")
+            p.add_argument("--restate", action="store_true", help="raise the revision (a restatement)")
+        p.add_argument("--actor", help="who makes the change (default: the OS user)")
+
+    return setup
+
+
+def _fields(a: argparse.Namespace) -> dict[str, Any] | None:
+    if not hasattr(a, "set"):
+        return None
+    record: dict[str, Any] = {}
+    if a.record:
+        try:
+            record = json.loads(a.record)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument("record", f"is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise InvalidArgument("record", "must be a JSON object")
+    for item in a.set:
+        key, eq, value = item.partition("=")
+        parsed = parse_yaml(value, what=f"--set {key}")
+        if not eq or not key or isinstance(parsed, FileProblem):
+            raise InvalidArgument("record", f"--set {item!r}: give KEY=VALUE with a YAML value")
+        record[key] = parsed
+    for key in a.unset:
+        record[key] = None
+    if a.body_file:
+        with sys.stdin if a.body_file == "-" else open(a.body_file, encoding="utf-8") as f:
+            record["body"] = f.read()
+    return record or None
+
+
+def _mutation(operation: str) -> Run:
+    def run(a: argparse.Namespace) -> dict[str, Any]:
+        args = {
+            "operation": operation,
+            "id": a.id,
+            "expectedSha256": getattr(a, "expect", None),
+            "record": _fields(a),
+            "by": getattr(a, "by", None),
+            "reason": getattr(a, "reason", None),
+            "path": getattr(a, "path", None),
+            "actor": a.actor,
+            "restate": getattr(a, "restate", None) or None,
+        }
+        return _store(a).call("knowledge_mutation", {k: v for k, v in args.items() if v is not None})
+
+    return run
+
+
+def _receipt_table(r: dict[str, Any]) -> str:
+    rc = r["receipt"]
+    if not r.get("written", True):
+        return "nothing to change: the file already holds these values (nothing written)"
+    lines = [f"receipt {rc['id']}: {rc['operation']} at {rc['at']} by {rc['actor']}"]
+    if rc.get("reason"):
+        lines.append(f"  reason: {rc['reason']}")
+    for x in rc["records"]:
+        lines.append(f"  {x['id']}  {x['path']}  revision {x['revisionBefore']} -> {x['revisionAfter']}")
+        lines.append(f"    sha256 {x['sha256Before']} -> {x['sha256After']}")
+    lines.append("  indexed: " + ("yes" if rc["indexed"] else "pending until the next query"))
+    return "\n".join(lines)
+
+
+for _op, _help, _setup in (
+    ("create", "create a record", _write_setup(expect=False, fields=True, reason=False)),
+    (
+        "update",
+        "change fields of a record, keeping every other byte",
+        _write_setup(expect=True, fields=True, reason=False),
+    ),
+    ("supersede", "mark a record superseded by another", _write_setup(expect=True, fields=True, reason=False, by=True)),
+    ("withdraw", "withdraw a record (the file stays)", _write_setup(expect=True, fields=False, reason=True)),
+    ("reinstate", "lift a withdrawal or supersession", _write_setup(expect=True, fields=False, reason=True)),
+):
+    register(
+        _op, f"{_help} (knowledge_mutation)", _mutation(_op), setup=_setup, table=_receipt_table, flags=_WRITE_FLAGS
+    )
+
+
+def _history_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", nargs="?", help="one record's receipts (default: every receipt)")
+    p.add_argument("--since", help="receipts at or after (YYYY-MM-DD or a timestamp)")
+    p.add_argument("--until", help="receipts at or before")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="receipts per page. Default: 20.")
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="receipts to skip. Default: 0.")
+
+
+def _history_table(r: dict[str, Any]) -> str:
+    lines = [f"{r['total']} receipt(s); showing {len(r['receipts'])} from {r['offset']}, newest first"]
+    for rc in r["receipts"]:
+        ids = ", ".join(x["id"] for x in rc["records"])
+        state = "indexed" if rc["indexed"] else "pending"
+        lines.append(f"  {rc['at']}  {rc['operation']:<9} {ids}  by {rc['actor']}  ({rc['id']}, {state})")
+        if rc.get("reason"):
+            lines.append(f"      reason: {rc['reason']}")
+    if r.get("nextOffset") is not None:
+        lines.append(f"more: --offset {r['nextOffset']}")
+    return "\n".join(lines)
+
+
+@command(
+    "history",
+    "receipts of the changes made through knowtk, newest first (knowledge_history)",
+    setup=_history_setup,
+    table=_history_table,
+)
+def _history(a: argparse.Namespace) -> dict[str, Any]:
+    args = {"id": a.id, "since": a.since, "until": a.until, "limit": a.limit, "offset": a.offset}
+    return _store(a).call("knowledge_history", {k: v for k, v in args.items() if v is not None})
+
+
+def _diff_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", help="the record's id")
+    p.add_argument("a", nargs="?", help="a sha256 (or prefix) or receipt id (default: the oldest kept version)")
+    p.add_argument("b", nargs="?", help="a sha256 (or prefix) or receipt id (default: the file now)")
+
+
+@command("diff", "what changed in a record between two kept versions", setup=_diff_setup)
+def _diff(a: argparse.Namespace) -> int:
+    text = _store(a).diff(a.id, a.a, a.b)
+    print(json.dumps({"id": a.id, "diff": text}) if a.json else (text or "no difference"))
+    return 0
 
 
 #: The first words of the subcommands defined here: for these no plug-in is loaded.

@@ -6,10 +6,15 @@
      ├── StoreUnavailable          the store folder cannot be read: ``.path``
      ├── StoreChanged              the store changed between two reads of one answer: ask again
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
+     │    └── SafeguardLoss        safeguards were lost that neither state.sqlite nor the journal gives back:
+     │                             refused until accepted (``knowtk state accept-loss`` catches only this)
      ├── ScanLimitExceeded         the store is larger than the scan allows: ``.limit``, ``.value``
      ├── RecordNotFound            (also LookupError) ``knowl_query``/``explain`` of an unknown id: ``.id``
      ├── MissingDependency         (also ImportError) an optional package this call needs: ``.package``,
      │                             ``.extra`` (``pip install knowtk[extra]``)
+     ├── PublicationConflict       a write found the file other than the caller read it: ``.path``,
+     │                             ``.expected``, ``.actual`` (the two SHA-256); nothing was written
+     ├── IdentityConflict          ``create`` of an id that a file of the store already claims: ``.id``, ``.path``
      └── GoldSetError              (also ValueError; ``knowtk.lab.goldset``) a gold set that cannot be
                                    used as written: ``.path``, ``.line``, ``.case``, ``.field``
 
@@ -26,10 +31,13 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "IdentityConflict",
     "InvalidArgument",
     "KnowtkError",
     "MissingDependency",
+    "PublicationConflict",
     "RecordNotFound",
+    "SafeguardLoss",
     "ScanLimitExceeded",
     "StateError",
     "StoreChanged",
@@ -91,6 +99,12 @@ class StateError(KnowtkError):
         super().__init__(f"{path}: {message}")
 
 
+class SafeguardLoss(StateError):
+    """Safeguards were lost that neither state.sqlite nor its journal can give back; accepted explicitly only."""
+
+    code = "safeguards_lost"
+
+
 class ScanLimitExceeded(KnowtkError):
     """The scan would exceed a limit; the query is refused rather than answered from part of the store."""
 
@@ -126,6 +140,35 @@ class RecordNotFound(KnowtkError, LookupError):
     def __init__(self, id: str, message: str | None = None) -> None:
         self.id = id
         super().__init__(message or f"no available record with id {id!r}")
+
+
+class PublicationConflict(KnowtkError):
+    """A write found its file other than the caller read it (a stale ``expectedSha256``, or a change between the
+    check and the write): refused, never merged; read the record again and decide."""
+
+    code = "publication_conflict"
+
+    def __init__(self, path: str, expected: str | None, actual: str | None, message: str | None = None) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        shown = actual if actual is not None else "no file"
+        super().__init__(
+            message
+            or f"{path}: the file changed since it was read (expected sha256 {expected}, found {shown}); "
+            "nothing was written: read the record again and retry with its new sha256"
+        )
+
+
+class IdentityConflict(KnowtkError):
+    """``create`` of an id that a file of the store already claims (or a path that already exists)."""
+
+    code = "identity_conflict"
+
+    def __init__(self, id: str, path: str | None, message: str | None = None) -> None:
+        self.id = id
+        self.path = path
+        super().__init__(message or f"{id!r} already exists ({path}); use update, or choose another id")
 
 
 def _describe(allowed: Any) -> str:

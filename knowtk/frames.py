@@ -198,6 +198,49 @@ def _knowl_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**item, "_store": store, "_rank": i + 1} for store, items in groups for i, item in enumerate(items)]
 
 
+RECEIPT: list[Column] = [
+    ("source", STRING, key("_source")),  # receipt, or git (a commit)
+    ("receipt", STRING, key("_receipt")),
+    ("operation", STRING, key("_operation")),
+    ("at", TIME, key("_at")),
+    ("actor", STRING, key("_actor")),
+    ("reason", STRING, key("_reason")),
+    ("indexed", BOOL, key("_indexed")),
+    ("checkpoint", STRING, key("_checkpoint")),
+    ("id", STRING, key("id")),
+    ("path", STRING, key("path")),
+    ("revision_before", INT, key("revisionBefore")),
+    ("revision_after", INT, key("revisionAfter")),
+    ("sha256_before", STRING, key("sha256Before")),
+    ("sha256_after", STRING, key("sha256After")),
+]
+
+
+def _receipt_rows(receipts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per record a receipt touched, the receipt's fields repeated on each."""
+    rows = []
+    for rc in receipts:
+        if rc.get("source") == "git":  # a commit that touched the record's file (knowledge_history of one record)
+            rows.append(
+                {
+                    "_receipt": rc["commit"],
+                    "_operation": "commit",
+                    "_at": rc["at"],
+                    "_actor": rc["author"],
+                    "_reason": rc["message"],
+                    "_indexed": None,
+                    "_checkpoint": rc["commit"],
+                    "_source": "git",
+                }
+            )
+            continue
+        head = {f"_{k}": rc.get(k) for k in ("operation", "at", "actor", "reason", "indexed", "checkpoint")}
+        head["_receipt"] = rc.get("id")
+        head["_source"] = "receipt"
+        rows += [{**head, **r} for r in rc.get("records") or []]
+    return rows
+
+
 FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
     "knowledge_grep": lambda d: build_frame(_grep_rows(d), GREP),
     "knowledge_lookup": lambda d: build_frame(_lookup_rows(d), LOOKUP),
@@ -208,6 +251,8 @@ FRAME_BUILDERS: dict[str, Callable[[dict[str, Any]], pd.DataFrame]] = {
     "knowledge_chronicle_since": lambda d: build_frame(d["rows"], TIMELINE),
     "knowledge_chronicle_last_seen": lambda d: build_frame(d["rows"], TIMELINE),
     "knowl_query": lambda d: build_frame(_knowl_rows(d), KNOWL),
+    "knowledge_mutation": lambda d: build_frame(_receipt_rows([d["receipt"]]), RECEIPT),
+    "knowledge_history": lambda d: build_frame(_receipt_rows(d["receipts"]), RECEIPT),
 }
 
 

@@ -41,7 +41,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from knowtk.errors import StateError
+from knowtk.errors import SafeguardLoss, StateError
 from knowtk.model.datevalues import format_utc
 
 __all__ = [
@@ -131,7 +131,7 @@ class StateDB:
         os.makedirs(self.folder, exist_ok=True)
         try:
             tables = self._connect()
-        except StateError:
+        except SafeguardLoss:
             if not (self.journal.exists() or accept_loss):
                 raise
             # the journal holds the safeguards (or the user accepted their loss): keep the
@@ -211,7 +211,9 @@ class StateDB:
             self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             return {row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
-            raise StateError(
+            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):  # transient: never taken for damage
+                raise StateError(self.path, f"the state is busy ({exc}); try again") from exc
+            raise SafeguardLoss(
                 self.path,
                 f"not a readable SQLite database ({exc}), and there is no safeguard journal "
                 f"({JOURNAL_FILE}) beside it to restore withdrawals and supersession guards from; {self.hint}",
@@ -399,6 +401,8 @@ class SafeguardJournal:
     ``{"w": id, "rev": n, "path": p, "seen": t}`` (a withdrawal) or
     ``{"g": id, "rev": n, "by": id|null, "path": p, "seen": t}`` (a supersession guard). A guard
     seen again at a higher revision is appended again; the highest revision wins on reading.
+    ``{"lift": id, "what": "w"|"g", "receipt": id, "at": t}`` lifts one (only ``reinstate`` writes it,
+    with its receipt): the entries before it no longer bind.
     Read incrementally: only the lines appended since the last read are parsed.
     """
 
@@ -468,6 +472,14 @@ class SafeguardJournal:
                         str(item["path"]),
                         str(item["seen"]),
                     )
+            elif "lift" in item:  # a safeguard lifted by a journalled reinstate (knowtk.write)
+                rid = str(item["lift"])
+                if item.get("what") == "w":
+                    self.withdrawn.pop(rid, None)
+                elif item.get("what") == "g":
+                    self.guards.pop(rid, None)
+                else:
+                    raise ValueError("a lift of neither a withdrawal nor a guard")
             else:
                 raise ValueError("neither a withdrawal nor a guard")
         except (ValueError, KeyError, TypeError) as exc:
@@ -486,6 +498,18 @@ class SafeguardJournal:
         ]
         if not lines:
             return
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append_lifts(self, lifts: list[tuple[str, str, str, str]]) -> None:
+        """Append (id, "w"|"g", receipt, at) lifts, fsynced, before the database deletes the rows."""
+        if not lifts:
+            return
+        lines = [json.dumps({"lift": rid, "what": what, "receipt": rec, "at": at}) for rid, what, rec, at in lifts]
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))

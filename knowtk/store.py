@@ -5,7 +5,8 @@ contract's tool names and camelCase arguments and returns the contract's
 dict; the methods (``grep``, ``lookup``, ``records``, ``record``, …) take the
 same arguments in snake_case, keyword-only after the first, and return a
 ``Result`` (``.to_dict()`` is that same dict, ``.to_frame()`` a DataFrame).
-Every call scans the store first; nothing here writes a Markdown file.
+Every call scans the store first. Only the write methods (``create``, ``update``, ``supersede``,
+``withdraw``, ``reinstate``: ``knowledge_mutation``, docs/mutations.md) write Markdown files.
 
 A ``Store`` may be shared by threads: each call runs whole under the store's
 lock, inside one transaction of its state (docs/reliability.md).
@@ -23,10 +24,13 @@ from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.explain import explain
+from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.results import Result
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.snapshot.model import Snapshot
+from knowtk.write.history import diff, mark_reconciled
+from knowtk.write.mutation import preview, recover
 
 __all__ = ["Store", "open_store"]
 
@@ -88,6 +92,12 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
+        self.engine.after_reconcile.append(lambda snap: mark_reconciled(self.engine, snap))
+        try:
+            recover(self.engine)  # a mutation a crash interrupted: finished or rolled back now
+        except BaseException:
+            self.engine.close()
+            raise
 
     @property
     def root(self) -> str:
@@ -162,9 +172,13 @@ class Store:
         return self._run(tool, args, python=False).to_dict()
 
     def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
+        writer = WRITE_TOOLS.get(tool) if isinstance(tool, str) else None
+        if writer is not None:  # outside a query's transaction: it takes the write lock, writes files
+            checked = validate(tool, writer.params, args, python=python)
+            return Result(tool, writer.run(self.engine, checked), checked)
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
-            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
+            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted([*TOOLS, *WRITE_TOOLS]))
         checked = validate(tool, spec.params, args, python=python)
         return Result(tool, self.engine.run(lambda: spec.run(self.engine, checked, self.verifier)), checked)
 
@@ -309,3 +323,82 @@ class Store:
         use ``knowtk.Workspace`` to search linked stores. See docs/knowl.md.
         """
         return self._method("knowl_query", locals())
+
+    # -- changing the store (knowledge_mutation) and its history ---------------------------------
+    def create(
+        self,
+        id: str,
+        record: dict[str, Any],
+        *,
+        path: str | None = None,
+        actor: str | None = None,
+        checkpoint: bool = False,
+    ) -> Result:
+        """Create record ``id`` from ``record`` (its fields, ``body`` the Markdown body); IdentityConflict if the id
+        exists. ``path`` defaults to the type's folder. Returns the receipt (docs/mutations.md)."""
+        return self._method("knowledge_mutation", {"operation": "create", **locals()})
+
+    def update(
+        self,
+        id: str,
+        record: dict[str, Any],
+        *,
+        expected_sha256: str,
+        restate: bool = False,
+        actor: str | None = None,
+        checkpoint: bool = False,
+    ) -> Result:
+        """Set the fields in ``record`` (None removes one; ``body`` replaces the body), keeping every other byte.
+        ``restate=True`` raises the revision. PublicationConflict when the file is not at ``expected_sha256``."""
+        return self._method("knowledge_mutation", {"operation": "update", **locals()})
+
+    def supersede(
+        self,
+        id: str,
+        *,
+        by: str,
+        expected_sha256: str,
+        record: dict[str, Any] | None = None,
+        path: str | None = None,
+        actor: str | None = None,
+        checkpoint: bool = False,
+    ) -> Result:
+        """Mark ``id`` superseded by ``by``: an active record, or one created from ``record`` in the same step."""
+        return self._method("knowledge_mutation", {"operation": "supersede", **locals()})
+
+    def withdraw(
+        self, id: str, *, reason: str, expected_sha256: str, actor: str | None = None, checkpoint: bool = False
+    ) -> Result:
+        """Withdraw ``id`` (the file stays, with ``status: withdrawn``); its safeguard is recorded first."""
+        return self._method("knowledge_mutation", {"operation": "withdraw", **locals()})
+
+    def reinstate(
+        self, id: str, *, reason: str, expected_sha256: str, actor: str | None = None, checkpoint: bool = False
+    ) -> Result:
+        """Make ``id`` active again, lifting its withdrawal or supersession safeguard: the only way to lift one."""
+        return self._method("knowledge_mutation", {"operation": "reinstate", **locals()})
+
+    def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
+        """What ``knowledge_mutation`` would do with these arguments (snake_case, as the methods take them), refused
+        the same way but writing nothing: ``{"records": [{id, path, sha256Before, diff}], "safeguards", "lifts",
+        "changes"}``. The notebook's confirm step shows it."""
+        given = {"operation": operation, "id": id, **{k: v for k, v in args.items() if v is not None}}
+        checked = validate("knowledge_mutation", WRITE_TOOLS["knowledge_mutation"].params, given, python=True)
+        return preview(self.engine, checked)
+
+    def history(
+        self,
+        id: str | None = None,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> Result:
+        """knowledge_history: the receipts (of one record, or all), newest first."""
+        return self._method("knowledge_history", locals())
+
+    def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
+        """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id);
+        by default from the oldest version a receipt saw to the file now."""
+        return diff(self.engine, id, a, b)

@@ -793,6 +793,132 @@ QUERY_LAB: list[Cell] = [
     """),
 ]
 
+REVIEW_SETUP = f"""\
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import knowtk
+from knowtk.notebook import ChainWidget, RecordActions
+
+{FIND_REPO}
+
+
+{DIGEST}
+
+
+before = digest(DEMO)
+work = Path(tempfile.mkdtemp(prefix="knowtk-review-")) / "demo"
+shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
+store = knowtk.open_store(work)  # a scratch copy: this notebook changes it, never the bundled store
+print("working copy:", work.name, "·", store.records(limit=1)["total"], "active records")"""
+
+REVIEW: list[Cell] = [
+    md("""
+    # 07 · Review and fix
+
+    A reviewer finds a broken supersession chain in the demo store and fixes it from the notebook, on a
+    scratch copy: every change is checked against the file that was read (its sha256), judged by the
+    same rules as a scanned file, written atomically, and leaves a *receipt*. A mistaken withdrawal is
+    undone with `reinstate`, the one way to lift a safeguard. See `docs/mutations.md`.
+    """),
+    ("code", REVIEW_SETUP),
+    md("""
+    ## The broken chain
+
+    `dec-2025-030` says it is superseded by `dec-2026-099`, a record that was planned but never written:
+    the chain ends at nothing, and the decision disappears from default searches.
+    """),
+    code("""
+    issues = [i for i in store.grep("GPU budget")["coverage"]["issues"] if i["id"] == "dec-2025-030"]
+    print(issues[0]["code"], "·", issues[0]["message"])
+    print("a search for the GPU budget finds:", [h["id"] for h in store.grep("GPU budget")["hits"]])
+    ChainWidget(store, "dec-2025-030")
+    """),
+    md("""
+    ## Fix it: reinstate the decision
+
+    The follow-up was never decided, so the budget decision still stands. `reinstate` needs the sha256
+    the reviewer read and a reason; it makes the file active again (only the `status` and `superseded_by`
+    lines change) and lifts the supersession safeguard, journalled with the receipt. A preview shows the
+    change first and writes nothing.
+    """),
+    code("""
+    sha = store.snapshot().records["dec-2025-030"].sha256  # a superseded record: read its file's hash
+    print(store.preview("reinstate", "dec-2025-030", reason="the follow-up was never decided",
+                        expected_sha256=sha)["records"][0]["diff"])
+    receipt = store.reinstate("dec-2025-030", reason="the follow-up was never decided", expected_sha256=sha)
+    receipt.to_frame()[["receipt", "operation", "id", "path", "sha256_before", "sha256_after", "indexed"]]
+    """),
+    md("""
+    ## The re-run query
+
+    The next search reconciles the index with the change: the decision is found again, and the receipt
+    now reads `indexed: true`.
+    """),
+    code("""
+    print("a search for the GPU budget finds:", [h["id"] for h in store.grep("GPU budget")["hits"]])
+    print("indexed:", store.history("dec-2025-030")["receipts"][0]["indexed"])
+    """),
+    md("""
+    ## A stale hash is refused
+
+    Had the file changed since the reviewer read it, the write would be refused, naming both hashes.
+    """),
+    code("""
+    try:
+        store.update("dec-2025-030", {"summary": "Raise the GPU budget"}, expected_sha256=sha)  # the old hash
+    except knowtk.PublicationConflict as exc:
+        print(type(exc).__name__, "·", exc.path, "· expected", exc.expected[:12], "· found", exc.actual[:12])
+    """),
+    md("""
+    ## Undo a mistaken withdrawal
+
+    A withdrawal is a safeguard: putting the file back to `active` by hand does not bring the record back.
+    `reinstate` does, with a reason and a receipt.
+    """),
+    code("""
+    rec = store.record("dec-2026-021")["record"]
+    gone = store.withdraw("dec-2026-021", reason="entered twice (it was not)", expected_sha256=rec["sha256"])
+    print("after withdraw:", store.lookup("dec-2026-021")["status"])
+    back = store.reinstate("dec-2026-021", reason="withdrawn by mistake",
+                           expected_sha256=gone["receipt"]["records"][0]["sha256After"])
+    print("after reinstate:", store.lookup("dec-2026-021")["status"])
+    """),
+    md("""
+    ## The history and a diff
+
+    `store.history()` lists every receipt, newest first; `store.diff(id)` shows what changed in a record
+    since the first version a receipt saw.
+    """),
+    code("""
+    store.history().to_frame()[["at", "operation", "id", "actor", "reason", "indexed"]]
+    """),
+    code("""
+    print(store.diff("dec-2025-030"))
+    """),
+    md("""
+    ## The same from a widget
+
+    `RecordActions` offers Edit fields, Supersede by…, Withdraw and Reinstate with a preview before the
+    confirm (the chain and grep widgets show it under the selected record). Here it previews an edit.
+    """),
+    code("""
+    actions = RecordActions(store, "dec-2025-030")
+    actions.fields.value = "summary: GPU budget 6,500 EUR per quarter until March"
+    actions.preview()
+    actions
+    """),
+    md("""
+    ## The bundled store is untouched
+    """),
+    code("""
+    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    """),
+]
+
+
 ADR_FOLDER: list[Cell] = [
     md("""
     # 08 · An ADR folder, read as it is
@@ -916,6 +1042,7 @@ BOOKS: dict[str, list[Cell]] = {
     "04_prototyping_query_behaviour.ipynb": PROTOTYPING,
     "05_real_corpus_peps.ipynb": PEPS,
     "06_query_lab.ipynb": QUERY_LAB,
+    "07_review_and_fix.ipynb": REVIEW,
     "08_adr_folder.ipynb": ADR_FOLDER,
 }
 

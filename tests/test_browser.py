@@ -327,6 +327,12 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         assert below, "the record and its why are not directly under the clicked row"
         assert "knowtk-selected" in (rows.nth(1).get_attribute("class") or "")
         shot(grep, "grep-2-row-clicked")
+        # a click anywhere on a row selects it: here on its id, in the facts beside the title
+        third = expected["hits"][2]
+        facts = rows.nth(2).locator(".knowtk-meta").bounding_box()
+        page.mouse.click(facts["x"] + facts["width"] / 2, facts["y"] + facts["height"] / 2)  # a person's click there
+        expect(inline).to_contain_text(demo.record(third["id"])["record"]["title"])
+        assert "knowtk-selected" in (rows.nth(2).get_attribute("class") or "")
         # pages
         paged = demo.grep("search", limit=5)
         send(page, query, "search")

@@ -19,6 +19,7 @@ from knowtk.mcp.agent import KNOWL_INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, out
 from knowtk.mcp.guide import TOOL_GUIDES, agents_guide
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
+from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import ARGUMENT_DOCS, ARGUMENT_HINTS, input_schema
 from tests.helpers import DEMO, StoreBuilder, required_in_ci
 
@@ -136,13 +137,16 @@ def test_the_listing_stays_within_its_budget() -> None:
 
 
 def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None:
-    assert set(TOOL_DESCRIPTIONS) == set(TOOLS) == set(TOOL_GUIDES) == set(ARGUMENT_HINTS)
+    assert set(TOOL_DESCRIPTIONS) == {*TOOLS, *WRITE_TOOLS}  # the write tools: offered with --allow-writes only
+    assert set(TOOLS) == set(TOOL_GUIDES) == set(ARGUMENT_HINTS)
     for tool in TOOLS:
         for full in (False, True):
             jsonschema.Draft202012Validator.check_schema(output_schema(tool, full=full))
         assert output_schema(tool)["required"] == output_schema(tool, full=True)["required"]
         assert set(ARGUMENT_HINTS[tool]) <= set(input_schema(tool)["properties"]), tool
         assert input_schema(tool, full=True)["properties"].keys() == input_schema(tool)["properties"].keys()
+    for tool in WRITE_TOOLS:
+        jsonschema.Draft202012Validator.check_schema(output_schema(tool))
     knowl = TOOL_DESCRIPTIONS["knowl_query"]
     assert KNOWL_INSTRUCTIONS in knowl and knowl.index("PROVENANCE") > knowl.index("judge the content itself")
     for sentence in SEED_KNOWL:

@@ -210,7 +210,7 @@ def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowt
     children = list(w.rows.children)
     row = w.rows.boxes["dec-2026-021"]
     assert children[children.index(row) + 1] is w.rows.detail
-    assert w.rows.detail.children == (w.explanation, w.detail)
+    assert w.rows.detail.children == (w.explanation, w.detail, w.actions)  # actions: docs/mutations.md
     assert [k for k, box in w.rows.boxes.items() if "knowtk-selected" in box._dom_classes] == ["dec-2026-021"]
     w.select.value = w.result["hits"][0]["id"]  # the old API moves the detail too
     assert list(w.rows.children).index(w.rows.detail) == 2  # style, first row, detail
@@ -325,7 +325,8 @@ def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk
     assert w.rows.selected is None and w.detail.value == ""  # ambiguous: the reader picks
     w.rows.buttons["person-samir-haddad"].click()
     children = list(w.rows.children)
-    assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.detail
+    assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.rows.detail
+    assert w.rows.detail.children == (w.detail, w.actions)  # the record, then its actions (docs/mutations.md)
     assert demo.record("person-samir-haddad")["record"]["title"] in w.detail.value
     w.query.value = "dec-2026-021"  # found: its one candidate is open at once
     assert w.rows.selected == "dec-2026-021" and "Lumen keeps its" in w.detail.value

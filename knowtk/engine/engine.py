@@ -140,6 +140,8 @@ class Engine:
         self._keyword_base: tuple[int, frozenset[str]] | None = None
         # the registered projections' instances (knowtk.index.projection), by kind
         self.extensions: dict[str, Any] = {}
+        # called with the snapshot after each successful keyword reconcile (the write layer marks receipts indexed)
+        self.after_reconcile: list[Callable[[Snapshot], None]] = []
 
     @property
     def state_path(self) -> str:
@@ -368,6 +370,8 @@ class Engine:
         self._pending_bodies.clear()
         index.error = None
         index.generation = snap.generation
+        for hook in self.after_reconcile:
+            hook(snap)
         return index
 
     def _trust_image(self, index: KeywordIndex, snap: Snapshot) -> None:

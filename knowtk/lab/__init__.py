@@ -19,8 +19,9 @@ Modules, one role each, in the order they build on each other:
     ``LabRun``: a ``ScoredRun`` with those views as methods.
 ``whynot``, ``runner``
     asking the store and scoring each case; why an expected id did not come back.
-``ablation``, ``baseline``
-    one query with each word dropped or added; saved runs and regressions.
+``ablation``, ``baseline``, ``around``
+    one query with each word dropped or added; saved runs and regressions; a run before and after a
+    change to the store (``compare_mutation``).
 ``widget``, ``cli``, ``commands``
     ``QueryLabWidget``; ``knowtk eval`` and its command-line plug-in hook.
 
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below, for type checkers
     from knowtk.lab.ablation import ablate
+    from knowtk.lab.around import compare_mutation
     from knowtk.lab.baseline import Regression, check, load_run, save_run
     from knowtk.lab.comparison import compare
     from knowtk.lab.goldset import Case, GoldSet, GoldSetError, Variant, load_gold, parse_gold
@@ -53,6 +55,7 @@ _HOMES = {
     "ablate": "ablation",
     "check": "baseline",
     "compare": "comparison",
+    "compare_mutation": "around",
     "load_gold": "goldset",
     "load_run": "baseline",
     "parse_gold": "goldset",
@@ -72,6 +75,7 @@ __all__ = [
     "ablate",
     "check",
     "compare",
+    "compare_mutation",
     "load_gold",
     "load_run",
     "parse_gold",

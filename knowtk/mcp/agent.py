@@ -102,6 +102,21 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     ),
 }
 
+TOOL_DESCRIPTIONS["knowledge_mutation"] = (
+    "Change the store (offered only when the server runs with --allow-writes): create, update (only the fields "
+    "you name; null removes one; every other byte kept), supersede (old gets status superseded and "
+    "superseded_by; the new record is an active one or created from record), withdraw (the file stays), "
+    "reinstate (the only way to lift a withdrawal or supersession; needs a reason). Read the record first and "
+    "pass its sha256 as expectedSha256: a file that changed since is refused with publication_conflict naming "
+    "both hashes (read again, then decide); nothing is merged. A change that would make a record invalid is "
+    "refused naming the field. The answer is a receipt (id, records with sha256Before/After); indexed false "
+    "means the search index catches up at the next query, not a failed save."
+)
+TOOL_DESCRIPTIONS["knowledge_history"] = (
+    "Receipts of the changes made through knowledge_mutation, newest first (of one record with id, with its Git "
+    f"commits when the store is in a work tree). {_PAGING}"
+)
+
 INSTRUCTIONS = (
     "knowtk answers from a Markdown knowledge store that is re-read at every call, so edits show at once. "
     "knowl_query for project knowledge; knowledge_grep to search words; knowledge_lookup for a known name or id; "
@@ -209,6 +224,8 @@ def compact(tool: str, data: dict[str, Any]) -> dict[str, Any]:
             "candidates": [_candidate(c) for c in data.get("candidates") or []],
             **cover,
         }
+    if tool in ("knowledge_mutation", "knowledge_history"):
+        return data
     rest = {k: v for k, v in data.items() if k not in ("rows", "coverage", "freshness")}
     if tool in _DATED_TOOLS:
         return {"rows": [_dated_row(r) for r in data["rows"]], **rest, **cover}
@@ -326,14 +343,22 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+_RECEIPT = {"type": "object", "properties": {"id": _NSTR, "operation": _STR, "records": {"type": "array"}}}
+# no required keys: a refusal's structured {"error": ...} validates too (strict clients check it even then)
+OUTPUT_SCHEMAS["knowledge_mutation"] = _obj({"receipt": _RECEIPT, "written": {"type": "boolean"}}, required=())
+OUTPUT_SCHEMAS["knowledge_history"] = _obj(
+    {"receipts": {"type": "array", "items": {"type": "object"}}, "total": _INT, "nextOffset": _NINT}, required=()
+)
+
+
 def output_schema(tool: str, *, complete: bool = False, full: bool = False) -> dict[str, Any]:
     """The JSON Schema of ``tool``'s structured answer, as the listing carries it: the keys every answer has.
 
     ``full`` also describes every row (the agents guide serves it); ``complete`` answers are the contract's
     dicts, described only as an object.
     """
-    if tool not in TOOLS:
-        raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted(TOOLS))
+    if tool not in TOOLS and tool not in OUTPUT_SCHEMAS:  # OUTPUT_SCHEMAS: the write tools too
+        raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted({*TOOLS, *OUTPUT_SCHEMAS}))
     if complete or tool not in OUTPUT_SCHEMAS:  # a tool registered later answers its own dict
         return {"type": "object"}
     schema = OUTPUT_SCHEMAS[tool]

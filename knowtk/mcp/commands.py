@@ -45,6 +45,11 @@ def add_mcp_options(p: argparse.ArgumentParser) -> None:
         metavar="NAME[:PORT]",
         help="with --http: another Host header to accept, e.g. the name a proxy or other machines use (repeatable)",
     )
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="also offer knowledge_mutation and knowledge_history (the default server is read-only)",
+    )
 
 
 def run_mcp(a: argparse.Namespace) -> int:
@@ -70,6 +75,7 @@ def run_mcp(a: argparse.Namespace) -> int:
         http=bind,
         token=token,
         allow_hosts=a.allow_host,
+        allow_writes=a.allow_writes,
     )
     return 0
 

@@ -1,9 +1,10 @@
 """``knowtk mcp``: every knowtk tool over MCP (stdio, or HTTP with ``knowtk.mcp.http``), on the official SDK.
 
     knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--profile NAME] [--link NAME=PATH ...]
-               [--complete] [--http [HOST:]PORT]
+               [--complete] [--http [HOST:]PORT] [--allow-writes]
 
-The server lists the nine contract tools with the ``inputSchema`` of
+The server lists the nine contract tools (and, with ``--allow-writes``, knowledge_mutation and
+knowledge_history) with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
 ``knowtk.mcp.agent``. A call runs ``Store.call`` (``Workspace.call`` for
 ``knowl_query`` when stores are linked), which scans the store first, so edits
@@ -32,7 +33,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from knowtk import __version__
-from knowtk.errors import KnowtkError
+from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.mcp.agent import INSTRUCTIONS, compact, error_payload, output_schema, tool_description
 from knowtk.mcp.guide import GUIDE_URI, agents_guide
 from knowtk.mcp.http import Bind, refuse_open_bind, serve_http
@@ -49,9 +50,35 @@ ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed v
 log = logging.getLogger("knowtk.mcp")
 
 
-def listed_tools(complete: bool = False) -> list[types.Tool]:
-    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget)."""
+# the write tools, offered only with --allow-writes; their hints as MCP defines them. A mutation is
+# destructive (it may withdraw or supersede a record) and idempotent: every change is conditioned on the
+# hash the caller read (or on the id not existing), so the same call again changes nothing more.
+WRITE_HINTS = {
+    "knowledge_mutation": types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+    "knowledge_history": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+}
+
+
+def write_tools() -> list[types.Tool]:
+    """knowledge_mutation and knowledge_history as tools/list carries them with ``--allow-writes``."""
     return [
+        types.Tool(
+            name=name,
+            description=tool_description(name),
+            input_schema=input_schema(name),
+            output_schema=output_schema(name),
+            annotations=hints,
+        )
+        for name, hints in WRITE_HINTS.items()
+    ]
+
+
+def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[types.Tool]:
+    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget),
+    and the write tools when the server offers them."""
+    return (write_tools() if allow_writes else []) + [
         types.Tool(
             name=name,
             description=tool_description(name),
@@ -118,14 +145,18 @@ def _as_text(data: Any) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, separators=(",", ":")))]
 
 
-def build_server(target: Target, *, complete: bool = False) -> Server[Any]:
-    """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows."""
-    tools = listed_tools(complete)
+def build_server(target: Target, *, complete: bool = False, allow_writes: bool = False) -> Server[Any]:
+    """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows;
+    ``allow_writes`` offers knowledge_mutation and knowledge_history (the default server is read-only)."""
+    tools = listed_tools(complete, allow_writes)
+    names = {t.name for t in tools}
     # calls run at once in worker threads (a Store answers each as a single caller would), at most this many
     limiter = anyio.CapacityLimiter(CONCURRENT_CALLS)
 
     def answer(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         try:
+            if name not in names:  # a write tool the server does not offer is refused, never run
+                raise InvalidArgument("tool", f"{name!r} is not offered by this server", allowed=sorted(names))
             data = target.call(name, arguments or {})
         except Exception as exc:  # a refusal, or a failure of this one call: the server keeps answering
             if not isinstance(exc, KnowtkError):
@@ -173,11 +204,16 @@ def serve(
     token: str | None = None,
     allow_hosts: Sequence[str] = (),
     profile: str | None = None,
+    allow_writes: bool = False,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the connection, or over HTTP at ``http`` until stopped."""
     if http is not None and token is None and not http.loopback:  # refused before the store is opened
         refuse_open_bind(http)
-    server = build_server(open_target(store, state_dir=state_dir, links=links, profile=profile), complete=complete)
+    server = build_server(
+        open_target(store, state_dir=state_dir, links=links, profile=profile),
+        complete=complete,
+        allow_writes=allow_writes,
+    )
     if http is not None:
         serve_http(server, http, token=token, allow_hosts=allow_hosts)
         return

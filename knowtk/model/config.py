@@ -1,4 +1,5 @@
-"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology and its profiles."""
+"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology, its profiles and
+Git checkpoints."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class StoreConfig:
     profile: str = DEFAULT_PROFILE  # how the store's files are read (knowtk.model.profile)
     profiles: tuple[tuple[str, str], ...] = ()  # (folder prefix, profile): how the files under it are read
     exists: bool = False  # the store has a knowtk.yaml (a newcomer's hint is given only without one)
+    checkpoint: str = "never"  # "always": every knowtk mutation is committed to Git (docs/mutations.md)
 
     def expand_type(self, value: str) -> frozenset[str]:
         return self.type_groups.get(value, frozenset((value,)))
@@ -54,11 +56,13 @@ def load_config(root: str) -> StoreConfig:
         problems.append("share must be true or false")
         share = False
     profile, profiles = _profiles(data, problems)
+    checkpoint = _checkpoint(data, problems)
     return StoreConfig(
         name=name.strip(),
         share=share,
         type_groups=_ontology(data, problems),
         problem="; ".join(problems) or None,
+        checkpoint=checkpoint,
         profile=profile,
         profiles=profiles,
         exists=True,
@@ -115,3 +119,12 @@ def _profiles(data: dict[str, Any], problems: list[str]) -> tuple[str, tuple[tup
             continue
         prefixes.append((str(folder).strip("/"), name))
     return profile, tuple(sorted(prefixes))
+
+
+def _checkpoint(data: dict[str, Any], problems: list[str]) -> str:
+    """``checkpoint: always`` commits every knowtk mutation to Git (docs/mutations.md); default never."""
+    checkpoint = data.get("checkpoint", "never")
+    if checkpoint not in ("never", "always"):
+        problems.append("checkpoint must be never or always")
+        checkpoint = "never"
+    return str(checkpoint)

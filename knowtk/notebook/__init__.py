@@ -12,6 +12,10 @@ One module per picture and per widget family:
 ``grep``, ``lookup``, ``knowl``, ``chain_widget``
     ipywidgets front ends (``GrepWidget``, ``LookupWidget``, ``KnowlWidget``, ``ChainWidget``) and
     the pure HTML views they show (``grep_table_html``, ``lookup_html``, ...).
+``actions``
+    ``RecordActions``: Edit fields, Supersede by…, Withdraw, Reinstate of one record, with a preview
+    (a diff, nothing written) before the confirm and the receipt after; shown under a record selected in
+    ``GrepWidget``, ``LookupWidget`` and ``ChainWidget``.
 ``panes``, ``text``, ``base``
     what the widgets share: record/why/coverage panes, highlighting and citations, the static-HTML
     fallback. The style sheet and the selectable rows, shared with the lab, are in ``knowtk.ui``.
@@ -31,10 +35,12 @@ _HOMES = {
     "KnowlWidget": "knowl",
     "LANES": "draw",
     "LookupWidget": "lookup",
+    "RecordActions": "actions",
     "diff_answers": "grep",
     "diff_frame": "grep",
     "plot_chains": "chain_plot",
     "plot_chronicle": "chronicle",
+    "plot_history": "history_plot",
     "plot_timeline": "timeline",
     "readable_edges": "chain_widget",
 }

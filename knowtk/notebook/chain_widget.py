@@ -11,7 +11,9 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.chain_plot import plot_chains
+from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
 from knowtk.ui.front import Front
@@ -66,7 +68,8 @@ class ChainWidget(Front):
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
         self.image = W.Image(format="png")
         self.table = W.HTML()
-        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.table])
+        self.actions = W.VBox()  # Supersede by…, Withdraw, Reinstate, Edit fields for the selected record
+        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.actions, self.table])
         self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
@@ -87,6 +90,10 @@ class ChainWidget(Front):
             self._quiet = False
         return self.draw()
 
+    def _saved(self, receipt: dict[str, Any]) -> None:
+        """A change was saved from the selected record's actions: draw the chains again."""
+        self.refresh()
+
     def draw(self) -> pd.DataFrame:
         """Read the selected chains from the current snapshot and draw them; returns the edges."""
         rid = None if self.record.value == ALL_CHAINS else self.record.value
@@ -100,6 +107,7 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
+        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
@@ -110,6 +118,20 @@ class ChainWidget(Front):
             + readable_edges(self.edges).to_html(index=False, na_rep="—")
         )
         return self.edges
+
+    def history(self) -> pd.DataFrame:
+        """The receipts (and commits) of every record on the drawn chains, newest first: a chain's revisions."""
+        ids = sorted(set(self.edges["from_id"].dropna()) | set(self.edges["to_id"].dropna()))
+        frames = [self.store.history(rid, limit=1000).to_frame() for rid in ids]
+        if not frames:
+            return self.store.history(limit=1).to_frame().iloc[0:0]
+        frame = pd.concat(frames, ignore_index=True).drop_duplicates(["receipt", "id"])
+        return frame.sort_values("at", ascending=False, kind="stable").reset_index(drop=True)
+
+    def plot_history(self) -> Any:
+        """The chain's revisions on a date axis (one lane per record); returns the Axes."""
+        rid = None if self.record.value == ALL_CHAINS else self.record.value
+        return plot_history(self.history(), title=f"Changes on the chain of {rid}" if rid else "Changes on the chains")
 
     def html(self) -> str:
         picture = base64.b64encode(self.png).decode("ascii")

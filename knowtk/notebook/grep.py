@@ -15,6 +15,7 @@ import pandas as pd
 
 from knowtk.errors import KnowtkError
 from knowtk.frames import frame_for
+from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.base import joined, listed, text_control
 from knowtk.notebook.panes import explain_html, issues_html, record_html
 from knowtk.notebook.text import highlight, query_words
@@ -318,7 +319,8 @@ class GrepWidget(Front):
         self.select = W.Dropdown(options=[], description="record", layout=W.Layout(display="none"))
         self.detail = W.HTML()
         self.explanation = W.HTML()
-        self.rows = RowList(W.VBox([self.explanation, self.detail]), self._row_clicked)
+        self.actions = W.VBox()  # Edit fields, Supersede by…, Withdraw, Reinstate for the selected record
+        self.rows = RowList(W.VBox([self.explanation, self.detail, self.actions]), self._row_clicked)
         self.why = text_control("why?", "any id: why is it (not) here? Enter", "", "420px")
         self.why_answer = W.HTML()
         self.changes = W.HTML(diff_html(None))
@@ -494,6 +496,10 @@ class GrepWidget(Front):
         if not self._quiet:
             self._show(change["new"])
 
+    def _saved(self, receipt: dict[str, Any]) -> None:
+        """A change was saved from the record's actions: search again (the next query reconciles it)."""
+        self.refresh()
+
     def _show(self, rid: str | None) -> None:
         """Fill the record and "why" panes under the selected row, and mark it in the rows and the table."""
         res = self.result
@@ -503,7 +509,9 @@ class GrepWidget(Front):
         self.rows.mark(hit["id"] if hit else None)
         if hit is None:
             self.detail.value = self.explanation.value = ""
+            self.actions.children = []
             return
+        self.actions.children = [RecordActions(self.store, hit["id"], on_saved=self._saved)]
         self.detail.value = record_html(self.store.record(hit["id"]).to_dict(), hit=hit, query=query)
         self.explain(hit["id"])
 

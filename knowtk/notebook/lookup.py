@@ -15,6 +15,7 @@ import pandas as pd
 
 from knowtk.errors import KnowtkError, RecordNotFound
 from knowtk.frames import frame_for
+from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.base import text_control
 from knowtk.notebook.panes import record_html
 from knowtk.notebook.text import citation_text
@@ -127,7 +128,8 @@ class LookupWidget(Front):
         self.head = W.HTML()  # the status banner, shown above the rows
         self.follow_button = W.Button(description="", layout=W.Layout(display="none", width="auto"))
         self.detail = W.HTML()
-        self.rows = RowList(self.detail, self._show)
+        self.actions = W.VBox()  # Edit fields, Supersede by…, Withdraw, Reinstate for the opened record
+        self.rows = RowList(W.VBox([self.detail, self.actions]), self._show)
         super().__init__(
             children=[W.HBox([self.query, self.button]), self.lifecycle, self.head, self.follow_button, self.rows]
         )
@@ -206,6 +208,11 @@ class LookupWidget(Front):
 
     def _show(self, rid: str | None) -> None:
         self.detail.value = record_html(self.store.record(rid).to_dict()) if rid else ""
+        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
+
+    def _saved(self, receipt: dict[str, Any]) -> None:
+        """A change was saved from the opened record's actions: look up again."""
+        self.lookup()
 
     def html(self) -> str:
         return wrap(f"<p><b>LookupWidget</b> · {escape(repr(self.query.value))}</p>") + self.output.value

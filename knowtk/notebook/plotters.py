@@ -1,4 +1,4 @@
-"""The pictures of query results: registers ``Result.plot`` for the timeline and chronicle tools when imported.
+"""The pictures of results: registers ``Result.plot`` for the timeline, chronicle and history tools when imported.
 
 ``knowtk.results`` imports this module by name (``PLOT_PLUGINS``) the first time a result is plotted.
 """
@@ -10,10 +10,11 @@ from typing import Any
 from matplotlib.axes import Axes
 
 from knowtk.notebook.chronicle import plot_chronicle
+from knowtk.notebook.history_plot import plot_history
 from knowtk.notebook.timeline import plot_timeline
 from knowtk.results import Result, register_plotter
 
-__all__ = ["CHRONICLE_TOOLS", "TIMELINE_TOOLS", "plot_chronicle_result", "plot_timeline_result"]
+__all__ = ["CHRONICLE_TOOLS", "TIMELINE_TOOLS", "plot_chronicle_result", "plot_history_result", "plot_timeline_result"]
 
 TIMELINE_TOOLS = ("knowledge_timeline", "knowledge_chronicle_since", "knowledge_chronicle_last_seen")
 CHRONICLE_TOOLS = ("knowledge_chronicle_day",)
@@ -29,6 +30,14 @@ def plot_chronicle_result(result: Result, **kwargs: Any) -> Axes:
     return plot_chronicle(result.to_frame(), **kwargs)
 
 
+def plot_history_result(result: Result, **kwargs: Any) -> Axes:
+    """A record's receipts (and commits) on a date axis; the title names the record asked for."""
+    rid = result.args.get("id")
+    kwargs.setdefault("title", f"Changes of {rid}" if rid else "Changes made through knowtk")
+    return plot_history(result.to_frame(), **kwargs)
+
+
+register_plotter("knowledge_history", plot_history_result)
 for _tool in TIMELINE_TOOLS:
     register_plotter(_tool, plot_timeline_result)
 for _tool in CHRONICLE_TOOLS:

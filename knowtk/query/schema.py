@@ -14,6 +14,7 @@ from typing import Any
 
 from knowtk.query import TOOLS
 from knowtk.query.args import Param
+from knowtk.query.mutations import WRITE_TOOLS
 
 __all__ = ["ARGUMENT_DOCS", "ARGUMENT_HINTS", "argument_doc", "argument_hint", "input_schema", "param_schema"]
 
@@ -121,6 +122,32 @@ ARGUMENT_DOCS: dict[str, dict[str, str]] = {
 }
 
 
+_SHA_DOC = (
+    "The sha256 you read (knowledge_record's record.sha256, a row's sha256). Required for every operation on an "
+    "existing record; a file that changed since is refused (publication_conflict), never merged."
+)
+ARGUMENT_DOCS["knowledge_mutation"] = {
+    "operation": "create, update, supersede, withdraw or reinstate (reinstate is the only way to undo a withdrawal).",
+    "id": "The record's id (for create: the new id).",
+    "expectedSha256": _SHA_DOC,
+    "record": (
+        "create/update: the fields, and body for the Markdown body. In update a key given replaces it, null removes "
+        "it, every other key is kept byte for byte. supersede: the fields of the replacing record to create."
+    ),
+    "by": "supersede: the replacing id (an active record, or the one created from record).",
+    "reason": "Required for withdraw and reinstate; kept in the receipt.",
+    "path": "create: where in the store (a relative .md path). Default: the type's folder.",
+    "actor": "Who makes the change, as the receipt records it. Default: the server's OS user.",
+    "restate": "update: raise revision by one (a restatement).",
+    "checkpoint": "Commit the written files to Git (the store must be inside a Git work tree).",
+}
+ARGUMENT_DOCS["knowledge_history"] = {
+    "id": "One record's receipts (and, in a Git work tree, its commits). Default: every receipt.",
+    "since": _SINCE,
+    "until": _UNTIL,
+    "limit": _PAGE_LIMIT,
+    "offset": "Entries to skip; follow nextOffset.",
+}
 # The listing's short form: only what an agent needs beyond the schema's own types, ranges and allowed
 # values (an argument they say all about has no hint). The full wording above serves the command line's
 # help and the agents guide (knowtk://docs/agents).
@@ -197,7 +224,7 @@ def input_schema(tool: str, *, full: bool = False) -> dict[str, Any]:
     Each argument is described by its short hint, as the MCP listing carries it; ``full`` gives the
     complete wording (the command line's help, the agents guide).
     """
-    params = TOOLS[tool].params
+    params = TOOLS[tool].params if tool in TOOLS else WRITE_TOOLS[tool].params
     return {
         "type": "object",
         "properties": {p.name: param_schema(tool, p, full=full) for p in params},

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from knowtk.errors import StateError
+from knowtk.errors import SafeguardLoss, StateError
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Issue, Record
 from knowtk.state import JournalEntries, StateDB
@@ -77,7 +77,7 @@ class Safeguards:
 
     def raise_loss(self) -> None:
         if self.loss is not None:
-            raise StateError(self.state.path, f"safeguards lost: {self.loss}; {self.state.hint}")
+            raise SafeguardLoss(self.state.path, f"safeguards lost: {self.loss}; {self.state.hint}")
 
     def _read_tables(self) -> tuple[JournalEntries, JournalEntries, list[str]]:
         conn, missing = self.state.conn, []
@@ -294,6 +294,54 @@ class Safeguards:
             if version != self._version:  # another process wrote too: read everything again next time
                 self.invalidate()
         return reloaded
+
+    def record(self, withdrawn: JournalEntries, guards: JournalEntries) -> None:
+        """Record safeguards a mutation is about to make true (knowtk.write), before its files change.
+
+        Journal first, then the tables, then memory, as ``observe`` does; the ids are re-applied by the next build.
+        """
+        self.refresh()
+        with self.state.transaction() as conn:
+            self.state.journal.append(withdrawn, guards)
+            _write_rows(conn, withdrawn, guards)
+            self._count()
+        for rid, e in withdrawn.items():
+            self.withdrawn.setdefault(rid, e[0])
+        for rid, e in guards.items():
+            known = self.superseded.get(rid)
+            if known is None or e[0] > known[0]:
+                self.superseded[rid] = (e[0], e[1])
+        self._reloaded |= withdrawn.keys() | guards.keys()
+        self.invalidate()
+
+    def entries(
+        self, rid: str
+    ) -> tuple[tuple[int, str | None, str, str] | None, tuple[int, str | None, str, str] | None]:
+        """(the withdrawal, the supersession guard) the tables hold for ``rid``, each None when there is none."""
+        conn = self.state.conn
+        w = conn.execute("SELECT revision, path, seen_at FROM keyword_withdrawals_v1 WHERE id = ?", (rid,)).fetchone()
+        g = conn.execute(
+            "SELECT revision, superseded_by, path, seen_at FROM lifecycle_guards_v1 WHERE id = ?", (rid,)
+        ).fetchone()
+        return (None if w is None else (w[0], None, w[1], w[2])), (None if g is None else (g[0], g[1], g[2], g[3]))
+
+    def lift(self, rid: str, what: tuple[str, ...], receipt: str, at: str) -> None:
+        """Lift ``rid``'s withdrawal ("w") and/or supersession guard ("g"): only ``reinstate`` and the rollback of an
+        unfinished mutation do, each journalled with its receipt. Journal first, then the tables."""
+        self.refresh()
+        with self.state.transaction() as conn:
+            self.state.journal.append_lifts([(rid, kind, receipt, at) for kind in what])
+            if "w" in what:
+                conn.execute("DELETE FROM keyword_withdrawals_v1 WHERE id = ?", (rid,))
+            if "g" in what:
+                conn.execute("DELETE FROM lifecycle_guards_v1 WHERE id = ?", (rid,))
+            self._count()
+        if "w" in what:
+            self.withdrawn.pop(rid, None)
+        if "g" in what:
+            self.superseded.pop(rid, None)
+        self._reloaded.add(rid)
+        self.invalidate()
 
     def apply(self, r: Record) -> tuple[str, str | None, Issue | None]:
         """(effective lifecycle, effective superseded_by, the issue when a stale file was overruled)."""

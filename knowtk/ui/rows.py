@@ -2,8 +2,10 @@
 
 Used for grep hits, lookup candidates and knowl results. Each row is one line: a button with
 the rank and title (cut with an ellipsis; the full title on hover) and a line of facts beside
-it. Clicking the button selects the row; the list then moves its ``detail`` widget directly
-under that row, so the record and its "why" are read next to the hit, not below a long table.
+it. The button's click area covers the whole row (a CSS overlay, ``.knowtk-pick::after``), so a
+click on the id or the facts selects the row too. Clicking selects the row; the list then moves
+its ``detail`` widget directly under that row, so the record and its "why" are read next to the
+hit, not below a long table.
 Everything is plain widget state: ``select(key)`` is what a click does.
 """
 

@@ -42,11 +42,13 @@ STYLE = f"""<style>
 .knowtk a{{color:var(--jp-content-link-color,#1976d2)}}
 .knowtk dl{{margin:4px 0}} .knowtk dt{{font-weight:bold;margin-top:4px}} .knowtk dd{{margin-left:1.5em}}
 .knowtk-rows{{border-top:1px solid {_LINE}}}
-.knowtk-row{{border-bottom:1px solid {_LINE};align-items:center;min-height:30px}}
+.knowtk-row{{border-bottom:1px solid {_LINE};align-items:center;min-height:30px;position:relative;cursor:pointer}}
 .knowtk-row.knowtk-selected{{background:{_BG3};border-left:4px solid var(--jp-brand-color1,#2196f3)}}
 .knowtk-row .knowtk-pick{{text-align:left;justify-content:flex-start;overflow:hidden;text-overflow:ellipsis;
   white-space:nowrap;background:transparent;color:{_FG};font-weight:bold;box-shadow:none}}
 .knowtk-row .knowtk-pick:hover{{background:{_BG2}}}
+.knowtk-row .knowtk-pick{{position:static !important}}
+.knowtk-row .knowtk-pick::after{{content:"";position:absolute;inset:0;z-index:1}}
 .knowtk-row .knowtk-meta{{overflow:hidden;white-space:nowrap;text-overflow:ellipsis;color:{_FG};font-size:12px}}
 .knowtk-row .knowtk-meta .widget-html-content,.knowtk-row .knowtk-meta div{{overflow:hidden;white-space:nowrap;
   text-overflow:ellipsis;line-height:28px}}

@@ -1,0 +1,76 @@
+"""What a mutation costs: one update and the next query, over a warm query; knowledge_history of one record.
+
+    python bench/mutation.py [--sizes 10000] [--runs 20] [--out bench/out] [--seed 1]
+
+Uses the stores bench/run.py generates (``ensure_store``). Targets (issue 18): at 100k records, one mutation and
+the next query's reconcile within 100 ms over a warm query; ``knowledge_history`` of one record within 50 ms.
+The store is copied first: the benchmark writes into its copy only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from run import ensure_store
+
+import knowtk
+
+
+def measure(store_root: Path, runs: int) -> dict[str, float]:
+    s = knowtk.open_store(store_root)
+    rows = s.records(limit=runs + 1)["rows"]
+    s.grep("the")
+    warm = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        s.grep("the")
+        warm.append(time.perf_counter() - t)
+    mutated = []
+    for n, row in enumerate(rows[:runs]):
+        t = time.perf_counter()
+        s.update(row["id"], {"summary": f"bench {n}"}, expected_sha256=row["sha256"])
+        s.grep("the")
+        mutated.append(time.perf_counter() - t)
+    history = []
+    for row in rows[:runs]:
+        t = time.perf_counter()
+        s.history(row["id"])
+        history.append(time.perf_counter() - t)
+    s.close()
+    return {
+        "warm query ms": statistics.median(warm) * 1000,
+        "mutation + query ms": statistics.median(mutated) * 1000,
+        "over warm ms": (statistics.median(mutated) - statistics.median(warm)) * 1000,
+        "history ms": statistics.median(history) * 1000,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
+    a = p.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    for n in a.sizes:
+        source = ensure_store(a.out, n, a.seed)
+        copy = a.out / f"mutation-{n}"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns(".knowtk"))
+        knowtk.open_store(copy).grep("the")  # the cold build, not measured
+        result = measure(copy, a.runs)
+        print(f"{n:>8} records: " + ", ".join(f"{k} {v:.1f}" for k, v in result.items()))
+        shutil.rmtree(copy)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""``RecordActions``: change one record from a notebook (Edit fields, Supersede by…, Withdraw, Reinstate).
+
+Two steps, as a reviewer works: **Preview** reads the record (its sha256 is kept), shows the change as a
+diff and what safeguard it records or lifts, writing nothing (``Store.preview``); **Confirm** makes the
+change on that very hash (``knowledge_mutation``), so a file changed since the preview is refused
+(``PublicationConflict``), and shows the receipt. Everything is plain widget state: ``preview()`` and
+``confirm()`` are what the buttons do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from knowtk.errors import InvalidArgument, KnowtkError
+from knowtk.model.records import FileProblem, parse_yaml
+from knowtk.store import Store
+from knowtk.ui.front import Front
+from knowtk.ui.style import escape, wrap
+
+__all__ = ["OPERATIONS", "RecordActions"]
+
+OPERATIONS = {"Edit fields": "update", "Supersede by…": "supersede", "Withdraw": "withdraw", "Reinstate": "reinstate"}
+
+
+class RecordActions(Front):
+    """Change record ``id``: pick an action, fill it in, Preview (a diff, nothing written), Confirm (the receipt)."""
+
+    def __init__(self, store: Store, id: str, *, on_saved: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.store, self.id, self.on_saved = store, id, on_saved
+        self.pending: dict[str, Any] | None = None  # the previewed change: its arguments, with the hash read
+        self.receipt: dict[str, Any] | None = None
+        self.action = W.ToggleButtons(options=list(OPERATIONS), value="Edit fields", description="action")
+        self.fields = W.Textarea(
+            placeholder="YAML: the fields to set, e.g.\nsummary: One line\ntags: [a, b]\nowner: null   # removes it",
+            layout=W.Layout(width="60%", height="90px"),
+        )
+        self.by = W.Text(description="by", placeholder="the replacing record's id")
+        self.reason = W.Text(description="reason", placeholder="kept in the receipt")
+        self.preview_button = W.Button(description="Preview", button_style="primary")
+        self.confirm_button = W.Button(description="Confirm", disabled=True)
+        self.output = W.HTML()
+        super().__init__(
+            children=[
+                W.HTML(wrap(f"<b>change {escape(id)}</b>")),
+                self.action,
+                self.fields,
+                self.by,
+                self.reason,
+                W.HBox([self.preview_button, self.confirm_button]),
+                self.output,
+            ]
+        )
+        for control in (self.action, self.fields, self.by, self.reason):
+            control.observe(lambda _change: self._stale(), "value")
+        self.preview_button.on_click(lambda _b: self.preview())
+        self.confirm_button.on_click(lambda _b: self.confirm())
+
+    def _stale(self) -> None:
+        """An input changed after the preview: confirm only what was previewed."""
+        self.pending = None
+        self.confirm_button.disabled = True
+
+    def _args(self) -> dict[str, Any]:
+        operation = OPERATIONS[self.action.value]
+        args: dict[str, Any] = {"operation": operation, "id": self.id}
+        if operation == "update":
+            parsed = parse_yaml(self.fields.value or "{}", what="the fields")
+            if isinstance(parsed, FileProblem) or not isinstance(parsed, dict):
+                raise InvalidArgument("record", "write the fields as a YAML mapping (key: value per line)")
+            args["record"] = parsed
+        if operation == "supersede":
+            args["by"] = self.by.value.strip()
+        if operation in ("withdraw", "reinstate"):
+            args["reason"] = self.reason.value
+        return args
+
+    def preview(self) -> dict[str, Any] | None:
+        """Read the record, and show what the action would change; nothing is written. None when refused."""
+        self.receipt = None
+        try:
+            current = self.store.record(self.id)["record"]
+            sha = current["sha256"] if current else self._file_sha()
+            args = {**self._args(), "expected_sha256": sha}
+            shown = self.store.preview(**args)
+        except KnowtkError as exc:
+            self._refused(exc)
+            return None
+        self.pending = args if shown["changes"] else None
+        self.confirm_button.disabled = self.pending is None
+        parts = [f"<p><b>{escape(shown['operation'])}</b> on the file read at sha256 {escape(sha[:12])}…</p>"]
+        for r in shown["records"]:
+            parts.append(f"<pre>{escape(r['diff']) or '(no change to this file)'}</pre>")
+        if shown["safeguards"]:
+            parts.append(f"<p>records the safeguard of {escape(', '.join(shown['safeguards']))} first</p>")
+        if shown["lifts"]:
+            parts.append(f"<p>lifts the safeguard of {escape(', '.join(shown['lifts']))} (journalled)</p>")
+        if not shown["changes"]:
+            parts.append("<p>nothing to change</p>")
+        self.output.value = wrap("".join(parts))
+        return shown
+
+    def _file_sha(self) -> str:
+        """A record no query returns (withdrawn, or unavailable): its file's hash as the snapshot read it."""
+        r = self.store.snapshot().records.get(self.id)
+        if r is None:
+            raise InvalidArgument("id", f"no record {self.id!r} in the store")
+        return r.sha256
+
+    def confirm(self) -> dict[str, Any] | None:
+        """Make the previewed change on the hash read at the preview; the receipt (None when refused)."""
+        if self.pending is None:
+            self.output.value = wrap("<p>Preview the change first.</p>")
+            return None
+        args, self.pending = self.pending, None
+        self.confirm_button.disabled = True
+        operation = args.pop("operation")
+        try:
+            result = getattr(self.store, operation)(**args)
+        except KnowtkError as exc:
+            self._refused(exc)
+            return None
+        self.receipt = result["receipt"]
+        rows = "".join(
+            f"<li>{escape(r['id'])} {escape(r['path'])}: sha256 {escape((r['sha256Before'] or '—')[:12])} → "
+            f"{escape((r['sha256After'] or '—')[:12])}</li>"
+            for r in self.receipt["records"]
+        )
+        self.output.value = wrap(
+            f"<p><b>saved</b>: receipt {escape(self.receipt['id'])} ({escape(self.receipt['operation'])}, "
+            f"{escape(self.receipt['at'])}, indexed at the next query)</p><ul>{rows}</ul>"
+        )
+        if self.on_saved is not None:
+            self.on_saved(self.receipt)
+        return self.receipt
+
+    def _refused(self, exc: KnowtkError) -> None:
+        self.pending = None
+        self.confirm_button.disabled = True
+        self.output.value = wrap(f"<p><b>refused</b> ({escape(exc.code)}): {escape(str(exc))}</p>")
+
+    def html(self) -> str:
+        return wrap(f"<p><b>RecordActions</b> {escape(self.id)}</p>") + self.output.value
+
+    def __repr__(self) -> str:
+        return f"<RecordActions {self.id}: {self.action.value}>"
