@@ -66,6 +66,7 @@ GREP_MODULES = {
     "knowtk.query.inventory",
     "knowtk.query.knowl",
     "knowtk.query.lookup",
+    "knowtk.query.mutations",
     "knowtk.query.schema",
     "knowtk.query.wikilinks",
     "knowtk.results",
@@ -85,6 +86,17 @@ GREP_MODULES = {
     "knowtk.state",
     "knowtk.store",
     "knowtk.workspace",
+    # opening a store finishes or rolls back a mutation a crash interrupted, and a query marks receipts
+    # indexed: the write layer is on every path (about 25 ms of imports, git's subprocess included)
+    "knowtk.write",
+    "knowtk.write.checkpoint",
+    "knowtk.write.files",
+    "knowtk.write.history",
+    "knowtk.write.journal",
+    "knowtk.write.mutation",
+    "knowtk.write.plan",
+    "knowtk.write.splice",
+    "knowtk.write.validate",
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
 NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util"}

@@ -54,7 +54,7 @@ def test_allow_writes_offers_the_write_tools_and_checks_the_hash(demo: Path) -> 
             base = {"operation": "withdraw", "id": "dec-2026-021", "reason": "duplicate"}
             _refused(await _call(s, "knowledge_mutation", base), "expectedSha256")
             stale = await _call(s, "knowledge_mutation", {**base, "expectedSha256": "0" * 64})
-            assert stale.is_error and stale.structured_content["error"]["code"] == "publication_conflict"
+            assert stale.is_error and stale.meta["knowtk/error"]["code"] == "publication_conflict"
             rec = (await _call(s, "knowledge_record", {"id": "dec-2026-021"})).structured_content["record"]
             done = await _call(s, "knowledge_mutation", {**base, "expectedSha256": rec["sha256"], "actor": "agent"})
             assert not done.is_error, done.content[0].text

@@ -1,7 +1,8 @@
 """One definition, three surfaces: every tool of the registry is on Python (``Store.call``), the CLI and MCP.
 
-The last test registers a new tool (a revision history of one record, as a later ``knowledge_history``
-might be) and finds it on all three without touching any of them.
+One test registers a new tool (the revision of one record) and finds it on all three without touching any
+of them; another finds the write tools (``knowtk.query.mutations.WRITE_TOOLS``) on all three, over MCP only
+when the server is started with ``--allow-writes``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from knowtk.cli import COMMANDS, main, parser
 from knowtk.query import TOOLS, Tool, register_tool
 from knowtk.query.args import Param, text
 from knowtk.query.inventory import one_record
+from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import input_schema
 from tests.helpers import DEMO, required_in_ci
 
@@ -65,11 +67,12 @@ def _history(engine: Any, args: dict[str, Any], verifier: Any) -> dict[str, Any]
 
 
 HISTORY = Tool(
-    "knowledge_history",
+    "knowledge_revision",
     (Param("id", text(200), required=True, doc="The record id (case-sensitive)."),),
     _history,
     summary="The revision and hash of one record.",
     positional=("id",),
+    command="revision",
 )
 
 
@@ -83,27 +86,64 @@ def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
 
     # Python
     store = knowtk.open_store(demo)
-    mine = store.call("knowledge_history", {"id": "dec-2026-021"})
+    mine = store.call("knowledge_revision", {"id": "dec-2026-021"})
     assert (mine["status"], mine["revision"], mine["sha256"]) == ("found", want["revision"], want["sha256"])
     with pytest.raises(knowtk.InvalidArgument) as err:
-        store.call("knowledge_history", {"id": ""})
+        store.call("knowledge_revision", {"id": ""})
     assert err.value.argument == "id"
 
     # the command line: a subcommand named after it, its argument by position, its help from the Param
-    assert main(["--store", str(demo), "history", "dec-2026-021"]) == 0
+    assert main(["--store", str(demo), "revision", "dec-2026-021"]) == 0
     assert json.loads(capsys.readouterr().out) == mine
-    assert main(["--store", str(demo), "history", ""]) == 2 and "id" in capsys.readouterr().err
+    assert main(["--store", str(demo), "revision", ""]) == 2 and "id" in capsys.readouterr().err
 
     # MCP: listed with its schema from the same Params, called, refused
     async def scenario() -> None:
         async with Client(build_server(open_target(demo))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert tools["knowledge_history"].description == HISTORY.summary
-            assert tools["knowledge_history"].input_schema == input_schema("knowledge_history")
-            assert tools["knowledge_history"].input_schema["required"] == ["id"]
-            res = await client.call_tool("knowledge_history", {"id": "dec-2026-021"})
+            assert tools["knowledge_revision"].description == HISTORY.summary
+            assert tools["knowledge_revision"].input_schema == input_schema("knowledge_revision")
+            assert tools["knowledge_revision"].input_schema["required"] == ["id"]
+            res = await client.call_tool("knowledge_revision", {"id": "dec-2026-021"})
             assert not res.is_error and res.structured_content == mine
-            bad = await client.call_tool("knowledge_history", {"id": ""})
+            bad = await client.call_tool("knowledge_revision", {"id": ""})
             assert bad.is_error and bad.content[0].text.startswith("invalid_argument: id: ")
 
     anyio.run(scenario)
+
+
+def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = knowtk.open_store(demo)
+    record = store.call("knowledge_record", {"id": "dec-2026-021"})["record"]
+    stale = {"operation": "withdraw", "id": "dec-2026-021", "expectedSha256": "0" * 64, "reason": "parity"}
+    for name in WRITE_TOOLS:  # Python: one definition validates and answers
+        with pytest.raises(knowtk.InvalidArgument) as err:
+            store.call(name, {"limit": 0} if name == "knowledge_history" else {**stale, "operation": "bogus"})
+        assert err.value.argument in {"limit", "operation"}
+    with pytest.raises(knowtk.PublicationConflict):
+        store.call("knowledge_mutation", stale)
+    # the command line: the generic `call` and the history subcommand answer from the same definition
+    assert main(["--store", str(demo), "call", "knowledge_history", json.dumps({"id": "dec-2026-021"})]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == 0
+    assert main(["--store", str(demo), "withdraw", "dec-2026-021", "--expect", "0" * 64, "--reason", "x"]) == 1
+    assert "the file changed since it was read" in capsys.readouterr().err
+
+    async def scenario() -> None:
+        async with Client(build_server(open_target(demo))) as client:  # the default server is read-only
+            assert not {t.name for t in (await client.list_tools()).tools} & set(WRITE_TOOLS)
+            refused = await client.call_tool("knowledge_mutation", stale)
+            assert refused.is_error and "not offered" in refused.content[0].text
+        async with Client(build_server(open_target(demo), allow_writes=True)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            for name, tool in WRITE_TOOLS.items():
+                assert tools[name].input_schema["properties"].keys() == {p.name for p in tool.params}
+            assert tools["knowledge_mutation"].annotations.destructive_hint is True
+            conflict = await client.call_tool("knowledge_mutation", stale)
+            assert conflict.is_error and conflict.content[0].text.startswith("publication_conflict: ")
+
+    anyio.run(scenario)
+    assert (
+        knowtk.open_store(demo).call("knowledge_record", {"id": "dec-2026-021"})["record"]["sha256"] == record["sha256"]
+    )  # every refused write left the file as it was

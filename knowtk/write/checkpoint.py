@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from typing import Any
 
 from knowtk.errors import InvalidArgument, StoreUnavailable
+
+
+class GitFailed(Exception):
+    """git could not be run or failed (``subprocess.SubprocessError`` raised inside a git call, re-raised)."""
+
+
+def _run(*args: Any, **kwargs: Any) -> Any:
+    """``subprocess.run``, imported on the first git call: opening a store and querying never pay for it."""
+    import subprocess
+
+    try:
+        return subprocess.run(*args, **kwargs)
+    except subprocess.SubprocessError as exc:  # a timeout, or check=True failing
+        raise GitFailed(str(exc)) from exc
+
 
 __all__ = ["Repo", "find_repo", "record_commits"]
 
@@ -27,7 +41,7 @@ class Repo:
         self.git, self.top = git, top
 
     def run(self, *args: str, data: bytes | None = None, env: dict[str, str] | None = None) -> str:
-        proc = subprocess.run(
+        proc = _run(
             [self.git, "-C", self.top, *args],
             input=data,
             capture_output=True,
@@ -41,7 +55,7 @@ class Repo:
         return proc.stdout.decode("utf-8", "replace").strip()
 
     def head(self) -> str | None:
-        proc = subprocess.run(
+        proc = _run(
             [self.git, "-C", self.top, "rev-parse", "--verify", "-q", "HEAD"],
             capture_output=True,
             timeout=_TIMEOUT,
@@ -80,9 +94,7 @@ def find_repo(root: str, *, required: bool) -> Repo | None:
         if required:
             raise InvalidArgument("checkpoint", "needs the git command, which is not installed or not on PATH")
         return None
-    proc = subprocess.run(
-        [git, "-C", root, "rev-parse", "--show-toplevel"], capture_output=True, timeout=_TIMEOUT, check=False
-    )
+    proc = _run([git, "-C", root, "rev-parse", "--show-toplevel"], capture_output=True, timeout=_TIMEOUT, check=False)
     if proc.returncode != 0:
         if required:
             raise InvalidArgument("checkpoint", f"the store {root} is not inside a Git work tree")

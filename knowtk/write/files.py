@@ -12,8 +12,8 @@ folder is fsynced. ``WriteLock`` orders knowtk's writers (threads and processes)
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -100,9 +100,13 @@ def current(path: str) -> tuple[bytes | None, str | None]:
     return data, sha256_of(data)
 
 
+@functools.cache
 def _exchange_fn() -> object | None:
+    """renameat2, found on the first write (ctypes.util's search runs ldconfig: never at import)."""
     if not hasattr(os, "uname") or os.uname().sysname != "Linux":
         return None
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         fn = libc.renameat2
@@ -113,14 +117,12 @@ def _exchange_fn() -> object | None:
     return fn
 
 
-_EXCHANGE = _exchange_fn()
-
-
 def _exchange(a: str, b: str) -> bool:
     """Swap two paths in one step; False when the system cannot (then the caller falls back)."""
-    if _EXCHANGE is None:
+    exchange = _exchange_fn()
+    if exchange is None:
         return False
-    rc = _EXCHANGE(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)  # type: ignore[operator]
+    rc = exchange(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)  # type: ignore[operator]
     if rc == 0:
         return True
     err = ctypes.get_errno()

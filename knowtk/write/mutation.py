@@ -22,8 +22,6 @@ import base64
 import difflib
 import getpass
 import os
-import subprocess
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +31,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, now_utc
 from knowtk.write import journal
-from knowtk.write.checkpoint import Repo, find_repo
+from knowtk.write.checkpoint import GitFailed, Repo, find_repo
 from knowtk.write.files import WriteLock, check_writable, current, publish, sha256_of
 from knowtk.write.plan import Plan, make_plan
 from knowtk.write.validate import judge
@@ -160,7 +158,7 @@ def _checkpoint(engine: Engine, repo: Repo, plan: Plan, receipt: dict[str, Any])
         message += f"reason: {receipt['reason']}\n"
     try:
         commit = repo.commit(files, message)
-    except (KnowtkError, OSError, subprocess.SubprocessError) as exc:
+    except (KnowtkError, OSError, GitFailed) as exc:
         raise StoreUnavailable(
             engine.root, f"the change was saved (receipt {receipt['id']}) but its Git checkpoint failed: {exc}"
         ) from exc
@@ -178,7 +176,7 @@ def _chain_reaches(after: Snapshot, rid: str) -> None:
 def _receipt(plan: Plan, args: dict[str, Any], at: str) -> dict[str, Any]:
     stamp = at.replace("-", "").replace(":", "")[:15]
     return {
-        "id": f"rcpt-{stamp}-{uuid.uuid4().hex[:10]}",
+        "id": f"rcpt-{stamp}-{os.urandom(5).hex()}",
         "operation": plan.operation,
         "at": at,
         "actor": _actor(args.get("actor")),
