@@ -21,7 +21,7 @@ from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import ARGUMENT_DOCS, ARGUMENT_HINTS, input_schema
-from tests.helpers import DEMO, StoreBuilder, required_in_ci
+from tests.helpers import DEMO, VALID_CALLS, StoreBuilder, required_in_ci
 
 try:
     import mcp  # noqa: F401 - the optional extra knowtk[mcp]
@@ -251,17 +251,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
                 assert tool.input_schema == input_schema(name) and tool.output_schema == output_schema(name)
                 assert tool.description == TOOL_DESCRIPTIONS[name]
 
-            answers = {
-                "knowledge_grep": {"query": "vector index"},
-                "knowledge_lookup": {"query": "Sam"},
-                "knowledge_records": {"kind": "claim", "type": "adr", "limit": 5},
-                "knowledge_record": {"id": "dec-2026-021"},
-                "knowledge_timeline": {"entity": "person-ada-okafor", "limit": 3},
-                "knowledge_chronicle_day": {"date": "2026-03-29", "week": True, "timeZone": "Europe/Berlin"},
-                "knowledge_chronicle_since": {"since": "2026-03-01", "until": "2026-03-31"},
-                "knowledge_chronicle_last_seen": {"entity": "person-ada-okafor"},
-                "knowl_query": {"query": "vector index"},
-            }
+            answers = VALID_CALLS
             for name, args in answers.items():
                 res = await _call(s, name, args)
                 assert not res.is_error, (name, res.content[0].text)

@@ -21,21 +21,11 @@ from typing import Any
 import pytest
 
 from knowtk.query import TOOLS
-from tests.helpers import DEMO, REPO, required_in_ci
+from tests.helpers import DEMO, REPO, VALID_CALLS, required_in_ci
 
 BIN = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
 
-VALID: dict[str, dict[str, Any]] = {
-    "knowledge_grep": {"query": "vector index"},
-    "knowledge_lookup": {"query": "Sam"},
-    "knowledge_records": {"kind": "claim", "type": "adr", "limit": 5},
-    "knowledge_record": {"id": "dec-2026-021"},
-    "knowledge_timeline": {"entity": "person-ada-okafor", "limit": 3},
-    "knowledge_chronicle_day": {"date": "2026-03-29", "week": True, "timeZone": "Europe/Berlin"},
-    "knowledge_chronicle_since": {"since": "2026-03-01", "until": "2026-03-31"},
-    "knowledge_chronicle_last_seen": {"entity": "person-ada-okafor"},
-    "knowl_query": {"query": "vector index"},
-}
+VALID = VALID_CALLS
 # one refused argument per tool: (arguments, the argument named, a word of the allowed values)
 REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
     "knowledge_grep": ({"query": "x", "limit": 99}, "limit", "1 to 50"),
