@@ -498,6 +498,10 @@ class SafeguardJournal:
         ]
         if not lines:
             return
+        self._append(lines)
+
+    def _append(self, lines: list[str]) -> None:
+        """Append ``lines`` to the journal and fsync it: durable before the database changes."""
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
@@ -510,12 +514,7 @@ class SafeguardJournal:
         if not lifts:
             return
         lines = [json.dumps({"lift": rid, "what": what, "receipt": rec, "at": at}) for rid, what, rec, at in lifts]
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._append(lines)
 
     def rewrite(self, header: dict[str, Any], withdrawn: JournalEntries, guards: JournalEntries) -> None:
         """Write the whole journal anew (atomically: a temporary file renamed over it)."""
