@@ -24,6 +24,7 @@ __all__ = [
     "intents",
     "mark_indexed",
     "pending_receipts",
+    "receipt",
     "receipt_rows",
     "save_receipt",
     "set_checkpoint",
@@ -166,3 +167,11 @@ def pending_receipts(state: StateDB) -> list[tuple[int, list[dict[str, Any]], st
 def mark_indexed(state: StateDB, seqs: list[int]) -> None:
     with state.transaction() as conn:
         conn.executemany("UPDATE receipts_v1 SET indexed = 1 WHERE seq = ?", [(s,) for s in seqs])
+
+
+def receipt(state: StateDB, rid: str) -> dict[str, Any] | None:
+    """One receipt by its id, or None."""
+    if not state.table_exists("receipts_v1"):
+        return None
+    row = state.conn.execute(f"SELECT {_COLUMNS} FROM receipts_v1 r WHERE r.id = ?", (rid,)).fetchone()
+    return None if row is None else _receipt(row)

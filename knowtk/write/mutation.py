@@ -36,7 +36,11 @@ from knowtk.write.files import WriteLock, check_writable, current, publish, sha2
 from knowtk.write.plan import Plan, make_plan
 from knowtk.write.validate import judge
 
-__all__ = ["STEP_HOOK", "mutate", "preview", "recover", "set_step_hook"]
+__all__ = ["STEP_HOOK", "Planner", "mutate", "preview", "recover", "set_step_hook"]
+
+#: ``planner(engine, snapshot, args, at)``: the plan of one change, or its refusal (``make_plan`` for
+#: ``knowledge_mutation``; ``knowtk.write.adopt`` brings its own). Called under the write and engine locks.
+Planner = Callable[[Engine, Snapshot, dict[str, Any], str], Plan]
 
 #: Called with each step's name after it is done ("intent", "safeguards", "file:0", "lift", "receipt"):
 #: tests kill the process there to prove a crash at any point loses nothing.
@@ -65,15 +69,15 @@ def _actor(given: str | None) -> str:
         return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
-def _judged(engine: Engine, args: dict[str, Any]) -> tuple[Plan, dict[str, Any]]:
+def _judged(engine: Engine, args: dict[str, Any], planner: Planner) -> tuple[Plan, dict[str, Any]]:
     """Steps 1 and 2 (under the locks): the plan and its receipt, the change judged; refusals raised here."""
     snap = engine.snapshot()
     now = now_utc()
     at = format_utc(now)
-    plan = make_plan(engine, snap, args, at)
+    plan = planner(engine, snap, args, at)
     receipt = _receipt(plan, args, at)
     changed = {c.path: c.after for c in plan.changes if c.before != c.after}
-    if not changed and not plan.lift:
+    if (not changed and not plan.lift) or not plan.judge:
         return plan, receipt
     after = judge(
         snap,
@@ -91,10 +95,10 @@ def _judged(engine: Engine, args: dict[str, Any]) -> tuple[Plan, dict[str, Any]]
     return plan, receipt
 
 
-def mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+def mutate(engine: Engine, args: dict[str, Any], *, planner: Planner = make_plan) -> dict[str, Any]:
     """Run one mutation (``args`` checked by the tool's specs, snake_case); returns ``{"receipt", "written"}``."""
     try:
-        return _mutate(engine, args)
+        return _mutate(engine, args, planner)
     except Contention as exc:  # state.sqlite's write lock held past the busy timeout by another process
         raise StateError(
             engine.state_path,
@@ -103,12 +107,12 @@ def mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
         ) from exc
 
 
-def _mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+def _mutate(engine: Engine, args: dict[str, Any], planner: Planner) -> dict[str, Any]:
     with write_lock(engine).held(), engine.lock:
         engine.ensure_open()
         journal.ensure_tables(engine.state)
         _recover_locked(engine)
-        plan, receipt = _judged(engine, args)
+        plan, receipt = _judged(engine, args, planner)
         if not any(c.before != c.after for c in plan.changes) and not plan.lift:
             return {"receipt": {**receipt, "id": None, "indexed": True}, "written": False}
         check_writable(engine.root, [c.full for c in plan.changes if c.before != c.after])
@@ -123,21 +127,23 @@ def _mutate(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
         return {"receipt": receipt, "written": True}
 
 
-def preview(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+def preview(engine: Engine, args: dict[str, Any], *, planner: Planner = make_plan) -> dict[str, Any]:
     """What ``mutate`` would do, refused the same way, writing nothing: each file's unified diff and the safeguards.
 
-    ``{"operation", "records": [{id, path, sha256Before, diff}], "lifts": [ids], "safeguards": [ids],
+    ``{"operation", "records": [{id, path, sha256Before, sha256After, diff}], "lifts": [ids], "safeguards": [ids],
     "changes": bool}``.
     """
     with engine.lock:
         engine.ensure_open()
-        plan, _ = _judged(engine, args)
+        plan, _ = _judged(engine, args, planner)
     records = []
     for c in plan.changes:
         before = (c.before or b"").decode("utf-8", "replace").splitlines(True)
         after = (c.after or b"").decode("utf-8", "replace").splitlines(True)
         diff = "".join(difflib.unified_diff(before, after, c.path if c.before else "/dev/null", c.path))
-        records.append({"id": c.id, "path": c.path, "sha256Before": c.sha_before, "diff": diff})
+        records.append(
+            {"id": c.id, "path": c.path, "sha256Before": c.sha_before, "sha256After": c.sha_after, "diff": diff}
+        )
     return {
         "operation": plan.operation,
         "records": records,

@@ -54,6 +54,7 @@ class Plan:
     previous_g: dict[str, Any] = field(default_factory=dict)  # guards the new ones replace (restored by a rollback)
     lift: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (id, "w"/"g") lifted by reinstate
     check_chain: str | None = None  # a superseded id whose chain must reach an active record
+    judge: bool = True  # False: the store after the change is not judged (an undo puts back bytes it had)
 
 
 class _Context:
