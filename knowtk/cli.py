@@ -544,6 +544,51 @@ def _diff(a: argparse.Namespace) -> int:
     return 0
 
 
+def _adopt_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
+    p.add_argument("--skip-issues", action="store_true", help="leave out the files with coverage issues")
+    p.add_argument("--undo", metavar="RECEIPT", help="put back the files of this adopt receipt")
+    p.add_argument("--actor", help="who makes the change (default: the OS user)")
+    p.add_argument("--checkpoint", action="store_true", help="commit the files written to Git")
+
+
+def _adopt_table(r: dict[str, Any]) -> str:
+    lines = [r["diff"]] if r.get("diff") else []
+    files = len(r["receipt"]["records"])
+    if r["dryRun"]:
+        lines.append(f"dry run: {files} file(s) would change; nothing was written" if files else "nothing to adopt")
+    elif not r["written"]:
+        lines.append("nothing to undo" if r.get("undo") else "nothing to adopt: every file reads the same already")
+    else:
+        lines.append(_receipt_table(r))
+        lines.append(f"undo: knowtk adopt --undo {r['receipt']['id']}" if not r.get("undo") else "")
+    for s in r["skipped"]:
+        lines.append(f"skipped {s['path']}: {s['reason']}")
+    if r.get("note"):
+        lines.append(f"note: {r['note']}")
+    return "\n".join(line for line in lines if line)
+
+
+@command(
+    "adopt",
+    "write the keys a profile derived into the files, so the folder reads as a knowtk store",
+    setup=_adopt_setup,
+    table=_adopt_table,
+    flags={"skip_issues": "--skip-issues", "dry_run": "--dry-run", "undo": "--undo"},
+)
+def _adopt(a: argparse.Namespace) -> dict[str, Any]:
+    store = _store(a)
+    answer = store.adopt(
+        profile=a.profile if not a.undo else None,
+        dry_run=a.dry_run,
+        skip_issues=a.skip_issues,
+        undo=a.undo,
+        actor=a.actor,
+        checkpoint=a.checkpoint,
+    )
+    return answer.to_dict()
+
+
 #: The first words of the subcommands defined here: for these no plug-in is loaded.
 BUILT_IN = frozenset(name.split(" ")[0] for name in COMMANDS)
 _VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcommand that take a value

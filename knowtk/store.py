@@ -386,6 +386,38 @@ class Store:
         checked = validate("knowledge_mutation", WRITE_TOOLS["knowledge_mutation"].params, given, python=True)
         return preview(self.engine, checked)
 
+    def adopt(
+        self,
+        *,
+        profile: str | None = None,
+        dry_run: bool = False,
+        skip_issues: bool = False,
+        undo: str | None = None,
+        actor: str | None = None,
+        checkpoint: bool | None = None,
+    ) -> Result:
+        """Write the keys the store's profile derived into each file's frontmatter, so that the folder reads the
+        same under knowtk's own format (docs/profiles.md, Adopt). ``dry_run`` writes nothing and returns
+        ``diff``, the unified diff of every file; files with coverage issues refuse it unless ``skip_issues``.
+        ``undo=RECEIPT`` puts back the files of an adopt receipt (only if each is still as it left it).
+        ``profile`` must be the one the store is open with. The answer: ``{"receipt", "written", "dryRun",
+        "skipped": [{path, id, reason}], "note", "diff"?}``; ``to_frame()`` has a row per file."""
+        from knowtk.write.adopt import adopt, undo_adopt  # imported when used: a query process never needs it
+
+        args = {"profile": profile, "dry_run": dry_run, "skip_issues": skip_issues, "undo": undo, "actor": actor}
+        if undo is not None:
+            answer = undo_adopt(self.engine, undo, dry_run=dry_run, actor=actor, checkpoint=bool(checkpoint))
+        else:
+            answer = adopt(
+                self.engine,
+                profile=profile,
+                dry_run=dry_run,
+                skip_issues=skip_issues,
+                actor=actor,
+                checkpoint=bool(checkpoint),
+            )
+        return Result("knowledge_mutation", answer, args)
+
     def history(
         self,
         id: str | None = None,

@@ -2,7 +2,8 @@
 
 Where each value comes from (docs/profiles.md has the whole table):
 
-- the status: frontmatter ``status:`` (MADR 3/4), a ``Status: …`` line (MADR 2, log4brains, bold variants),
+- the status: frontmatter ``status:`` (MADR 3/4; not knowtk's own word beside an ``id``, as ``knowtk adopt`` writes
+  it), a ``Status: …`` line (MADR 2, log4brains, bold variants),
   else the lines of a ``## Status`` section (adr-tools);
 - the replacement: ``superseded by`` followed by a link (resolved against the file's folder) or an ADR
   number (the same folder); one that resolves to neither is a coverage issue naming the line;
@@ -93,8 +94,10 @@ def _strings(value: Any) -> list[str]:
 def _status_lines(src: Source) -> list[tuple[int, str]]:
     """(file line, text) of the status: the frontmatter's, a ``Status:`` line, or a ``## Status`` section."""
     meta = src.meta or {}
-    if isinstance(meta.get("status"), str) and meta["status"].strip():
-        return [(src.key_line("status") or 1, meta["status"].strip())]
+    status = meta.get("status")
+    knowtks = status in ("active", "superseded", "withdrawn") and isinstance(meta.get("id"), str)
+    if isinstance(status, str) and status.strip() and not knowtks:  # (knowtk's own word: an adopted file)
+        return [(src.key_line("status") or 1, status.strip())]
     for number, line in prose_lines(src.body, src.body_line):
         match = _STATUS_LINE.match(line)
         if match and match.group(1):
