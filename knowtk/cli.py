@@ -547,6 +547,7 @@ def _diff(a: argparse.Namespace) -> int:
 def _adopt_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
     p.add_argument("--skip-issues", action="store_true", help="leave out the files with coverage issues")
+    p.add_argument("--expect", metavar="PLAN", help="write only what the dry run that printed this PLAN showed")
     p.add_argument("--undo", metavar="RECEIPT", help="put back the files of this adopt receipt")
     p.add_argument("--actor", help="who makes the change (default: the OS user)")
     p.add_argument("--checkpoint", action="store_true", help="commit the files written to Git")
@@ -557,6 +558,8 @@ def _adopt_table(r: dict[str, Any]) -> str:
     files = len(r["receipt"]["records"])
     if r["dryRun"]:
         lines.append(f"dry run: {files} file(s) would change; nothing was written" if files else "nothing to adopt")
+        if files and r.get("plan"):
+            lines.append(f"to write exactly this: knowtk adopt --expect {r['plan']}")
     elif not r["written"]:
         lines.append("nothing to undo" if r.get("undo") else "nothing to adopt: every file reads the same already")
     else:
@@ -574,7 +577,7 @@ def _adopt_table(r: dict[str, Any]) -> str:
     "write the keys a profile derived into the files, so the folder reads as a knowtk store",
     setup=_adopt_setup,
     table=_adopt_table,
-    flags={"skip_issues": "--skip-issues", "dry_run": "--dry-run", "undo": "--undo"},
+    flags={"skip_issues": "--skip-issues", "dry_run": "--dry-run", "undo": "--undo", "expect": "--expect"},
 )
 def _adopt(a: argparse.Namespace) -> dict[str, Any]:
     store = _store(a)
@@ -582,6 +585,7 @@ def _adopt(a: argparse.Namespace) -> dict[str, Any]:
         profile=a.profile if not a.undo else None,
         dry_run=a.dry_run,
         skip_issues=a.skip_issues,
+        expect=a.expect,
         undo=a.undo,
         actor=a.actor,
         checkpoint=a.checkpoint,

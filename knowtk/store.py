@@ -392,19 +392,22 @@ class Store:
         profile: str | None = None,
         dry_run: bool = False,
         skip_issues: bool = False,
+        expect: str | None = None,
         undo: str | None = None,
         actor: str | None = None,
         checkpoint: bool | None = None,
     ) -> Result:
         """Write the keys the store's profile derived into each file's frontmatter, so that the folder reads the
         same under knowtk's own format (docs/profiles.md, Adopt). ``dry_run`` writes nothing and returns
-        ``diff``, the unified diff of every file; files with coverage issues refuse it unless ``skip_issues``.
+        ``diff``, the unified diff of every file, and ``plan``: pass it as ``expect`` to write exactly that
+        (``PublicationConflict`` if the files changed since). Files with coverage issues refuse it unless
+        ``skip_issues``.
         ``undo=RECEIPT`` puts back the files of an adopt receipt (only if each is still as it left it).
         ``profile`` must be the one the store is open with. The answer: ``{"receipt", "written", "dryRun",
-        "skipped": [{path, id, reason}], "note", "diff"?}``; ``to_frame()`` has a row per file."""
+        "plan", "skipped": [{path, id, reason}], "note", "diff"?}``; ``to_frame()`` has a row per file."""
         from knowtk.write.adopt import adopt, undo_adopt  # imported when used: a query process never needs it
 
-        args = {"profile": profile, "dry_run": dry_run, "skip_issues": skip_issues, "undo": undo, "actor": actor}
+        args = {"profile": profile, "dry_run": dry_run, "skip_issues": skip_issues, "expect": expect, "undo": undo}
         if undo is not None:
             answer = undo_adopt(self.engine, undo, dry_run=dry_run, actor=actor, checkpoint=bool(checkpoint))
         else:
@@ -413,6 +416,7 @@ class Store:
                 profile=profile,
                 dry_run=dry_run,
                 skip_issues=skip_issues,
+                expect=expect,
                 actor=actor,
                 checkpoint=bool(checkpoint),
             )

@@ -145,6 +145,24 @@ def test_a_key_written_in_the_other_tools_form_changes_in_place_and_is_kept_unde
     assert b"decision-makers: Ines\n" in new and body_of(new) == body_of(old)
 
 
+def test_expect_writes_exactly_what_the_dry_run_showed_or_nothing(tmp_path: Path) -> None:
+    root = fixture(tmp_path, "plain")
+    with knowtk.open_store(root, profile="plain", state_dir=tmp_path / "state") as store:
+        shown = store.adopt(dry_run=True)
+        path = root / "guides/onboarding.md"
+        path.write_bytes(path.read_bytes() + b"\nEdited after the review.\n")
+        digest = markdown_digest(root)
+        with pytest.raises(PublicationConflict, match="not as the dry run saw them"):
+            store.adopt(expect=shown["plan"])
+        assert markdown_digest(root) == digest and store.history()["total"] == 0
+        again = store.adopt(dry_run=True)
+        done = store.adopt(expect=again["plan"])
+        assert done["written"] and done["plan"] == again["plan"]
+        assert [r["sha256After"] for r in done["receipt"]["records"]] == [
+            r["sha256After"] for r in again["receipt"]["records"]
+        ]
+
+
 def test_files_with_coverage_issues_refuse_adopt_unless_skipped(tmp_path: Path) -> None:
     root = fixture(tmp_path, "adr-tools")
     digest = markdown_digest(root)
@@ -344,7 +362,8 @@ def test_adopt_on_the_command_line_dry_run_run_again_and_undo(tmp_path: Path, ca
     code, out, _ = run(capsys, *store, "adopt", "--dry-run", "--skip-issues")
     assert code == 0 and "+++ doc/adr/0002-store-the-index-in-flat-files.md" in out and "+superseded_by:" in out
     assert "nothing was written" in out and files(root) == original
-    code, out, _ = run(capsys, *store, "adopt", "--skip-issues", "--actor", "ada")
+    plan = out.split("knowtk adopt --expect ")[1].split()[0]
+    code, out, _ = run(capsys, *store, "adopt", "--skip-issues", "--actor", "ada", "--expect", plan)
     assert code == 0 and "adopt" in out and "by ada" in out and "skipped doc/adr/0007" in out
     receipt = out.split("knowtk adopt --undo ")[1].split()[0]
     code, out, _ = run(capsys, *store, "adopt", "--skip-issues")

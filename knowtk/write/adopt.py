@@ -39,7 +39,7 @@ from knowtk.write.mutation import Planner, mutate, preview
 from knowtk.write.plan import Change, Plan
 from knowtk.write.splice import new_file, splice
 
-__all__ = ["adopt", "undo_adopt"]
+__all__ = ["adopt", "plan_digest", "undo_adopt"]
 
 # the order new keys are written in (the others follow in the order the profile derived them)
 _ORDER = ("id", "kind", "type", "title", "aliases", "tags", "status", "superseded_by", "occurred_at")
@@ -166,7 +166,13 @@ def _forbidden(engine: Engine) -> list[str]:
     return [os.path.dirname(engine.state_path), os.path.join(engine.root, STATE_DIR)]
 
 
-def _adopt_planner(out: dict[str, Any], *, skip_issues: bool) -> Planner:
+def plan_digest(plan: Plan) -> str:
+    """The digest of what a plan writes: each file's path and hashes before and after (the dry run shows it)."""
+    lines = [f"{c.path}\0{c.sha_before}\0{c.sha_after}" for c in plan.changes]
+    return sha256_of("\n".join(lines).encode("utf-8"))
+
+
+def _adopt_planner(out: dict[str, Any], *, skip_issues: bool, expect: str | None) -> Planner:
     def plan(engine: Engine, snap: Snapshot, args: dict[str, Any], at: str) -> Plan:
         records, skipped = _select(snap, skip_issues=skip_issues)
         out["skipped"] = skipped
@@ -182,6 +188,15 @@ def _adopt_planner(out: dict[str, Any], *, skip_issues: bool) -> Planner:
             _check(r, after)
             if after != data:
                 made.changes.append(Change(r.id, r.path, full, data, after, r.revision, r.revision))
+        out["plan"] = plan_digest(made)
+        if expect is not None and expect != out["plan"]:
+            raise PublicationConflict(
+                "(the adopt plan)",
+                expect,
+                out["plan"],
+                f"the files are not as the dry run saw them (plan {expect}, now {out['plan']}); nothing was "
+                "written: run the dry run again and review its diff",
+            )
         return made
 
     return plan
@@ -281,19 +296,23 @@ def adopt(
     profile: str | None = None,
     dry_run: bool = False,
     skip_issues: bool = False,
+    expect: str | None = None,
     actor: str | None = None,
     checkpoint: bool = False,
 ) -> dict[str, Any]:
     """Write every record's derived keys into its file (see the module); the receipt, or the diff of a dry run.
 
-    ``{"receipt", "written", "dryRun", "profile", "skipped": [{path, id, reason}], "note", "diff"?}``.
+    ``expect``: the ``plan`` of a dry run; the run writes only if it would write exactly that (else
+    ``PublicationConflict``, nothing written). ``{"receipt", "written", "dryRun", "profile", "plan",
+    "skipped": [{path, id, reason}], "note", "diff"?}``.
     """
     name = _profile_of(engine, profile)
-    out: dict[str, Any] = {"skipped": []}
-    planner = _adopt_planner(out, skip_issues=skip_issues)
+    out: dict[str, Any] = {"skipped": [], "plan": None}
+    planner = _adopt_planner(out, skip_issues=skip_issues, expect=expect)
     args = {"operation": "adopt", "actor": actor, "checkpoint": checkpoint}
     answer = _dry(engine, args, planner) if dry_run else mutate(engine, args, planner=planner)
-    return {**answer, "dryRun": dry_run, "profile": name, "skipped": out["skipped"], "note": _note(engine)}
+    extra = {"dryRun": dry_run, "profile": name, "plan": out["plan"], "skipped": out["skipped"]}
+    return {**answer, **extra, "note": _note(engine)}
 
 
 def undo_adopt(
