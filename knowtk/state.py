@@ -81,6 +81,9 @@ CREATE TABLE IF NOT EXISTS scan_files_v1 (
 """
 
 SAFEGUARD_TABLES = ("keyword_withdrawals_v1", "lifecycle_guards_v1")
+# the write layer's state (knowtk.write.journal): receipts, unfinished intents, kept file versions; like the
+# safeguards, never rebuilt from the Markdown, so never dropped with the projections
+WRITE_TABLES = ("receipts_v1", "receipt_records_v1", "write_intents_v1", "file_versions_v1")
 
 
 def now_utc() -> datetime:
@@ -360,12 +363,12 @@ class StateDB:
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def drop_projections(self) -> None:
-        """Drop every table but the safeguards (all the others are rebuilt from the Markdown when needed).
+        """Drop every table but the safeguards and the write layer's (the others are rebuilt from the Markdown).
 
         Used when the store is read with other profiles than the state's projections were built with: the
         same bytes then make other records, and a projection keyed by a file's hash would not see it.
         """
-        keep = {"knowtk_meta", *SAFEGUARD_TABLES}
+        keep = {"knowtk_meta", *SAFEGUARD_TABLES, *WRITE_TABLES}
         with self.transaction() as conn:
             rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
             virtual = [

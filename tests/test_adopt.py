@@ -329,6 +329,20 @@ def test_sigkill_at_any_step_of_adopt_is_finished_at_the_next_open(tmp_path: Pat
         assert store.check()["ok"] is True
 
 
+def test_a_crash_is_finished_and_undone_when_the_store_is_next_opened_without_the_profile(tmp_path: Path) -> None:
+    root = fixture(tmp_path, "madr")
+    state = tmp_path / "state"  # one state: opening it with another profile rebuilds its projections only
+    original = files(root)
+    kill_at(root, state, "file:2")
+    with knowtk.open_store(root, state_dir=state) as store:  # the default profile: the point of adopting
+        receipts = store.history()["receipts"]
+        assert [r["operation"] for r in receipts] == ["adopt"] and len(receipts[0]["records"]) == 11
+        assert store.lookup("ADR-6")["record"]["id"] == "docs:decisions:0006"
+        store.adopt(undo=receipts[0]["id"])
+        assert files(root) == original
+        assert store.history()["total"] == 2
+
+
 def test_sigkill_then_an_edit_rolls_the_whole_adopt_back(tmp_path: Path) -> None:
     root = fixture(tmp_path, "madr")
     state = tmp_path / "state"
