@@ -13,6 +13,9 @@ measures each in fresh processes:
 
 knowtk's format is read with the default profile, the stripped copy with ``profile="plain"``. The table
 prints both and their ratio (issue 22's target: at most 1.1x). State goes to --out, never into a store.
+
+The changed step rewrites one file of each store (and puts it back): the stores must be this run's own.
+A store in --out that is a symlink (to a shared generated store) is refused: copy it there instead.
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for n in a.sizes:
         store = ensure_store(out, n, a.seed)
+        if store.is_symlink():
+            sys.exit(f"{store} is a symlink: the changed step writes into the store; copy it into --out instead")
         plain = ensure_plain(out, store)
         rows = {}
         for name, folder, profile in (("knowtk", store, ""), ("plain", plain, "plain")):
