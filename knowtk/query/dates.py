@@ -210,8 +210,8 @@ def _fetch(
         total = len(rows)
     else:
         (total,) = conn.execute(f"{_ctes(p, s)}SELECT count(*) {body}", params).fetchone()
-        rows = conn.execute(f"{sql} LIMIT :limit OFFSET :offset", {**params, "offset": page[0], "limit": page[1]})
-        rows = rows.fetchall()
+        paged = {**params, "offset": page[0], "limit": page[1]}
+        rows = conn.execute(f"{sql} LIMIT :limit OFFSET :offset", paged).fetchall()
     if any(r[0] not in snap.records for r in rows):  # the reconcile in this transaction made them this snapshot's
         raise Contention(f"{p.dates} holds records this snapshot does not")
     return [Hit(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7])) for r in rows], total
