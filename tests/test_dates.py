@@ -613,3 +613,177 @@ def test_result_plot_draws_a_chronicle_week_in_its_time_zone(dst: knowtk.Store) 
     )
     assert hours == [0.25, 1.5, 3.5, 23.5]  # local times of day across the change
     assert BERLIN in ax.get_title()
+
+
+# -- the same answers as the first implementation, on a generated store ---------------------------
+
+# The SQL of the first implementation (before issue 20 made the date tools cost what the answer needs):
+# the eligible records as a common table expression, every row fetched, paged in Python. Kept here as
+# the reference the current queries must agree with, row for row.
+_OLD_ELIG = "elig"
+
+
+def _old_ctes(p: Any, s: Any) -> str:
+    strict = "" if s.inactive else " WHERE lifecycle = 'active' AND strict = 1"
+    ctes = [f"elig AS (SELECT id, kind, type, source, source_event FROM {p.records}{strict})"]
+    if s.entity is not None:
+        ctes += [
+            f"about AS (SELECT DISTINCT l.id FROM {p.links} l JOIN elig e ON e.id = l.id "
+            "WHERE l.target = :entity AND l.role IN ('entity', 'owner', 'from', 'to'))",
+            f"sources AS (SELECT l.target AS id FROM {p.links} l JOIN about a ON a.id = l.id WHERE l.role = 'source' "
+            f"UNION SELECT o.target FROM {p.links} l JOIN elig e ON e.id = l.id JOIN {p.links} o ON o.id = l.id "
+            "WHERE l.target = :entity AND l.role IN ('from', 'to') AND o.role IN ('from', 'to') "
+            "AND o.target != :entity)",
+            "direct AS (SELECT id FROM about UNION SELECT id FROM elig WHERE source = :entity "
+            "UNION SELECT id FROM sources)",
+            "matched AS (SELECT id FROM direct UNION SELECT e.id FROM elig e JOIN direct d ON d.id = e.source "
+            "WHERE e.source_event = 1)",
+        ]
+    return "WITH " + ", ".join(ctes) + " "
+
+
+def _old_fetch(p: Any, snap: Any, s: Any) -> list[Any]:
+    from knowtk.query.dates import OCCURRED, Hit
+
+    where = ["d.field = :field"]
+    if s.since is not None:
+        where.append("(d.start_us >= :since OR d.end_us > :since)")
+    if s.until is not None:
+        where.append("d.start_us <= :until")
+    if s.calendar is not None:
+        where.append(
+            "(CASE d.date_only WHEN 1 THEN d.start_us >= :d0 AND d.start_us < :d1 "
+            "ELSE d.start_us >= :t0 AND d.start_us < :t1 END)"
+        )
+    if s.kind is not None:
+        where.append("e.type = :kind")
+    if s.entity is not None:
+        where.append("d.id IN (SELECT id FROM matched)")
+    if s.field == OCCURRED and s.kind is None:
+        represented = (
+            f"NOT EXISTS (SELECT 1 FROM elig c JOIN {p.dates} cd ON cd.id = c.id AND cd.field = '{OCCURRED}' "
+            "WHERE c.source = d.id AND c.source_event = 1)"
+        )
+        where.append(f"(d.id IN (SELECT id FROM sources) OR {represented})" if s.group else represented)
+    is_source = "d.id IN (SELECT id FROM sources)" if s.entity is not None else "0"
+    desc = " DESC" if s.descending else ""
+    sql = (
+        f"{_old_ctes(p, s)}SELECT d.id, d.value, d.date_only, d.start_us, d.end_us, e.kind, e.source, {is_source} "
+        f"FROM {p.dates} d JOIN elig e ON e.id = d.id WHERE {' AND '.join(where)} "
+        f"ORDER BY d.start_us{desc}, d.end_us{desc}, d.id{desc}"
+    )
+    params = dict(field=s.field, since=s.since, until=s.until, kind=s.kind, entity=s.entity)
+    params.update(zip(("d0", "d1", "t0", "t1"), s.calendar or (None,) * 4, strict=True))
+    rows = p.state.conn.execute(sql, params).fetchall()
+    return [Hit(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7])) for r in rows if r[0] in snap.records]
+
+
+def _old_select(engine: Any, snap: Any, s: Any, page: tuple[int, int] | None = None) -> tuple[Any, list[Any], int]:
+    from knowtk.index.temporal import reconciled
+
+    proj = reconciled(engine, snap)
+    hits = _old_fetch(proj, snap, s)
+    window = hits if page is None else hits[page[0] : page[0] + page[1]]
+    return proj, window, len(hits)
+
+
+def _random_when(rng: Any) -> str:
+    """A date-only value or an instant written in some offset, around two months (DST change included)."""
+    day = datetime(2026, 3, 1, tzinfo=UTC) + timedelta(days=rng.randrange(60))
+    if rng.random() < 0.4:
+        return day.date().isoformat()
+    at = day + timedelta(minutes=rng.choice([0, 15, 59, 60 * 12, 60 * 23 + 59]))
+    offset = rng.choice(["Z", "+01:00", "-05:00", "+02:00"])
+    return at.strftime("%Y-%m-%dT%H:%M:%S") + offset
+
+
+def _generated(b: StoreBuilder, seed: int) -> knowtk.Store:
+    """People, meetings (some standing behind an event claim), sourced and superseded claims, relationships."""
+    import random
+
+    rng = random.Random(seed)
+    people = [f"person-{i}" for i in range(5)]
+    for p in people:
+        b.page(p, p.title(), type="person", path=f"people/{p}.md")
+    meetings = [f"mtg-{i}" for i in range(20)]
+    for m in meetings:
+        when = {"fields": {"occurred_at": _random_when(rng)}} if rng.random() < 0.85 else {}
+        b.page(m, m, f"# {m}\n\nWith [[{rng.choice(people)}]].\n", type="meeting",
+               entities=rng.sample(people, 2), path=f"meetings/{m}.md", **when)  # fmt: skip
+        if rng.random() < 0.5:
+            event = {"occurred_at": _random_when(rng)} if rng.random() < 0.8 else {}
+            claim(b, f"evt-{m}", "event", f"# {m} happened\n\nSee [[{m}]].\n", source=m, source_event=True,
+                  entities=[rng.choice(people)], **event)  # fmt: skip
+    for i in range(60):
+        meta: dict[str, Any] = {"entities": rng.sample(people, rng.randrange(3))}
+        if rng.random() < 0.8:
+            meta["occurred_at"] = _random_when(rng)
+        if rng.random() < 0.6:
+            meta["source"] = rng.choice(meetings)
+        if rng.random() < 0.3:
+            meta["owner"] = rng.choice(people)
+        if rng.random() < 0.3:
+            meta["due_at"] = _random_when(rng)
+        if i > 5 and rng.random() < 0.1:
+            meta.update(status="superseded", superseded_by=f"c-{rng.randrange(i)}")
+        elif rng.random() < 0.08:
+            meta["expires_at"] = "2026-01-31"
+        claim(b, f"c-{i}", rng.choice(["decision", "note", "event"]), **meta)
+    for i in range(10):
+        ends = rng.sample(people + meetings, 2)
+        extra = {"occurred_at": _random_when(rng)} if rng.random() < 0.5 else {}
+        b.write(f"relations/rel-{i}.md", {"id": f"rel-{i}", "kind": "relationship", "from": ends[0], "to": ends[1],
+                "relation": "met", **extra}, f"# rel-{i}\n\nAbout [[{ends[1]}]].\n")  # fmt: skip
+    return b.open()
+
+
+def _calls(seed: int) -> list[tuple[str, dict[str, Any]]]:
+    import random
+
+    rng = random.Random(seed)
+    out: list[tuple[str, dict[str, Any]]] = []
+    for _ in range(60):
+        since = rng.choice([None, "2026-03-01", "2026-03-29", "2026-03-29T01:30:00+02:00", "2026-04-15"])
+        until = rng.choice([None, "2026-03-31", "2026-04-10T12:00:00Z", "2026-05-01"])
+        if since is not None and until is not None and since > until:
+            since, until = until, since
+        entity = rng.choice([None, None, "person-0", "person-3", "mtg-4"])
+        page = {"limit": rng.choice([1, 3, 50]), "offset": rng.choice([0, 0, 2, 7, 500])}
+        timeline = {"since": since, "until": until, "entity": entity, "order": rng.choice(["asc", "desc"]),
+                    "eligibility": rng.choice(["active", "include_inactive"]), **page}  # fmt: skip
+        field = rng.choice(["occurred_at", "occurred_at", "due_at", "recorded_at"])
+        kind = rng.choice([None, None, "meeting", "event"])
+        if entity is not None and field == "occurred_at" and kind is None and rng.random() < 0.5:
+            timeline["group"] = "source"
+        else:
+            timeline.update(timeField=field, kind=kind, includeSources=rng.random() < 0.5)
+        out.append(("knowledge_timeline", {k: v for k, v in timeline.items() if v is not None}))
+        chronicle = {"since": since or "2026-03-10", "until": until, "kind": kind, "entity": entity, **page}
+        out.append(("knowledge_chronicle_since", {k: v for k, v in chronicle.items() if v is not None}))
+        zone = rng.choice([None, "Europe/Berlin", "America/New_York", "Asia/Kolkata"])
+        day = {"date": rng.choice(["2026-03-29", "2026-03-30", "2026-04-02"]), "week": rng.random() < 0.5,
+               "timeZone": zone, "entity": entity}  # fmt: skip
+        out.append(("knowledge_chronicle_day", {k: v for k, v in day.items() if v is not None}))
+        seen = {"entity": entity or "person-1", "occurredOnOrBefore": until}
+        out.append(("knowledge_chronicle_last_seen", {k: v for k, v in seen.items() if v is not None}))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_date_tools_answer_as_the_first_implementation_did(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    import knowtk.query.dates as dates
+
+    store = _generated(builder, seed)
+    calls = _calls(seed)
+    got = [store.call(tool, args) for tool, args in calls]
+    with monkeypatch.context() as m:
+        m.setattr(dates, "_select", _old_select)
+        m.setattr(dates, "_ctes", _old_ctes)
+        m.setattr(dates, "_eligible", lambda p, s: _OLD_ELIG)
+        want = [store.call(tool, args) for tool, args in calls]
+    assert sum(len(w["rows"]) for w in want) > 200  # the calls show rows, not only empty pages
+    for (tool, args), g, w in zip(calls, got, want, strict=True):
+        g, w = ({k: v for k, v in x.items() if k != "freshness"} for x in (g, w))
+        assert g == w, (tool, args)

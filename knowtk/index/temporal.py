@@ -21,6 +21,7 @@ expiry changed; a missing table or another fingerprint rebuilds the projection.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from knowtk.index.projection import Findings, Host, Runner, kept, register
@@ -35,7 +36,9 @@ NAME = "temporal"  # the projection's key in Engine.extensions
 STATE_TABLE = "temporal_state_v1"
 _SCHEMA = (
     "CREATE TABLE {records} (id TEXT PRIMARY KEY, sig TEXT NOT NULL, kind TEXT NOT NULL, type TEXT NOT NULL, "
-    "lifecycle TEXT NOT NULL, strict INTEGER NOT NULL, source TEXT, source_event INTEGER NOT NULL)",
+    "lifecycle TEXT NOT NULL, strict INTEGER NOT NULL, source TEXT, source_event INTEGER NOT NULL, "
+    "dates INTEGER NOT NULL, links INTEGER NOT NULL)",
+    "CREATE INDEX {records}_source ON {records} (source, source_event)",
     "CREATE TABLE {dates} (id TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, date_only INTEGER NOT NULL, "
     "start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, PRIMARY KEY (id, field))",
     "CREATE INDEX {dates}_range ON {dates} (field, start_us, end_us, id)",
@@ -82,6 +85,7 @@ class TemporalProjection:
         self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
         self._version: int | None = None
         self._desired: tuple[int, dict[str, str]] | None = None
+        self._synced: int | None = None  # the snapshot generation the mirror (and tables) were last made to hold
         self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
 
     @property
@@ -90,7 +94,7 @@ class TemporalProjection:
 
     def invalidate(self) -> None:
         """Forget the mirror (after a rollback): loaded again at the next use."""
-        self._version = None
+        self._version, self._synced = None, None
 
     def ensure(self) -> None:
         """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed.
@@ -113,6 +117,11 @@ class TemporalProjection:
             if n
         ]
         out += orphans
+        for table, column in ((self.dates, "dates"), (self.links, "links")):
+            (held,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+            (said,) = conn.execute(f"SELECT coalesce(sum({column}), 0) FROM {self.records}").fetchone()
+            if held != said:
+                out.append(f"{table} holds {held} rows, {self.records} counts {said}")
         if snap is not None:
             desired = self.desired(snap)
             sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
@@ -150,7 +159,7 @@ class TemporalProjection:
         """Drop and create the tables (the next reconcile projects every record again)."""
         with self.state.reading(), self.state.transaction() as conn:
             conn.execute(f"DELETE FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
-        self._version = None
+        self._version, self._synced = None, None
 
     def _ensure(self) -> None:
         conn = self.state.conn
@@ -182,7 +191,7 @@ class TemporalProjection:
         assert state is not None
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
-        self._version = self.state.data_version()
+        self._version, self._synced = self.state.data_version(), None
         problems = self.problems()
         if problems:  # rows of records the records table lost: start again
             self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
@@ -190,15 +199,36 @@ class TemporalProjection:
             self._ensure()
 
     def desired(self, snap: Snapshot) -> dict[str, str]:
-        """{id: signature} of every record this snapshot lets some eligibility show."""
+        """{id: signature} of every record this snapshot lets some eligibility show.
+
+        Built without building a record (a stored snapshot knows each record's hash), and after an
+        update of the snapshot it had, patched at the ids the update may have changed.
+        """
         cached = self._desired
         if cached is not None and cached[0] == snap.generation:
             return cached[1]
-        out = {
-            rid: f"{r.sha256}:{snap.lifecycle[rid]}:{int(rid not in snap.unavailable)}"
-            for rid, r in snap.records.items()
-            if rid not in snap.unavailable_inactive
-        }
+        records, unavailable, hidden, lifecycle = (
+            snap.records,
+            snap.unavailable,
+            snap.unavailable_inactive,
+            snap.lifecycle,
+        )
+        sha_of = getattr(records, "sha256_of", None) if not isinstance(records, dict) else None
+        ids: Iterable[str]
+        if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
+            out, ids = dict(cached[1]), snap.changed_ids
+        else:
+            out, ids = {}, records
+        for rid in ids:
+            if sha_of is not None:
+                sha = sha_of(rid)
+            else:
+                r = records.get(rid)
+                sha = r.sha256 if r is not None else None
+            if sha is None or rid in hidden:
+                out.pop(rid, None)
+            else:
+                out[rid] = f"{sha}:{lifecycle[rid]}:{int(rid not in unavailable)}"
         self._desired = (snap.generation, out)
         return out
 
@@ -206,40 +236,62 @@ class TemporalProjection:
         """Make the tables hold exactly this snapshot's projection; returns how many records were rewritten.
 
         When the mirror had to be loaded (the tables changed outside this engine), the tables are
-        also checked against the snapshot once written, and rebuilt if they disagree.
+        checked once written (no orphan rows, as many dates and associations as their records
+        say), and rebuilt if they are not whole. ``check`` compares them with the snapshot itself.
         """
         loaded = self._version is None or self._version != self.state.data_version()
         written = self._reconcile(snap)
-        problems = self.problems(snap) if loaded else []
+        problems = self.problems() if loaded else []
         if problems:
             self.repairs.append(f"temporal tables rebuilt ({'; '.join(problems)})")
             self.rebuild()
             written = self._reconcile(snap)
         return written
 
+    def _changes(self, snap: Snapshot, desired: dict[str, str]) -> tuple[list[str], list[str]]:
+        """(stale, fresh): ids whose rows must go, ids whose rows must be written.
+
+        Only the ids the snapshot changed since the one the mirror holds are compared, when it
+        holds the previous one; every id otherwise.
+        """
+        if self._synced == snap.generation:
+            return [], []
+        sigs = self.sigs
+        if self._synced is not None and snap.changed_ids is not None and self._synced == snap.previous_generation:
+            changed = snap.changed_ids
+            stale = [rid for rid in changed if rid in sigs and desired.get(rid) != sigs[rid]]
+            fresh = [rid for rid in changed if rid in desired and sigs.get(rid) != desired[rid]]
+            return stale, fresh
+        stale = [rid for rid, sig in sigs.items() if desired.get(rid) != sig]
+        fresh = [rid for rid, sig in desired.items() if sigs.get(rid) != sig]
+        return stale, fresh
+
     def _reconcile(self, snap: Snapshot) -> int:
         self.ensure()
         desired = self.desired(snap)
-        stale = [rid for rid, sig in self.sigs.items() if desired.get(rid) != sig]
-        fresh = [rid for rid, sig in desired.items() if self.sigs.get(rid) != sig]
+        stale, fresh = self._changes(snap, desired)
         self.written = tuple(sorted({*stale, *fresh}))
         if not self.written:
+            self._synced = snap.generation
             return 0
         records, dates, links = [], [], []
         for rid in fresh:
             r = snap.records[rid]
             life, strict = snap.lifecycle[rid], int(rid not in snap.unavailable)
-            records.append((rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event)))
+            own = links_of(r)
+            records.append(
+                (rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event), len(r.dates), len(own))
+            )
             for name, v in r.dates.items():
                 dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
-            links += [(rid, role, target) for role, target in links_of(r)]
+            links += [(rid, role, target) for role, target in own]
         with self.state.transaction() as conn:
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise Contention(f"{self.records} changed before it could be written")
             gone = [(rid,) for rid in {*stale, *fresh}]  # fresh too: no row of theirs may be left over
             for table in self.tables:
                 conn.executemany(f"DELETE FROM {table} WHERE id = ?", gone)
-            conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", records)
+            conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
             conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
             conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
             indexed_at = format_utc(now_utc())
@@ -248,6 +300,7 @@ class TemporalProjection:
         for rid in stale:
             del self.sigs[rid]
         self.sigs.update((rid, desired[rid]) for rid in fresh)
+        self._synced = snap.generation
         return len(self.written)
 
 

@@ -282,6 +282,9 @@ def _eligible(
     """id -> the record's status at the asked instant, for every available record that passes the filters."""
     wanted = ("active", "superseded") if status == "all" else (status,)
     categories = snap.config.expand_type(category) if category else None
+    lifecycle, unavailable = snap.lifecycle, snap.unavailable
+    if as_of is None and not tags and categories is None:  # the lifecycle alone decides: no record is built
+        return {rid: lifecycle[rid] for rid in snap.records if rid not in unavailable and lifecycle[rid] in wanted}
     out = {}
     for rid, r in snap.records.items():
         if rid in snap.unavailable:
