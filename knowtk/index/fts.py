@@ -61,6 +61,7 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+PATCH_SHARE = 0.1  # kept counts are patched across changes of up to this share of the rows, dropped beyond
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +127,13 @@ class FtsProjection:
         self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
         self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
         self._arrays: dict[Hashable, Any] = {}  # numpy views of the mirror: tokens by rowid, allowed masks
-        # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
-        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
-        self._phrases_mirror = -1
+        # phrase -> (rowids holding it, their weighted counts, the mirror they are of): patched to the rows
+        # as they are at the phrase's next use, from the changes below (``_kept``)
+        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64], int]] = {}
+        # the rows reconcile deleted and inserted, (mirror after, deleted rowids, inserted rowids), since mirror
+        # _changes_from: a count kept at that mirror or later is brought up to date from them alone
+        self._changes: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self._changes_from = 0
         self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
@@ -263,6 +268,7 @@ class FtsProjection:
         self._version = version
         self._synced = None
         self.mirror += 1
+        self._changes, self._changes_from = [], self.mirror  # rows loaded afresh: no count kept before is patched
 
     def reconcile(
         self,
@@ -303,7 +309,7 @@ class FtsProjection:
         with self.state.transaction():
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise ProjectionChanged(f"{self.rows} changed before it could be written")
-            gone = [(self.ids[rid],) for rid in stale]
+            gone = [(self.ids[rid],) for rid in stale]  # (rowid,) deleted
             conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
             for rid in stale:
@@ -339,8 +345,31 @@ class FtsProjection:
             self.image_mark = mark if complete else None
             self.state.set_meta(self._mark_key, self.image_mark or "")
         self.mirror += 1
+        self._changed([rowid for (rowid,) in gone], [rowid for rowid, _ in inserted])
         self._synced, self._synced_version = (desired, version) if complete else (None, None)
         return len(stale) + len(inserted)
+
+    def _changed(self, deleted: list[int], inserted: list[int]) -> None:
+        """Log the rows a reconcile deleted and inserted (the mirror is bumped already), and patch the
+        tokens array: kept counts are patched from the log at their next use, exactly (``_kept``)."""
+        # the log starts at the oldest count kept: earlier changes are in every kept count already
+        kept = [at for _, _, at in self._phrases.values() if at >= self._changes_from]
+        oldest = min(kept, default=self.mirror - 1)
+        self._changes = [c for c in self._changes if c[0] > oldest]
+        self._changes_from = max(self._changes_from, oldest)
+        self._changes.append((self.mirror, tuple(deleted), tuple(inserted)))
+        if sum(len(d) + len(i) for _, d, i in self._changes) > PATCH_SHARE * max(len(self.tokens), 1):
+            self._changes, self._changes_from = [], self.mirror  # many rows changed: ranking afresh costs less
+        cached = self._arrays.get("tokens")
+        if cached is not None and cached[0] == self.mirror - 1:
+            import numpy as np
+
+            sizes = cached[1]
+            top = max(inserted, default=0) + 1
+            sizes = np.concatenate([sizes, np.full(top - len(sizes), -1.0)]) if top > len(sizes) else sizes.copy()
+            sizes[np.array(deleted, dtype=np.int64)] = -1.0
+            sizes[np.array(inserted, dtype=np.int64)] = [float(self.tokens[r]) for r in inserted]
+            self._arrays = {"tokens": (self.mirror, sizes)}
 
     @property
     def _mark_key(self) -> str:
@@ -549,8 +578,64 @@ class FtsProjection:
         return before
 
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
-        """True when the phrase's per-row counts are kept for the rows as they are."""
-        return self._phrases_mirror == self.mirror and phrase in self._phrases
+        """True when the phrase's per-row counts are kept for the rows as they are (patched to them if need be)."""
+        return self._kept(phrase) is not None
+
+    def _kept(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """The phrase's kept counts, brought up to the rows as they are; None when not kept or not patchable.
+
+        A count belongs to one row's text, so across a reconcile only the deleted rows drop out and the
+        inserted ones (a changed record is deleted and inserted again) are counted, by ``bm25()`` of the
+        phrase over just those rows. The corpus figures (rows, tokens) are the mirror's, as for any query.
+        """
+        entry = self._phrases.get(phrase)
+        if entry is None:
+            return None
+        rowids, counts, at = entry
+        if at == self.mirror:
+            return rowids, counts
+        patched = self._patched(phrase, rowids, counts, at) if at >= self._changes_from else None
+        if patched is None:
+            del self._phrases[phrase]
+            return None
+        self._phrases[phrase] = (*patched, self.mirror)
+        return patched
+
+    def _patched(
+        self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64], at: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """Counts kept at mirror ``at`` made those of the rows as they are, from the changes logged since."""
+        import numpy as np
+
+        deleted: set[int] = set()
+        inserted: set[int] = set()
+        for mirror, gone, new in self._changes:
+            if mirror > at:
+                deleted.update(gone)
+                inserted.difference_update(gone)
+                inserted.update(new)
+        if deleted:
+            keep = ~np.isin(rowids, np.fromiter(deleted, np.int64, len(deleted)))
+            rowids, counts = rowids[keep], counts[keep]
+        if not inserted:
+            return rowids, counts
+        # every row at or above the least inserted rowid is an inserted one (rowids are given from max + 1 on)
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid >= ?"
+        )
+        found = self.conn.execute(sql, ('"' + " ".join(phrase) + '"', min(inserted))).fetchall()
+        if not found:
+            return rowids, counts
+        scores, new_rowids = columns(found)
+        if not inserted.issuperset(new_rowids.tolist()):
+            return None  # the rows are not what the log says: rank afresh
+        new_counts = self._counts(scores, new_rowids, hits=len(rowids) + len(new_rowids))
+        if new_counts is None:
+            return None
+        # still in rowid order: a row kept since ``at`` has a lower rowid than any inserted after it
+        return np.concatenate([rowids, new_rowids]), np.concatenate([counts, new_counts])
 
     def _phrase_counts(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Every row holding the phrase and its weighted count, kept until the rows change (``mirror``).
@@ -558,8 +643,9 @@ class FtsProjection:
         A count belongs to a row's text alone, so it stays exact for as long as the rows do; a common
         word asked again (another filter, another query that holds it) costs no pass over its rows.
         """
-        if self.has_counts(phrase):
-            return self._phrases[phrase]
+        kept = self._kept(phrase)
+        if kept is not None:
+            return kept
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
@@ -630,21 +716,28 @@ class FtsProjection:
             self.keep_counts(phrase, rowids, counts)
 
     def keep_counts(self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64]) -> None:
-        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
-            self._phrases, self._phrases_mirror = {}, self.mirror
+        """Keep the phrase's counts of the rows as they are (``mirror``): patched across later changes (``_kept``)."""
+        self._phrases.pop(phrase, None)
         if len(self._phrases) >= PHRASE_ENTRIES:
             del self._phrases[next(iter(self._phrases))]  # the oldest
-        self._phrases[phrase] = (rowids, counts)
+        self._phrases[phrase] = (rowids, counts, self.mirror)
 
-    def _counts(self, scores: NDArray[np.float64], rowids: NDArray[np.int64]) -> NDArray[np.float64] | None:
-        """Weighted counts solved from ``bm25()`` of one phrase over the whole table; None if out of step."""
+    def _counts(
+        self, scores: NDArray[np.float64], rowids: NDArray[np.int64], *, hits: int | None = None
+    ) -> NDArray[np.float64] | None:
+        """Weighted counts solved from ``bm25()`` of one phrase; None if out of step.
+
+        ``rowids`` are every row holding the phrase, or some of them when ``hits`` says how many hold it
+        in the whole table (bm25()'s IDF counts them all).
+        """
         if not len(rowids):
             return scores
         n_rows = len(self.tokens)
         if not n_rows or not self.total_tokens:
             return None
         avgdl = float(self.total_tokens) / float(n_rows)
-        idf = math.log((n_rows - len(rowids) + 0.5) / (len(rowids) + 0.5))
+        n_hit = len(rowids) if hits is None else hits
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         sizes = self.token_array()
         if int(rowids.max()) >= len(sizes):
