@@ -1,10 +1,11 @@
-"""Kept per-row counts of a common word survive a change of a few rows, exactly.
+"""Kept per-row counts of a common word, and the rows a filter allows, survive a change of a few rows, exactly.
 
 A long-lived store keeps each asked phrase's per-row weighted counts (``FtsProjection.keep_counts``).
 When a reconcile changes a few rows (a file edited, added or removed by hand, or a ``knowledge_mutation``),
 the counts are patched for just those rows instead of ranked afresh. After every change the long-lived
 store's whole answers (unfiltered and filtered; modes all, any and phrase; lifecycles active, all and
 superseded) must be a freshly opened store's, which ranks everything from scratch: order, scores, ties.
+The rows a filter allows are patched the same way, from the rows changed and the records the snapshot changed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ QUERIES: list[dict[str, Any]] = [
     {"query": "the alpha"},
     {"query": "the alpha", "mode": "phrase"},
     {"query": "the alpha", "mode": "phrase", "type": "note"},
+    {"query": "the", "scope": "r"},
+    {"query": "the alpha", "mode": "any", "kind": "page", "lifecycle": "all"},
 ]
 
 
@@ -76,6 +79,21 @@ def _answers(store: knowtk.Store) -> list[dict[str, Any]]:
     return out
 
 
+def _carried_calls(monkeypatch: pytest.MonkeyPatch, store: knowtk.Store) -> list[bool]:
+    """For each filter's rows asked of ``store``'s searched projection after a change: whether they were patched."""
+    calls: list[bool] = []
+    carried = FtsProjection.carried
+
+    def spy(self: FtsProjection, key: Any, generation: int | None) -> Any:
+        found = carried(self, key, generation)
+        if self.state is store.engine.state and self.fts == "keyword_fts_v1_root":
+            calls.append(found is not None)
+        return found
+
+    monkeypatch.setattr(FtsProjection, "carried", spy)
+    return calls
+
+
 def _native_calls(monkeypatch: pytest.MonkeyPatch, store: knowtk.Store) -> list[str]:
     """The projections of ``store`` that ranked a query with bm25() over the whole table (nothing kept used)."""
     calls: list[str] = []
@@ -91,17 +109,21 @@ def _native_calls(monkeypatch: pytest.MonkeyPatch, store: knowtk.Store) -> list[
 
 
 def _edit_files(builder: StoreBuilder, rng: random.Random, step: int) -> None:
-    """One or two outside changes: a record rewritten by hand, a record added, a record removed."""
+    """One or two outside changes: a record rewritten by hand, added, removed, or moved to another folder."""
     files = sorted((builder.root / "r").glob("*.md"))  # n*.md, then r000.md ...: the last is never a chain's end
     for _ in range(rng.randint(1, 2)):
         roll = rng.random()
-        if roll < 0.5:
+        if roll < 0.4:
             path = rng.choice(files)
             builder.write(f"r/{path.name}", _meta(rng, path.stem), _body(rng))
-        elif roll < 0.8:
+        elif roll < 0.65:
             builder.write(f"r/n{step}.md", _meta(rng, f"n{step}"), _body(rng))
-        else:
+        elif roll < 0.85:
             builder.remove(f"r/{files.pop().name}")
+        else:  # the same bytes elsewhere: its row stays, its record's path (and scope) changes
+            path = files.pop()
+            (builder.root / "s").mkdir(exist_ok=True)
+            path.rename(builder.root / "s" / path.name)
 
 
 def _mutate(store: knowtk.Store, rng: random.Random, step: int) -> None:
@@ -140,12 +162,15 @@ def test_a_common_word_after_a_change_answers_as_a_fresh_store(
     _answers(store)  # the first answers keep every phrase's counts
     native = _native_calls(monkeypatch, store)
     assert _answers(store) and native == []  # ... and the next ones use them
+    patched = _carried_calls(monkeypatch, store)
     for step in range(10):
         if how == "files":
             _edit_files(builder, rng, step)
         else:
             _mutate(store, rng, step)
         got = _answers(store)
+        assert patched and all(patched), f"step {step}: a filter's rows were derived again, not patched"
+        patched.clear()
         reference = fresh_walk(builder.root, tmp_path / f"fresh{step}", store)
         assert got == _answers(reference), f"step {step}"
         reference.close()
@@ -195,3 +220,24 @@ def test_a_reused_rowid_is_counted_again(builder: StoreBuilder, monkeypatch: pyt
         rowids, counts = main.phrase_arrays(("the",), None)
         assert dict(zip(rowids.tolist(), counts.tolist(), strict=True))[last] == n
     assert native == []  # patched each time, never ranked afresh
+
+
+@pytest.mark.parametrize("mode", ["all", "any", "phrase"])
+def test_matching_from_kept_counts_is_fts5s_answer(builder: StoreBuilder, mode: str) -> None:
+    """Superseded wording asks which current records match: read from kept counts, it is FTS5's own answer."""
+    from knowtk.index.fts import QueryTerms
+
+    rng = random.Random(7)
+    _build(builder, rng, 80)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    rowids = sorted(main.id_of)
+    for words in (("the",), ("the", "alpha"), ("alpha", "river", "cafe"), ("the", "absent")):
+        terms = QueryTerms(words, mode)
+        asked = rng.sample(rowids, 50)
+        by_fts5 = main.matching(terms, asked)
+        for phrase in terms.phrases:
+            main.phrase_arrays(phrase, None)  # keeps its counts
+        assert all(main.has_counts(phrase) for phrase in terms.phrases)
+        assert main.matching(terms, asked) == by_fts5
+        assert by_fts5 or words[-1] == "absent" or mode == "phrase"

@@ -122,6 +122,7 @@ class FtsProjection:
         self.mirror = 0  # bumped whenever the in-memory rows above change
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
+        self._memo_before: tuple[tuple[int, int], dict[Hashable, Any]] | None = None  # the memo the last one replaced
         self.damaged = False  # set when a query found the tables inconsistent: rebuilt by the next ensure()
         self._rebuilt_out_of_step = False  # the last rebuild was for a score that disagreed with the rows
         self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
@@ -352,8 +353,10 @@ class FtsProjection:
     def _changed(self, deleted: list[int], inserted: list[int]) -> None:
         """Log the rows a reconcile deleted and inserted (the mirror is bumped already), and patch the
         tokens array: kept counts are patched from the log at their next use, exactly (``_kept``)."""
-        # the log starts at the oldest count kept: earlier changes are in every kept count already
+        # the log starts at the oldest count or memo kept: earlier changes are in all of them already
         kept = [at for _, _, at in self._phrases.values() if at >= self._changes_from]
+        if self._memo_key is not None and self._memo and self._memo_key[1] >= self._changes_from:
+            kept.append(self._memo_key[1])
         oldest = min(kept, default=self.mirror - 1)
         self._changes = [c for c in self._changes if c[0] > oldest]
         self._changes_from = max(self._changes_from, oldest)
@@ -397,8 +400,36 @@ class FtsProjection:
         """
         key = (generation, self.mirror)
         if self._memo_key != key or len(self._memo) >= MEMO_ENTRIES:
+            if self._memo_key is not None and self._memo_key != key:
+                self._memo_before = (self._memo_key, self._memo)
             self._memo_key, self._memo = key, {}
         return self._memo
+
+    def carried(self, key: Hashable, generation: int | None) -> tuple[Any, set[int], set[int]] | None:
+        """An entry of the memo of snapshot ``generation`` (the one before the current memo's), with the rows
+        deleted and inserted since it was made: what a caller needs to patch it instead of deriving it again.
+
+        None when there is no such entry or the rows since are unknown (loaded afresh, or many changed).
+        """
+        before = self._memo_before
+        if generation is None or before is None or before[0][0] != generation or key not in before[1]:
+            return None
+        changes = self._changes_since(before[0][1])
+        return None if changes is None else (before[1][key], *changes)
+
+    def _changes_since(self, at: int) -> tuple[set[int], set[int]] | None:
+        """(rowids deleted, rowids inserted and present now) since mirror ``at``; None when the log does not
+        reach back to it. A row changed is deleted and inserted again (under a new rowid, or the same one)."""
+        if at < self._changes_from:
+            return None
+        deleted: set[int] = set()
+        inserted: set[int] = set()
+        for mirror, gone, new in self._changes:
+            if mirror > at:
+                deleted.update(gone)
+                inserted.difference_update(gone)
+                inserted.update(new)
+        return deleted, inserted
 
     def _docsizes(self, first: int) -> dict[int, int]:
         """Tokens per row from ``first`` on, as FTS5 counts them: the varints of its _docsize table, summed."""
@@ -515,8 +546,20 @@ class FtsProjection:
         return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
-        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters)."""
+        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters).
+
+        When every phrase's counts are kept, they hold every row that matches it: the answer is read from them
+        (FTS5 would seek each of the rows in a common word's long doclist).
+        """
         rowids = list(rowids)
+        kept = [self._kept(phrase) for phrase in terms.phrases]
+        if rowids and all(k is not None for k in kept):
+            import numpy as np
+
+            asked = np.fromiter(rowids, np.int64, len(rowids))
+            held = [np.isin(asked, k[0]) for k in kept if k is not None]
+            hit = np.logical_or.reduce(held) if terms.mode == "any" else np.logical_and.reduce(held)
+            return set(asked[hit].tolist())
         out: set[int] = set()
         for i in range(0, len(rowids), 10_000):
             chunk = rowids[i : i + 10_000]
@@ -594,7 +637,8 @@ class FtsProjection:
         rowids, counts, at = entry
         if at == self.mirror:
             return rowids, counts
-        patched = self._patched(phrase, rowids, counts, at) if at >= self._changes_from else None
+        changes = self._changes_since(at)
+        patched = None if changes is None else self._patched(phrase, rowids, counts, *changes)
         if patched is None:
             del self._phrases[phrase]
             return None
@@ -602,18 +646,16 @@ class FtsProjection:
         return patched
 
     def _patched(
-        self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64], at: int
+        self,
+        phrase: tuple[str, ...],
+        rowids: NDArray[np.int64],
+        counts: NDArray[np.float64],
+        deleted: set[int],
+        inserted: set[int],
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
-        """Counts kept at mirror ``at`` made those of the rows as they are, from the changes logged since."""
+        """Kept counts made those of the rows as they are: ``deleted`` rows dropped, ``inserted`` ones counted."""
         import numpy as np
 
-        deleted: set[int] = set()
-        inserted: set[int] = set()
-        for mirror, gone, new in self._changes:
-            if mirror > at:
-                deleted.update(gone)
-                inserted.difference_update(gone)
-                inserted.update(new)
         if deleted:
             keep = ~np.isin(rowids, np.fromiter(deleted, np.int64, len(deleted)))
             rowids, counts = rowids[keep], counts[keep]
