@@ -85,7 +85,7 @@ def main() -> None:
         nargs="+",
         default=["the", "pathul"],
         help="query words: the default pair is the commonest word (in ~92%% of records: its kept counts are "
-        "dropped at any change, so the next query ranks it afresh) and a rare one",
+        "patched at a change, not ranked afresh) and a rare one",
     )
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
