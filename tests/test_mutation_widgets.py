@@ -159,3 +159,59 @@ def test_a_chains_revisions_on_a_date_axis(builder: StoreBuilder) -> None:
     assert ax.get_title() == "Changes on the chain of old"
     assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["new", "old"]
     plt.close("all")
+
+
+def _shown(w: RecordActions) -> dict[str, bool]:
+    """Which inputs the panel shows (their synced layout), by name."""
+    return {name: getattr(w, name).layout.display != "none" for name in ("fields", "by", "reason")}
+
+
+def test_the_panel_shows_only_what_the_chosen_action_takes(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    w = RecordActions(store, "old")
+    assert w.action.value == "Edit fields" and _shown(w) == {"fields": True, "by": False, "reason": False}
+    w.action.value = "Supersede by…"
+    assert _shown(w) == {"fields": False, "by": True, "reason": False}  # the tool takes no reason for supersede
+    w.action.value = "Withdraw"
+    assert _shown(w) == {"fields": False, "by": False, "reason": True}
+    w.by.value = "new"  # a value typed into a hidden input is not sent
+    w.reason.value = "duplicate"
+    shown = w.preview()
+    assert shown is not None and shown["operation"] == "withdraw" and "superseded_by" not in shown["records"][0]["diff"]
+
+
+def test_reinstate_is_offered_only_for_a_withdrawn_or_superseded_record(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    active = RecordActions(store, "old")
+    assert list(active.action.options) == ["Edit fields", "Supersede by…", "Withdraw"]
+    active.action.value = "Supersede by…"
+    active.by.value = "new"
+    active.preview()
+    assert active.confirm() is not None
+    # saved: the same panel now offers the way back, and shows its reason
+    assert list(active.action.options) == ["Edit fields", "Reinstate"]
+    assert active.action.value == "Edit fields" and _shown(active)["fields"]
+    superseded = RecordActions(store, "old")
+    assert list(superseded.action.options) == ["Edit fields", "Reinstate"]
+    superseded.action.value = "Reinstate"
+    assert _shown(superseded) == {"fields": False, "by": False, "reason": True}
+    withdrawn = RecordActions(store, "new")
+    withdrawn.action.value = "Withdraw"
+    withdrawn.reason.value = "entered twice"
+    withdrawn.preview()
+    withdrawn.confirm()
+    assert list(RecordActions(store, "new").action.options) == ["Edit fields", "Reinstate"]
+    superseded.reason.value = "superseded by mistake"
+    superseded.preview()
+    assert superseded.confirm() is not None
+    assert list(RecordActions(store, "old").action.options) == ["Edit fields", "Supersede by…", "Withdraw"]
+
+
+def test_a_safeguarded_record_whose_file_says_active_is_offered_reinstate(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    sha = store.record("new")["record"]["sha256"]
+    store.withdraw("new", reason="wrong", expected_sha256=sha)
+    path = builder.root / "decisions/new.md"
+    path.write_text(path.read_text().replace("status: withdrawn", "status: active"))  # put back by hand
+    assert store.lookup("new")["status"] == "missing"  # the safeguard holds
+    assert list(RecordActions(store, "new").action.options) == ["Edit fields", "Reinstate"]

@@ -61,6 +61,7 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+PATCH_SHARE = 0.1  # kept counts are patched across changes of up to this share of the rows, dropped beyond
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +122,19 @@ class FtsProjection:
         self.mirror = 0  # bumped whenever the in-memory rows above change
         self._memo_key: tuple[int, int] | None = None
         self._memo: dict[Hashable, Any] = {}
+        self._memo_before: tuple[tuple[int, int], dict[Hashable, Any]] | None = None  # the memo the last one replaced
         self.damaged = False  # set when a query found the tables inconsistent: rebuilt by the next ensure()
         self._rebuilt_out_of_step = False  # the last rebuild was for a score that disagreed with the rows
         self.rebuilds = 0  # rebuilds of a damaged projection (not counting the first creation)
         self.repairs: list[str] = []  # what was rebuilt and why (Store.check() reports them)
         self._arrays: dict[Hashable, Any] = {}  # numpy views of the mirror: tokens by rowid, allowed masks
-        # phrase -> (rowids holding it, their weighted counts), for the rows as of mirror _phrases_mirror
-        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
-        self._phrases_mirror = -1
+        # phrase -> (rowids holding it, their weighted counts, the mirror they are of): patched to the rows
+        # as they are at the phrase's next use, from the changes below (``_kept``)
+        self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64], int]] = {}
+        # the rows reconcile deleted and inserted, (mirror after, deleted rowids, inserted rowids), since mirror
+        # _changes_from: a count kept at that mirror or later is brought up to date from them alone
+        self._changes: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self._changes_from = 0
         self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
@@ -263,6 +269,7 @@ class FtsProjection:
         self._version = version
         self._synced = None
         self.mirror += 1
+        self._changes, self._changes_from = [], self.mirror  # rows loaded afresh: no count kept before is patched
 
     def reconcile(
         self,
@@ -303,7 +310,7 @@ class FtsProjection:
         with self.state.transaction():
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise ProjectionChanged(f"{self.rows} changed before it could be written")
-            gone = [(self.ids[rid],) for rid in stale]
+            gone = [(self.ids[rid],) for rid in stale]  # (rowid,) deleted
             conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
             for rid in stale:
@@ -339,8 +346,33 @@ class FtsProjection:
             self.image_mark = mark if complete else None
             self.state.set_meta(self._mark_key, self.image_mark or "")
         self.mirror += 1
+        self._changed([rowid for (rowid,) in gone], [rowid for rowid, _ in inserted])
         self._synced, self._synced_version = (desired, version) if complete else (None, None)
         return len(stale) + len(inserted)
+
+    def _changed(self, deleted: list[int], inserted: list[int]) -> None:
+        """Log the rows a reconcile deleted and inserted (the mirror is bumped already), and patch the
+        tokens array: kept counts are patched from the log at their next use, exactly (``_kept``)."""
+        # the log starts at the oldest count or memo kept: earlier changes are in all of them already
+        kept = [at for _, _, at in self._phrases.values() if at >= self._changes_from]
+        if self._memo_key is not None and self._memo and self._memo_key[1] >= self._changes_from:
+            kept.append(self._memo_key[1])
+        oldest = min(kept, default=self.mirror - 1)
+        self._changes = [c for c in self._changes if c[0] > oldest]
+        self._changes_from = max(self._changes_from, oldest)
+        self._changes.append((self.mirror, tuple(deleted), tuple(inserted)))
+        if sum(len(d) + len(i) for _, d, i in self._changes) > PATCH_SHARE * max(len(self.tokens), 1):
+            self._changes, self._changes_from = [], self.mirror  # many rows changed: ranking afresh costs less
+        cached = self._arrays.get("tokens")
+        if cached is not None and cached[0] == self.mirror - 1:
+            import numpy as np
+
+            sizes = cached[1]
+            top = max(inserted, default=0) + 1
+            sizes = np.concatenate([sizes, np.full(top - len(sizes), -1.0)]) if top > len(sizes) else sizes.copy()
+            sizes[np.array(deleted, dtype=np.int64)] = -1.0
+            sizes[np.array(inserted, dtype=np.int64)] = [float(self.tokens[r]) for r in inserted]
+            self._arrays = {"tokens": (self.mirror, sizes)}
 
     @property
     def _mark_key(self) -> str:
@@ -368,8 +400,36 @@ class FtsProjection:
         """
         key = (generation, self.mirror)
         if self._memo_key != key or len(self._memo) >= MEMO_ENTRIES:
+            if self._memo_key is not None and self._memo_key != key:
+                self._memo_before = (self._memo_key, self._memo)
             self._memo_key, self._memo = key, {}
         return self._memo
+
+    def carried(self, key: Hashable, generation: int | None) -> tuple[Any, set[int], set[int]] | None:
+        """An entry of the memo of snapshot ``generation`` (the one before the current memo's), with the rows
+        deleted and inserted since it was made: what a caller needs to patch it instead of deriving it again.
+
+        None when there is no such entry or the rows since are unknown (loaded afresh, or many changed).
+        """
+        before = self._memo_before
+        if generation is None or before is None or before[0][0] != generation or key not in before[1]:
+            return None
+        changes = self._changes_since(before[0][1])
+        return None if changes is None else (before[1][key], *changes)
+
+    def _changes_since(self, at: int) -> tuple[set[int], set[int]] | None:
+        """(rowids deleted, rowids inserted and present now) since mirror ``at``; None when the log does not
+        reach back to it. A row changed is deleted and inserted again (under a new rowid, or the same one)."""
+        if at < self._changes_from:
+            return None
+        deleted: set[int] = set()
+        inserted: set[int] = set()
+        for mirror, gone, new in self._changes:
+            if mirror > at:
+                deleted.update(gone)
+                inserted.difference_update(gone)
+                inserted.update(new)
+        return deleted, inserted
 
     def _docsizes(self, first: int) -> dict[int, int]:
         """Tokens per row from ``first`` on, as FTS5 counts them: the varints of its _docsize table, summed."""
@@ -486,8 +546,20 @@ class FtsProjection:
         return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
-        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters)."""
+        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters).
+
+        When every phrase's counts are kept, they hold every row that matches it: the answer is read from them
+        (FTS5 would seek each of the rows in a common word's long doclist).
+        """
         rowids = list(rowids)
+        kept = [self._kept(phrase) for phrase in terms.phrases]
+        if rowids and all(k is not None for k in kept):
+            import numpy as np
+
+            asked = np.fromiter(rowids, np.int64, len(rowids))
+            held = [np.isin(asked, k[0]) for k in kept if k is not None]
+            hit = np.logical_or.reduce(held) if terms.mode == "any" else np.logical_and.reduce(held)
+            return set(asked[hit].tolist())
         out: set[int] = set()
         for i in range(0, len(rowids), 10_000):
             chunk = rowids[i : i + 10_000]
@@ -549,8 +621,69 @@ class FtsProjection:
         return before
 
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
-        """True when the phrase's per-row counts are kept for the rows as they are."""
-        return self._phrases_mirror == self.mirror and phrase in self._phrases
+        """True when the phrase's per-row counts are kept for the rows as they are (patched to them if need be)."""
+        return self._kept(phrase) is not None
+
+    def _kept(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """The phrase's kept counts, brought up to the rows as they are; None when not kept or not patchable.
+
+        A count belongs to one row's text, so across a reconcile only the deleted rows drop out and the
+        inserted ones (a changed record is deleted and inserted again) are counted, by ``bm25()`` of the
+        phrase over just those rows. The corpus figures (rows, tokens) are the mirror's, as for any query.
+        """
+        entry = self._phrases.get(phrase)
+        if entry is None:
+            return None
+        rowids, counts, at = entry
+        if at == self.mirror:
+            return rowids, counts
+        changes = self._changes_since(at)
+        patched = None if changes is None else self._patched(phrase, rowids, counts, *changes)
+        if patched is None:
+            del self._phrases[phrase]
+            return None
+        self._phrases[phrase] = (*patched, self.mirror)
+        return patched
+
+    def _patched(
+        self,
+        phrase: tuple[str, ...],
+        rowids: NDArray[np.int64],
+        counts: NDArray[np.float64],
+        deleted: set[int],
+        inserted: set[int],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """Kept counts made those of the rows as they are: ``deleted`` rows dropped, ``inserted`` ones counted."""
+        import numpy as np
+
+        if deleted and len(rowids):
+            gone = np.fromiter(deleted, np.int64, len(deleted))
+            if bool((rowids[1:] > rowids[:-1]).all()):  # in rowid order, as FTS5 gives them: found by bisection
+                at = np.minimum(np.searchsorted(rowids, gone), len(rowids) - 1)
+                at = at[rowids[at] == gone]
+                rowids, counts = np.delete(rowids, at), np.delete(counts, at)
+            else:
+                keep = ~np.isin(rowids, gone)
+                rowids, counts = rowids[keep], counts[keep]
+        if not inserted:
+            return rowids, counts
+        # every row at or above the least inserted rowid is an inserted one (rowids are given from max + 1 on)
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid >= ?"
+        )
+        found = self.conn.execute(sql, ('"' + " ".join(phrase) + '"', min(inserted))).fetchall()
+        if not found:
+            return rowids, counts
+        scores, new_rowids = columns(found)
+        if not inserted.issuperset(new_rowids.tolist()):
+            return None  # the rows are not what the log says: rank afresh
+        new_counts = self._counts(scores, new_rowids, hits=len(rowids) + len(new_rowids))
+        if new_counts is None:
+            return None
+        # still in rowid order: a row kept since ``at`` has a lower rowid than any inserted after it
+        return np.concatenate([rowids, new_rowids]), np.concatenate([counts, new_counts])
 
     def _phrase_counts(self, phrase: tuple[str, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Every row holding the phrase and its weighted count, kept until the rows change (``mirror``).
@@ -558,8 +691,9 @@ class FtsProjection:
         A count belongs to a row's text alone, so it stays exact for as long as the rows do; a common
         word asked again (another filter, another query that holds it) costs no pass over its rows.
         """
-        if self.has_counts(phrase):
-            return self._phrases[phrase]
+        kept = self._kept(phrase)
+        if kept is not None:
+            return kept
         w = WEIGHTS
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
@@ -630,21 +764,28 @@ class FtsProjection:
             self.keep_counts(phrase, rowids, counts)
 
     def keep_counts(self, phrase: tuple[str, ...], rowids: NDArray[np.int64], counts: NDArray[np.float64]) -> None:
-        if self._phrases_mirror != self.mirror:  # the rows changed: every count kept is of the old rows
-            self._phrases, self._phrases_mirror = {}, self.mirror
+        """Keep the phrase's counts of the rows as they are (``mirror``): patched across later changes (``_kept``)."""
+        self._phrases.pop(phrase, None)
         if len(self._phrases) >= PHRASE_ENTRIES:
             del self._phrases[next(iter(self._phrases))]  # the oldest
-        self._phrases[phrase] = (rowids, counts)
+        self._phrases[phrase] = (rowids, counts, self.mirror)
 
-    def _counts(self, scores: NDArray[np.float64], rowids: NDArray[np.int64]) -> NDArray[np.float64] | None:
-        """Weighted counts solved from ``bm25()`` of one phrase over the whole table; None if out of step."""
+    def _counts(
+        self, scores: NDArray[np.float64], rowids: NDArray[np.int64], *, hits: int | None = None
+    ) -> NDArray[np.float64] | None:
+        """Weighted counts solved from ``bm25()`` of one phrase; None if out of step.
+
+        ``rowids`` are every row holding the phrase, or some of them when ``hits`` says how many hold it
+        in the whole table (bm25()'s IDF counts them all).
+        """
         if not len(rowids):
             return scores
         n_rows = len(self.tokens)
         if not n_rows or not self.total_tokens:
             return None
         avgdl = float(self.total_tokens) / float(n_rows)
-        idf = math.log((n_rows - len(rowids) + 0.5) / (len(rowids) + 0.5))
+        n_hit = len(rowids) if hits is None else hits
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         sizes = self.token_array()
         if int(rowids.max()) >= len(sizes):

@@ -5,6 +5,10 @@ diff and what safeguard it records or lifts, writing nothing (``Store.preview``)
 change on that very hash (``knowledge_mutation``), so a file changed since the preview is refused
 (``PublicationConflict``), and shows the receipt. Everything is plain widget state: ``preview()`` and
 ``confirm()`` are what the buttons do.
+
+The panel offers what the record's effective lifecycle allows (Supersede by… and Withdraw for an active record,
+Reinstate for a withdrawn or superseded one, Edit fields for both) and shows only the input the chosen action
+takes: the fields for Edit fields, the replacing id for Supersede by…, a reason for Withdraw and Reinstate.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ from knowtk.ui.style import escape, wrap
 __all__ = ["OPERATIONS", "RecordActions"]
 
 OPERATIONS = {"Edit fields": "update", "Supersede by…": "supersede", "Withdraw": "withdraw", "Reinstate": "reinstate"}
+# the actions a record's effective lifecycle allows: an active record is withdrawn or superseded, never reinstated;
+# a withdrawn or superseded one is reinstated (the only way back), never withdrawn or superseded again
+ACTIVE_ACTIONS = ("Edit fields", "Supersede by…", "Withdraw")
+LIFTED_ACTIONS = ("Edit fields", "Reinstate")
 
 
 class RecordActions(Front):
@@ -32,7 +40,7 @@ class RecordActions(Front):
         self.store, self.id, self.on_saved = store, id, on_saved
         self.pending: dict[str, Any] | None = None  # the previewed change: its arguments, with the hash read
         self.receipt: dict[str, Any] | None = None
-        self.action = W.ToggleButtons(options=list(OPERATIONS), value="Edit fields", description="action")
+        self.action = W.ToggleButtons(options=self._offered(), value="Edit fields", description="action")
         self.fields = W.Textarea(
             placeholder="YAML: the fields to set, e.g.\nsummary: One line\ntags: [a, b]\nowner: null   # removes it",
             layout=W.Layout(width="60%", height="90px"),
@@ -55,8 +63,37 @@ class RecordActions(Front):
         )
         for control in (self.action, self.fields, self.by, self.reason):
             control.observe(lambda _change: self._stale(), "value")
+        self.action.observe(lambda _change: self._show_inputs(), "value")
+        self._show_inputs()
         self.preview_button.on_click(lambda _b: self.preview())
         self.confirm_button.on_click(lambda _b: self.confirm())
+
+    def _offered(self) -> list[str]:
+        """The actions the record's effective lifecycle allows (safeguards included); all of them for an id
+        the snapshot does not know (the tool then says why it refuses)."""
+        snap = self.store.snapshot()
+        if self.id not in snap.records:
+            return list(OPERATIONS)
+        return list(ACTIVE_ACTIONS if snap.lifecycle.get(self.id, "active") == "active" else LIFTED_ACTIONS)
+
+    def _show_inputs(self) -> None:
+        """Show only what the chosen action takes: the fields to edit, the replacing id, or a reason."""
+        operation = OPERATIONS[self.action.value]
+        shown = {
+            self.fields: operation == "update",
+            self.by: operation == "supersede",
+            self.reason: operation in ("withdraw", "reinstate"),
+        }
+        for control, visible in shown.items():
+            control.layout.display = None if visible else "none"
+
+    def _refresh_actions(self) -> None:
+        """After a save: offer what the record's new lifecycle allows (a withdrawn record: Reinstate)."""
+        offered = self._offered()
+        if list(self.action.options) != offered:
+            keep = self.action.value if self.action.value in offered else offered[0]
+            self.action.options = offered
+            self.action.value = keep
 
     def _stale(self) -> None:
         """An input changed after the preview: confirm only what was previewed."""
@@ -132,6 +169,7 @@ class RecordActions(Front):
             f"<p><b>saved</b>: receipt {escape(self.receipt['id'])} ({escape(self.receipt['operation'])}, "
             f"{escape(self.receipt['at'])}, indexed at the next query)</p><ul>{rows}</ul>"
         )
+        self._refresh_actions()
         if self.on_saved is not None:
             self.on_saved(self.receipt)
         return self.receipt

@@ -102,8 +102,31 @@ def _allowed(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int]
     memo = proj.memo(snap.generation)
     found = memo.get(("allowed", flt))
     if found is None:
-        records = snap.records
-        found = memo["allowed", flt] = {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+        found = memo["allowed", flt] = _allowed_rows(proj, snap, flt)
+    return found
+
+
+def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int]:
+    """The rows that pass the filters: the previous snapshot's set patched where rows or records changed.
+
+    Whether a row passes depends on its record alone, so only the rows inserted since (a changed record is
+    inserted again) and the records the snapshot changed (``changed_ids``: a file moved to another scope
+    keeps its row) are tested again; the others keep their answer.
+    """
+    records, changed = snap.records, snap.changed_ids
+    carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
+    if carried is None or changed is None:
+        return {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+    before, deleted, inserted = carried
+    found = before - deleted
+    id_of = proj.id_of
+    found.update(rowid for rowid in inserted if flt.passes(records[id_of[rowid]]))
+    for rid in changed:
+        rowid = proj.ids.get(rid)
+        if rowid is not None and flt.passes(records[rid]):
+            found.add(rowid)
+        elif rowid is not None:
+            found.discard(rowid)
     return found
 
 
