@@ -7,8 +7,8 @@ Two kinds of tables live here, and the difference matters:
   ``keyword_rows_v1_*``, ``keyword_history_fts_v1_*``,
   ``keyword_history_rows_v1_*``, ``keyword_state_v1``, the temporal tables and
   the embedding cache (the keyword tables' texts are kept deflated: ``deflate``,
-  and every connection has the SQL function ``knowtk_inflate`` that reads them). Missing, damaged or inconsistent tables are rebuilt on
-  the next query.
+  and every connection has the SQL function ``knowtk_inflate`` that reads them).
+  Missing, damaged or inconsistent tables are rebuilt on the next query.
 - *state that Markdown cannot give back*: store identity (``knowtk_meta``) and
   the lifecycle safeguards ``keyword_withdrawals_v1`` and
   ``lifecycle_guards_v1``. These are never dropped or rebuilt. Every safeguard

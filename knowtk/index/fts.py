@@ -167,7 +167,8 @@ class FtsProjection:
                 "SELECT name FROM sqlite_master WHERE name = ? OR name LIKE ?", (self.rows, f"{fts}%")
             )
         }
-        missing = [t for t in (fts, self.rows, self.text, self.view, *(f"{fts}_{s}" for s in SHADOWS)) if t not in names]
+        tables = (fts, self.rows, self.text, self.view, *(f"{fts}_{s}" for s in SHADOWS))
+        missing = [t for t in tables if t not in names]
         if missing:
             return [f"missing tables: {', '.join(missing)}"]
         out = []
