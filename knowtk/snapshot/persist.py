@@ -65,6 +65,9 @@ TABLE = "snapshot_image_v1"
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
 BULK_AFTER = 2000
 
+# records whose file changed since the image, taken back by a pass over the names and referrers each,
+# past which both maps are inverted once (a few edits made while no process ran cost a few passes)
+FORMER_SCANS = 8
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -282,6 +285,8 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[
         keys = set(new.top) | (set(old.top) if isinstance(old, Grouped) else set())  # only these can differ
         changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
         return changed, [k for k in keys if k not in new and k in old]
+    if type(old) is dict and type(new) is dict and old == new:  # a copy the build left as it was: compared in C
+        return [], []
     get = old.get
     changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
     removed = [k for k in old if k not in new] if len(old) + len(changed) != len(new) else []
@@ -487,6 +492,7 @@ class StoredRecords(Mapping[str, Record]):
         self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
+        self._outdated = 0  # records asked for by `previous` whose file changed since
         self._sha_patched = False
 
     @property
@@ -611,6 +617,12 @@ class StoredRecords(Mapping[str, Record]):
             return self[rid]
         except SnapshotOutdated:
             pass
+        self._outdated += 1
+        if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
+            index = self._snap.index
+            assert index is not None
+            keys = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
+            return Former(rid, keys, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
         if self._formers is None:  # the stored name and reference maps, inverted once
             index = self._snap.index
             assert index is not None
