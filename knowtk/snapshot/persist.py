@@ -621,8 +621,8 @@ class StoredRecords(Mapping[str, Record]):
         if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
             index = self._snap.index
             assert index is not None
-            keys = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
-            return Former(rid, keys, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
+            named = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
+            return Former(rid, named, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
         if self._formers is None:  # the stored name and reference maps, inverted once
             index = self._snap.index
             assert index is not None
