@@ -248,6 +248,8 @@ class StateDB:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.conn.create_function("knowtk_inflate", 1, _sql_inflate, deterministic=True)
+            # the keyword tables' views call it: allowed even where SQLite was built to trust no schema function
+            self.conn.execute("PRAGMA trusted_schema = ON")
             # after a checkpoint the WAL is cut back to this size (else it stays as large as the largest
             # write ever made: a cold build or a snapshot image, hundreds of MB at 100k records)
             self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
