@@ -289,7 +289,10 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[
         return [], []
     get = old.get
     changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
-    removed = [k for k in old if k not in new] if len(old) + len(changed) != len(new) else []
+    added = sum(1 for k in changed if k not in old)
+    removed = (
+        [k for k in old if k not in new] if len(old) + added != len(new) else []
+    )  # len(new) = old + added - removed
     return changed, removed
 
 
@@ -352,9 +355,14 @@ def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list
             was = base_claimed[rid][0] if rid in base_records else None
             if was != path or base_hashes.get(was) != hashes[path]:
                 moved[rid] = [rid, path, hashes[path]]
-    # in the records' own order (a Layered's: a record built since comes after the stored ones, as a patch puts it)
-    order = {rid: i for i, rid in enumerate(records)} if moved else {}
-    put = sorted(moved, key=order.__getitem__)
+    # in the records' own order (a Layered's: a record built since comes after the stored ones, in the order
+    # of its top layer, as a patch puts it; any other mapping: its order, found by going through it)
+    top = getattr(records, "top", None)
+    if isinstance(top, dict) and moved.keys() <= top.keys():
+        put = [rid for rid in top if rid in moved]
+    else:
+        order = {rid: i for i, rid in enumerate(records)} if moved else {}
+        put = sorted(moved, key=order.__getitem__)
     gone = sorted(rid for rid in ids if rid not in records and rid in base_records)
     return {"set": [moved[rid] for rid in put], "del": gone}
 
