@@ -290,9 +290,8 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[
     get = old.get
     changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
     added = sum(1 for k in changed if k not in old)
-    removed = (
-        [k for k in old if k not in new] if len(old) + added != len(new) else []
-    )  # len(new) = old + added - removed
+    # len(new) = len(old) + added - removed: the keys of old are gone through only when some were removed
+    removed = [k for k in old if k not in new] if len(old) + added != len(new) else []
     return changed, removed
 
 
