@@ -253,8 +253,8 @@ def _write_patch(
     or None when the image must be written whole (another image stored, too many patches, a damaged base)."""
     try:
         patch = json.dumps(image_delta(base, snap), ensure_ascii=False).encode()
-    except ImageDamaged:
-        return None  # the base's own image is damaged: written whole
+    except (ImageDamaged, KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None  # the base's own image is damaged, or the two disagree: written whole (a build stands alone)
     meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
     try:
         with state.transaction() as conn:
