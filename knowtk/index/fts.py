@@ -20,7 +20,7 @@ in bytes). FTS5 reads a row back through the view (``knowtk_inflate``, a functio
 every state connection has: ``knowtk.state``) for ``highlight()`` and to delete
 the row's index entries; the view's rows are exactly what was indexed, so
 highlights, snippets and deletions are those of a table holding the text. The
-body compressed is about half its size: at 100k records it was most of the state.
+bodies were most of the state at 100k records (docs/performance.md, "The state on disk").
 
 A projection also knows each row's weighted count of a phrase, read back from
 SQLite's own ``bm25()`` of that phrase alone (``phrase_frequencies``): that is
@@ -746,8 +746,8 @@ class _TextWriter:
     """Rows of a projection's text table (the body deflated), written in batches beside the FTS5 insert.
 
     A full batch is deflated on a thread of its own while the next one is tokenized by FTS5 (zlib and
-    SQLite both release the GIL), and inserted when the batch after it is full: a cold build's ~4 s of
-    compression at 100k records runs beside the index build on the second core, not after it.
+    SQLite both release the GIL), and inserted when the batch after it is full: a cold build's
+    compression of every body runs beside the index build on a second core, not after it.
     """
 
     BATCH = 256
