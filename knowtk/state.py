@@ -6,8 +6,9 @@ Two kinds of tables live here, and the difference matters:
   ``scan_files_v1``, the keyword tables ``keyword_fts_v1_*``,
   ``keyword_rows_v1_*``, ``keyword_history_fts_v1_*``,
   ``keyword_history_rows_v1_*``, ``keyword_state_v1``, the temporal tables and
-  the embedding cache. Missing, damaged or inconsistent tables are rebuilt on
-  the next query.
+  the embedding cache (the keyword tables' texts are kept deflated: ``deflate``,
+  and every connection has the SQL function ``knowtk_inflate`` that reads them).
+  Missing, damaged or inconsistent tables are rebuilt on the next query.
 - *state that Markdown cannot give back*: store identity (``knowtk_meta``) and
   the lifecycle safeguards ``keyword_withdrawals_v1`` and
   ``lifecycle_guards_v1``. These are never dropped or rebuilt. Every safeguard
@@ -36,6 +37,7 @@ import os
 import random
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -53,6 +55,10 @@ __all__ = [
     "SafeguardJournal",
     "StateDB",
     "accept_hint",
+    "deflate",
+    "inflate",
+    "inflate_bytes",
+    "inflate_opening",
     "is_busy",
 ]
 
@@ -84,6 +90,41 @@ SAFEGUARD_TABLES = ("keyword_withdrawals_v1", "lifecycle_guards_v1")
 # the write layer's state (knowtk.write.journal): receipts, unfinished intents, kept file versions; like the
 # safeguards, never rebuilt from the Markdown, so never dropped with the projections
 WRITE_TABLES = ("receipts_v1", "receipt_records_v1", "write_intents_v1", "file_versions_v1")
+
+
+# -- the texts kept in the state: deflated (zlib's fastest level: a cold build compresses every body) ------
+def deflate(data: bytes) -> bytes:
+    return zlib.compress(data, 1)
+
+
+def inflate_bytes(blob: bytes) -> bytes:
+    """What ``deflate`` kept; a blob that does not inflate raises ``sqlite3.DatabaseError`` (damage)."""
+    try:
+        return zlib.decompress(blob)
+    except (zlib.error, TypeError) as exc:
+        raise sqlite3.DatabaseError(f"a kept text does not inflate ({exc})") from exc
+
+
+def inflate(blob: bytes) -> str:
+    """A text ``deflate`` kept (UTF-8); a blob that does not inflate raises ``sqlite3.DatabaseError`` (damage)."""
+    try:
+        return inflate_bytes(blob).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise sqlite3.DatabaseError(f"a kept text does not inflate ({exc})") from exc
+
+
+def inflate_opening(blob: bytes, chars: int) -> str:
+    """The first ``chars`` characters of a text ``deflate`` kept, inflating no more than they need."""
+    try:
+        head = zlib.decompressobj().decompress(blob, 4 * chars)  # a character is at most 4 bytes of UTF-8
+    except (zlib.error, TypeError) as exc:
+        raise sqlite3.DatabaseError(f"a kept text does not inflate ({exc})") from exc
+    return head.decode("utf-8", "ignore")[:chars]  # (only a character cut at the end is ignored)
+
+
+def _sql_inflate(blob: bytes | None) -> str | None:
+    """``knowtk_inflate(blob)`` in SQL: an FTS5 table reads its external content through it."""
+    return None if blob is None else inflate(blob)
 
 
 def now_utc() -> datetime:
@@ -209,6 +250,9 @@ class StateDB:
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn.create_function("knowtk_inflate", 1, _sql_inflate, deterministic=True)
+            # the keyword tables' views call it: allowed even where SQLite was built to trust no schema function
+            self.conn.execute("PRAGMA trusted_schema = ON")
             # after a checkpoint the WAL is cut back to this size (else it stays as large as the largest
             # write ever made: a cold build or a snapshot image, hundreds of MB at 100k records)
             self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
@@ -376,6 +420,8 @@ class StateDB:
             ]
             for name in virtual:  # an FTS5 table drops its shadow tables with it
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'").fetchall():
+                conn.execute(f'DROP VIEW IF EXISTS "{name}"')
             for name, _ in rows:
                 if name not in keep and not name.startswith("sqlite_"):
                     conn.execute(f'DROP TABLE IF EXISTS "{name}"')

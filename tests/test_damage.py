@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 import knowtk
 from tests.helpers import DEMO
 
-SHADOWS = ("data", "idx", "content", "docsize", "config")
+SHADOWS = ("data", "idx", "docsize", "config", "text")  # FTS5's shadow tables, and the text it reads through a view
 CALLS = [
     ("knowledge_grep", {"query": "vector index"}),
     ("knowledge_grep", {"query": "index", "lifecycle": "superseded"}),
@@ -141,12 +142,13 @@ def test_fts5_corruption_only_integrity_check_sees_is_repaired_by_check(tmp_path
     state = tmp_path / "state"
     store = knowtk.open_store(DEMO, state_dir=state)
     assert answers(store) == clean
-    # swap two rows' text in the content table: the index no longer matches it
-    damage(
-        state,
-        "UPDATE keyword_fts_v1_root_content SET c2 = 'nothing here at all' WHERE id = "
-        "(SELECT min(id) FROM keyword_fts_v1_root_content)",
+    # another text in a row of the text table (deflated, as kept): the index no longer matches it
+    con = sqlite3.connect(state / "state.sqlite", isolation_level=None)
+    con.execute(
+        "UPDATE keyword_fts_v1_root_text SET body = ? WHERE rowid = (SELECT min(rowid) FROM keyword_fts_v1_root_text)",
+        (zlib.compress(b"nothing here at all"),),
     )
+    con.close()
     report = store.check()
     assert any("integrity-check" in line for line in report["found"])
     assert store.check()["ok"] is True

@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import time
+import zlib
 
 import pytest
 
@@ -125,6 +126,7 @@ def test_a_changed_fingerprint_rebuilds(builder: StoreBuilder) -> None:
     builder.page("a", "Zebra")
     builder.open().grep("zebra")
     con = sqlite3.connect(builder.root / ".knowtk" / "state.sqlite")
+    con.create_function("knowtk_inflate", 1, lambda blob: zlib.decompress(blob).decode())  # FTS5 reads its text
     con.execute("UPDATE keyword_state_v1 SET fingerprint = 'old'")
     con.execute("DELETE FROM keyword_fts_v1_root")  # stale content that must not survive
     con.commit()
@@ -132,6 +134,30 @@ def test_a_changed_fingerprint_rebuilds(builder: StoreBuilder) -> None:
     store = builder.open()
     assert ids(store.call("knowledge_grep", {"query": "zebra"})) == ["a"]
     assert store.engine._keyword is not None and store.engine._keyword.written == 1
+
+
+def test_a_state_of_the_earlier_format_is_rebuilt_and_its_copy_of_the_bodies_dropped(builder: StoreBuilder) -> None:
+    """Before issue 20 the FTS5 table kept its own content (a second copy of every body): such a state is rebuilt."""
+    builder.page("a", "Zebra", "a zebra body")
+    builder.page("b", "Lion", "a lion body")
+    builder.open().grep("zebra")
+    con = sqlite3.connect(builder.root / ".knowtk" / "state.sqlite", isolation_level=None)
+    for family in ("keyword", "keyword_history"):  # the earlier format's tables, as it wrote them
+        for name in (f"{family}_fts_v1_root", f"{family}_fts_v1_root_view", f"{family}_fts_v1_root_text"):
+            kind = "VIEW" if name.endswith("_view") else "TABLE"
+            con.execute(f"DROP {kind} {name}")
+        con.execute(f"CREATE VIRTUAL TABLE {family}_fts_v1_root USING fts5(title, aliases, body)")
+    con.execute("INSERT INTO keyword_fts_v1_root (rowid, title, aliases, body) VALUES (1, 'Zebra', '', 'stale lion')")
+    con.execute("UPDATE keyword_state_v1 SET fingerprint = '458f381c209b6f8a'")  # the earlier format's own
+    con.close()
+    store = builder.open()
+    assert ids(store.call("knowledge_grep", {"query": "zebra"})) == ["a"]
+    assert ids(store.call("knowledge_grep", {"query": "lion"})) == ["b"]
+    hit = store.call("knowledge_grep", {"query": "zebra body"})["hits"][0]
+    assert hit["snippet"]["text"] == "a zebra body" and hit["matches"] == ["title", "body"]
+    names = {n for (n,) in sqlite3.connect(store.state_path).execute("SELECT name FROM sqlite_master")}
+    assert "keyword_fts_v1_root_content" not in names and "keyword_fts_v1_root_text" in names
+    assert store.check()["ok"] is True
 
 
 def test_another_process_writing_the_state_is_picked_up(builder: StoreBuilder) -> None:

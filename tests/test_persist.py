@@ -16,6 +16,7 @@ import random
 import shutil
 import sqlite3
 import sys
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -316,6 +317,10 @@ def test_a_new_process_answers_as_a_fresh_build(
         monkeypatch.setattr(engine_module, "IMAGE_DRIFT_FILES", 1)
     if seed == 4:  # stored records filled in bulk after a few single loads
         monkeypatch.setattr(persist, "BULK_AFTER", 3)
+    if seed == 2:  # a record whose file changed since the image taken back from the maps inverted at once
+        monkeypatch.setattr(persist, "FORMER_SCANS", 0)
+    if seed in (1, 2):  # the image patched whenever it can be (a small store's patches are large beside it)
+        monkeypatch.setattr(persist, "PATCH_SHARE", 0)
     editor = Editor(tmp_path / "store", seed, clock)
     rng = random.Random(seed * 7)
     for _ in range(25):
@@ -468,13 +473,18 @@ def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> 
     with conn:
         if how == "bad_json":
             conn.execute("UPDATE snapshot_image_v1 SET data = '{\"not' WHERE part = ?", (part,))
-        elif how == "digest":  # valid JSON of the right shape, another content
-            data = json.loads(conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = ?", (part,)).fetchone()[0])
-            if isinstance(data, dict):
+        elif how == "digest":  # valid JSON of the right shape (deflated, as kept), another content
+            raw = conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = ?", (part,)).fetchone()[0]
+            data = json.loads(zlib.decompress(raw))
+            if isinstance(data, dict) and part.startswith("patch."):
+                data = {**data, "parts": {}}
+            elif isinstance(data, dict):
                 data = {k: data[k] for k in list(data)[1:]}
             else:
                 data = [list(reversed(x)) if isinstance(x, list) else x for x in data][::-1]
-            conn.execute("UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (json.dumps(data), part))
+            conn.execute(
+                "UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (zlib.compress(json.dumps(data).encode()), part)
+            )
         elif how == "missing":
             conn.execute("DELETE FROM snapshot_image_v1 WHERE part = ?", (part,))
         elif how == "meta_gone":
@@ -504,7 +514,10 @@ PARTS = ["record_at", "record_sha", "lifecycle", "names", "paths", "unavailable"
     [(how, part) for how in ("bad_json", "digest", "missing", "other_image") for part in PARTS]
     + [(how, "-") for how in ("meta_gone", "meta_broken", "table_dropped")],
 )
-def test_a_damaged_image_costs_a_build_never_an_answer(tmp_path: Path, clock: Clock, how: str, part: str) -> None:
+def test_a_damaged_image_costs_a_build_never_an_answer(
+    tmp_path: Path, clock: Clock, how: str, part: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(persist, "PATCHES_MAX", 0)  # the second process writes the image whole (patches: below)
     root, state_dir = _built_chain(tmp_path)
     old_parts = _parts(state_dir)
     _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
@@ -527,11 +540,93 @@ def test_a_damaged_image_costs_a_build_never_an_answer(tmp_path: Path, clock: Cl
     assert meta is not None and meta["key"] != key  # written again
     parts = _parts(state_dir)
     for name, digest in meta["parts"].items():  # whole: every part there, with its digest
-        assert persist.hashlib.sha256(parts[name].encode()).hexdigest() == digest
+        assert persist.hashlib.sha256(zlib.decompress(parts[name])).hexdigest() == digest
     with knowtk.open_store(root, state_dir=state_dir) as again:  # and used by the next process
         again.engine.snapshot()
         assert how_adopted(again) in ("image", "drift")
         assert_same([again], root, tmp_path / "ref3", 3, (how, part))
+
+
+# -- 2b. an image patched, not written again ------------------------------------------------------------
+def _second_process(root: Path, state_dir: Path) -> None:
+    """Edits made while no process runs, then a new process that applies them to the image (and stores them)."""
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        store.grep("alpha")
+        assert how_adopted(store) == "drift"
+
+
+@pytest.fixture
+def small_patches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Patches however large beside the parts (a small store's image would otherwise be written whole)."""
+    monkeypatch.setattr(persist, "PATCH_SHARE", 0)
+
+
+@pytest.mark.usefixtures("small_patches")
+def test_a_process_that_applied_changes_patches_the_image_and_the_next_reads_it_as_a_build(
+    tmp_path: Path, clock: Clock
+) -> None:
+    root, state_dir = _built_chain(tmp_path)
+    first = image_meta(state_dir)
+    assert first is not None and first["patches"] == []
+    before = _parts(state_dir)
+    _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
+    _edit(root, "d/n9.md", "n9", "Note nine", expires_at="2030-01-03", depends_on=["nowhere"])
+    (root / "a/two.md").rename(root / "b/two.md")
+    (root / "d/n4.md").unlink()
+    _edit(root, "e/new.md", "new", "A new one", aliases=["Fresh"], depends_on=["n1"])
+    _second_process(root, state_dir)
+    meta = image_meta(state_dir)
+    assert meta is not None and meta["key"] != first["key"] and meta["parts"] == first["parts"]
+    assert [name for name, _, _ in meta["patches"]] == ["patch.0"]
+    after = _parts(state_dir)
+    assert {k: v for k, v in after.items() if k not in ("meta", "patch.0")} == {
+        k: v for k, v in before.items() if k != "meta"
+    }  # the parts were not written again
+    patch = json.loads(zlib.decompress(after["patch.0"]))
+    assert "n1" in patch["parts"]["lifecycle"]["set"] and "d/n4.md" in patch["parts"]["paths"]["del"]
+    assert sorted(r[0] for r in patch["records"]["set"]) == ["n1", "n9", "new", "two"]
+    assert patch["records"]["del"] == ["n4"]
+    with knowtk.open_store(root, state_dir=state_dir) as third:  # the patched image, taken as it is
+        third.engine.snapshot()
+        assert how_adopted(third) == "image"
+        assert_same([third], root, tmp_path / "ref1", 1, "patched")
+        _edit(root, "d/n5.md", "n5", "Note five", depends_on=["new"])  # and a build on it
+        assert_same([third], root, tmp_path / "ref2", 2, "patched, then edited")
+
+
+@pytest.mark.usefixtures("small_patches")
+def test_patches_give_way_to_a_whole_image(tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(persist, "PATCHES_MAX", 2)
+    root, state_dir = _built_chain(tmp_path)
+    counts = []
+    for i in range(4):
+        _edit(root, f"d/n{i}.md", f"n{i}", f"Note {i} edited", type="note")
+        _second_process(root, state_dir)
+        meta = image_meta(state_dir)
+        assert meta is not None
+        counts.append(len(meta["patches"]))
+    assert counts == [1, 2, 0, 1]
+    with knowtk.open_store(root, state_dir=state_dir) as last:
+        last.engine.snapshot()
+        assert how_adopted(last) == "image"
+        assert_same([last], root, tmp_path / "ref", 1, counts)
+
+
+@pytest.mark.usefixtures("small_patches")
+@pytest.mark.parametrize("how", ["bad_json", "digest", "missing"])
+def test_a_damaged_patch_costs_a_build_never_an_answer(tmp_path: Path, clock: Clock, how: str) -> None:
+    root, state_dir = _built_chain(tmp_path)
+    _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
+    _second_process(root, state_dir)
+    _damage(state_dir, how, "patch.0", {})
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        assert_same([store], root, tmp_path / "ref1", 1, how)
+    meta = image_meta(state_dir)
+    assert meta is not None and meta["patches"] == []  # written whole again
+    with knowtk.open_store(root, state_dir=state_dir) as again:
+        again.engine.snapshot()
+        assert how_adopted(again) == "image"
+        assert_same([again], root, tmp_path / "ref2", 2, how)
 
 
 # -- 3. two processes -----------------------------------------------------------------------------------

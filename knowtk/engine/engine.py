@@ -257,6 +257,8 @@ class Engine:
                 or (snap is self._adopted and bool(self._touched))
                 or self._image_drift >= max(IMAGE_DRIFT_FILES, len(self.scanner.files) // 20)
             )
+            # the previous snapshot is the stored image (loaded, or the last one written): a patch of what changed
+            base = snap if snap is not None and snap.image_key is not None else None
             snap = build_snapshot(
                 self.scanner.parsed,
                 self.config,
@@ -269,7 +271,7 @@ class Engine:
             self._generation, self._snapshot, self._touched = snap.generation, snap, set()
             if write:
                 snap.image_key = write_image(
-                    self.state, snap, scanner=self.scanner, config=self.config, safeguards=self.safeguards
+                    self.state, snap, scanner=self.scanner, config=self.config, safeguards=self.safeguards, base=base
                 )
                 self._image_drift = 0
         return snap

@@ -14,6 +14,14 @@ body) beside a rows table (id, sha256, token count):
 only the rows whose hash changed. A missing table or a changed fingerprint
 (tokenizer, columns, format) drops and rebuilds the projection.
 
+The FTS5 table keeps no copy of its own: it is an external-content table over a
+view of ``<fts>_text`` (title, aliases, the body deflated with zlib, and its size
+in bytes). FTS5 reads a row back through the view (``knowtk_inflate``, a function
+every state connection has: ``knowtk.state``) for ``highlight()`` and to delete
+the row's index entries; the view's rows are exactly what was indexed, so
+highlights, snippets and deletions are those of a table holding the text. The
+bodies were most of the state at 100k records (docs/performance.md, "The state on disk").
+
 A projection also knows each row's weighted count of a phrase, read back from
 SQLite's own ``bm25()`` of that phrase alone (``phrase_frequencies``): that is
 why SQLite's BM25 parameters (``WEIGHTS``, ``K1``, ``B``) are stated here.
@@ -26,13 +34,14 @@ import hashlib
 import itertools
 import math
 import sqlite3
+import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from knowtk.model.datevalues import format_utc
 from knowtk.scan.progress import progress
-from knowtk.state import Contention, StateDB, now_utc
+from knowtk.state import Contention, StateDB, deflate, inflate, inflate_opening, now_utc
 
 if TYPE_CHECKING:  # numpy is imported by the scoring that needs arrays, not with the projection (a CLI grep)
     import numpy as np
@@ -56,7 +65,10 @@ COLUMNS = ("title", "aliases", "body")
 # bm25()'s column weights, and the constants of its formula in fts5_aux.c (per-row counts are read back through them)
 WEIGHTS = {"title": 8.0, "aliases": 6.0, "body": 1.0}
 K1, B = 1.2, 0.75
-FINGERPRINT = hashlib.sha256(f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|v1".encode()).hexdigest()[:16]
+# text-zlib: an external-content table over <fts>_text (a state of the earlier format is rebuilt)
+FINGERPRINT = hashlib.sha256(
+    f"fts5|{TOKENIZER}|{','.join(COLUMNS)}|weights-in-query|text-zlib|v2".encode()
+).hexdigest()[:16]
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters mark matches in highlight()
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
@@ -108,6 +120,8 @@ class FtsProjection:
         self.fts = f"{family}_fts_v1_{suffix}"
         self.rows = f"{family}_rows_v1_{suffix}"
         self.vocab = f"{self.fts}_instance"
+        self.text = f"{self.fts}_text"  # rowid, title, aliases, body (zlib), size (bytes of the body)
+        self.view = f"{self.fts}_view"  # the text inflated: the FTS5 table's external content
         self.ids: dict[str, int] = {}  # id -> rowid
         self.shas: dict[str, str] = {}  # id -> sha256 of the indexed file
         self.id_of: dict[int, str] = {}
@@ -159,7 +173,8 @@ class FtsProjection:
                 "SELECT name FROM sqlite_master WHERE name = ? OR name LIKE ?", (self.rows, f"{fts}%")
             )
         }
-        missing = [t for t in (fts, self.rows, *(f"{fts}_{s}" for s in SHADOWS)) if t not in names]
+        tables = (fts, self.rows, self.text, self.view, *(f"{fts}_{s}" for s in SHADOWS))
+        missing = [t for t in tables if t not in names]
         if missing:
             return [f"missing tables: {', '.join(missing)}"]
         out = []
@@ -171,12 +186,12 @@ class FtsProjection:
         n = conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
         if n != rows:
             out.append(f"{fts}_docsize holds {n} rows, {self.rows} {rows}")
-        # the content table holds every body: counting it reads them all, its first and last rows do not
+        # the text table holds every body: counting it reads them all, its first and last rows do not
         # (min and max in one SELECT scan the table: each in its own subquery is one b-tree seek)
         rows_span = f"SELECT (SELECT min(rowid) FROM {self.rows}), (SELECT max(rowid) FROM {self.rows})"
-        content_span = f"SELECT (SELECT min(id) FROM {fts}_content), (SELECT max(id) FROM {fts}_content)"
-        if conn.execute(content_span).fetchone() != conn.execute(rows_span).fetchone():
-            out.append(f"{fts}_content does not span the rows of {self.rows}")
+        text_span = f"SELECT (SELECT min(rowid) FROM {self.text}), (SELECT max(rowid) FROM {self.text})"
+        if conn.execute(text_span).fetchone() != conn.execute(rows_span).fetchone():
+            out.append(f"{self.text} does not span the rows of {self.rows}")
         if rows and conn.execute(f"SELECT 1 FROM {fts}_idx LIMIT 1").fetchone() is None:
             out.append(f"{fts}_idx is empty while the projection holds {rows} rows")
         return out
@@ -241,9 +256,20 @@ class FtsProjection:
                 self.repairs.append(f"{self.fts} rebuilt ({'; '.join(problems)})")
             with self.state.transaction():
                 _drop_fts(conn, self.fts)
+                conn.execute(f"DROP VIEW IF EXISTS {self.view}")
+                conn.execute(f"DROP TABLE IF EXISTS {self.text}")
                 conn.execute(f"DROP TABLE IF EXISTS {self.rows}")
                 conn.execute(
-                    f"CREATE VIRTUAL TABLE {self.fts} USING fts5({', '.join(COLUMNS)}, tokenize='{TOKENIZER}')"
+                    f"CREATE TABLE {self.text} (rowid INTEGER PRIMARY KEY, title TEXT NOT NULL, "
+                    "aliases TEXT NOT NULL, body BLOB NOT NULL, size INTEGER NOT NULL)"
+                )
+                conn.execute(
+                    f"CREATE VIEW {self.view} (rid, {', '.join(COLUMNS)}) AS "
+                    f"SELECT rowid, title, aliases, knowtk_inflate(body) FROM {self.text}"
+                )
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE {self.fts} USING fts5({', '.join(COLUMNS)}, "
+                    f"content='{self.view}', content_rowid='rid', tokenize='{TOKENIZER}')"
                 )
                 conn.execute(
                     f"CREATE TABLE {self.rows} (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
@@ -311,7 +337,9 @@ class FtsProjection:
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise ProjectionChanged(f"{self.rows} changed before it could be written")
             gone = [(self.ids[rid],) for rid in stale]  # (rowid,) deleted
+            # FTS5 reads what it deletes from its content (the text table, through the view): text rows go after
             conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
+            conn.executemany(f"DELETE FROM {self.text} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
             for rid in stale:
                 rowid = self.ids.pop(rid)
@@ -319,6 +347,8 @@ class FtsProjection:
                 self.total_tokens -= self.tokens.pop(rowid)
             # rowids are given rather than read back one by one, so that every row goes in one executemany
             first = (conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0) + 1
+
+            texts = _TextWriter(conn, self.text)
 
             def rows() -> Iterator[tuple[Any, ...]]:
                 nonlocal complete
@@ -329,9 +359,11 @@ class FtsProjection:
                         continue
                     rowid = first + len(inserted)
                     inserted.append((rowid, rid))
+                    texts.add(rowid, text)
                     yield (rowid, *text)
 
             conn.executemany(f"INSERT INTO {self.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?)", rows())
+            texts.flush()
             sizes = self._docsizes(first)
             conn.executemany(
                 f"INSERT INTO {self.rows} (rowid, id, sha256, tokens) VALUES (?, ?, ?, ?)",
@@ -447,8 +479,8 @@ class FtsProjection:
         out = {}
         if small:
             marks = ",".join("?" * len(small))
-            sql = f"SELECT rowid, {', '.join(COLUMNS)} FROM {self.fts} WHERE rowid IN ({marks})"
-            out = {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(sql, small)}
+            sql = f"SELECT rowid, title, aliases, body FROM {self.text} WHERE rowid IN ({marks})"
+            out = {row[0]: (row[1], row[2], inflate(row[3])) for row in self.conn.execute(sql, small)}
         for rowid, (title, aliases) in self._heads(large).items():
             out[rowid] = (title, aliases, large[rowid])
         return out
@@ -515,24 +547,20 @@ class FtsProjection:
         for i in range(0, len(unknown), 500):
             chunk = unknown[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            sql = (
-                "SELECT id, length(CAST(c2 AS BLOB)), "
-                f"CASE WHEN length(CAST(c2 AS BLOB)) > ? THEN substr(c2, 1, ?) END FROM {self.fts}_content "
-                f"WHERE id IN ({marks})"
-            )
-            for rowid, size, opening in self.conn.execute(sql, [body_limit, OPENING_CHARS, *chunk]):
+            sql = f"SELECT rowid, size, CASE WHEN size > ? THEN body END FROM {self.text} WHERE rowid IN ({marks})"
+            for rowid, size, body in self.conn.execute(sql, [body_limit, *chunk]):
                 self._sizes[rowid] = size or 0
-                if opening is not None:
-                    self._openings[rowid] = opening
+                if body is not None:  # only the opening is inflated
+                    self._openings[rowid] = inflate_opening(body, OPENING_CHARS)
         return {r: self._openings[r] for r in rowids if self._sizes.get(r, 0) > body_limit}
 
     def _heads(self, rowids: Iterable[int]) -> dict[int, tuple[str, str]]:
-        """Title and aliases of these rows, read without the body (the content table's first columns)."""
+        """Title and aliases of these rows, read without the body (the text table's first columns)."""
         rowids = list(rowids)
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        sql = f"SELECT id, c0, c1 FROM {self.fts}_content WHERE id IN ({marks})"
+        sql = f"SELECT rowid, title, aliases FROM {self.text} WHERE rowid IN ({marks})"
         return {row[0]: (row[1], row[2]) for row in self.conn.execute(sql, rowids)}
 
     def body_matches(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
@@ -852,7 +880,62 @@ class ProjectionChanged(Contention):
     """A projection changed or proved inconsistent under a query: the query is run again (Engine.run)."""
 
 
-SHADOWS = ("data", "idx", "content", "docsize", "config")
+SHADOWS = ("data", "idx", "docsize", "config")  # an external-content table has no _content
+
+
+class _TextWriter:
+    """Rows of a projection's text table (the body deflated), written in batches beside the FTS5 insert.
+
+    A full batch is deflated on a thread of its own while the next one is tokenized by FTS5 (zlib and
+    SQLite both release the GIL), and inserted when the batch after it is full: a cold build's
+    compression of every body runs beside the index build on a second core, not after it.
+    """
+
+    BATCH = 256
+
+    def __init__(self, conn: sqlite3.Connection, table: str) -> None:
+        self.conn, self.table = conn, table
+        self.pending: list[tuple[int, str, str, str]] = []
+        self.worker: threading.Thread | None = None
+        self.done: list[tuple[int, str, str, bytes, int]] = []
+
+    def add(self, rowid: int, text: tuple[str, str, str]) -> None:
+        self.pending.append((rowid, *text))
+        if len(self.pending) >= self.BATCH:
+            self._insert_done()
+            batch, self.pending = self.pending, []
+            self.worker = threading.Thread(target=self._deflate, args=(batch,), daemon=True)
+            self.worker.start()
+
+    def _deflate(self, batch: list[tuple[int, str, str, str]]) -> None:
+        self.done = _deflated(batch)
+
+    def _insert_done(self) -> None:
+        if self.worker is not None:
+            self.worker.join()
+            self.worker = None
+            rows, self.done = self.done, []
+            if len(rows) < self.BATCH:  # the thread failed (it raised, e.g. out of memory): inline, to fail here
+                raise sqlite3.DatabaseError("the texts of a batch could not be deflated")
+            self._insert(rows)
+
+    def _insert(self, rows: list[tuple[int, str, str, bytes, int]]) -> None:
+        sql = f"INSERT INTO {self.table} (rowid, title, aliases, body, size) VALUES (?, ?, ?, ?, ?)"
+        self.conn.executemany(sql, rows)
+
+    def flush(self) -> None:
+        self._insert_done()
+        if self.pending:
+            self._insert(_deflated(self.pending))
+            self.pending = []
+
+
+def _deflated(batch: list[tuple[int, str, str, str]]) -> list[tuple[int, str, str, bytes, int]]:
+    out = []
+    for rowid, title, aliases, body in batch:
+        data = body.encode("utf-8")
+        out.append((rowid, title, aliases, deflate(data), len(data)))
+    return out
 
 
 def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
@@ -862,7 +945,7 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
         return
     except sqlite3.DatabaseError:
         pass
-    for shadow in SHADOWS:  # ordinary tables: dropping them frees their pages
+    for shadow in (*SHADOWS, "content"):  # ordinary tables: dropping them frees their pages (an earlier format's too)
         conn.execute(f"DROP TABLE IF EXISTS {fts}_{shadow}")
     # the virtual table itself owns no pages: remove its schema row and make SQLite read the schema again
     version = conn.execute("PRAGMA schema_version").fetchone()[0]

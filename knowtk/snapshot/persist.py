@@ -8,6 +8,17 @@ them back in one read and parses a part only when a query first needs it. The re
 not stored here: they stay in ``scan_files_v1``, and a stored snapshot fills one from there
 when a query asks for it (``StoredRecords``).
 
+Each part is kept deflated (zlib; its digest is of the JSON text): the image is about a
+third of its JSON, and a new process reads less. A process that applied changes to an image
+does not write it again whole: ``write_image`` with ``base`` (the snapshot the stored image
+is) adds a *patch*, the keys of each part that changed (set or removed) and the record
+locations that moved, found by comparing the two snapshots' tables (a table the build did
+not copy is the same object: not compared). A part is read back as its stored JSON with
+every patch applied in order, then converted as before, so a patched image reads exactly as
+the same snapshot written whole (``tests/test_persist.py`` compares them). Past
+``PATCHES_MAX`` patches, or patches over an eighth of the parts' size, the image is written
+whole again.
+
 An image is used only when it was written by this format of knowtk, for the same
 ``knowtk.yaml`` and the same safeguards. The files it was built from are compared with the
 scan (the scan cache's change counter says in one comparison that nothing changed); the
@@ -32,9 +43,9 @@ from knowtk.model.records import Issue, Record
 from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import Former, Layered
+from knowtk.snapshot.overlay import Former, Grouped, Layered
 from knowtk.snapshot.safeguards import Safeguards
-from knowtk.state import Contention, StateDB, now_utc
+from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
 __all__ = [
     "ImageDamaged",
@@ -48,13 +59,20 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 2  # bump when a part's meaning changes: an image of another format is never read
+FORMAT = 3  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
 BULK_AFTER = 2000
 
-_SCHEMA = f"CREATE TABLE IF NOT EXISTS {TABLE} (part TEXT PRIMARY KEY, data TEXT NOT NULL)"
+# records whose file changed since the image, taken back by a pass over the names and referrers each,
+# past which both maps are inverted once (a few edits made while no process ran cost a few passes)
+FORMER_SCANS = 8
+PATCHES_MAX = 16  # patches past which the image is written whole again
+PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
+
+# data: the meta row's JSON text; every other row deflated JSON
+_SCHEMA = f"CREATE TABLE IF NOT EXISTS {TABLE} (part TEXT PRIMARY KEY, data NOT NULL)"
 
 
 class ImageDamaged(Contention):
@@ -156,12 +174,27 @@ INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any
 
 # -- writing ---------------------------------------------------------------------------------------
 def write_image(
-    state: StateDB, snap: Snapshot, *, scanner: Scanner, config: StoreConfig, safeguards: Safeguards
+    state: StateDB,
+    snap: Snapshot,
+    *,
+    scanner: Scanner,
+    config: StoreConfig,
+    safeguards: Safeguards,
+    base: Snapshot | None = None,
 ) -> str | None:
     """Store ``snap`` as the image a new process loads; returns its key (None when it could not be written).
 
+    With ``base``, the snapshot the stored image is now, only what changed since is written (a patch),
+    unless the image holds too many patches already or is another one than ``base``'s.
     A projection: a failure to write costs the next new process a build, never this query.
     """
+    import uuid  # only a process that writes an image needs it
+
+    key = uuid.uuid4().hex
+    if base is not None and base.image_key is not None:
+        found = _write_patch(state, snap, base, key=key, scanner=scanner, config=config, safeguards=safeguards)
+        if found is not None:
+            return found
     ix = snap.index
     assert ix is not None
     texts: dict[str, str] = {}
@@ -175,10 +208,26 @@ def write_image(
     at = [claims[rid][0] for rid in ids]
     texts["record_at"] = json.dumps([ids, at], ensure_ascii=False)
     texts["record_sha"] = json.dumps([paths[path] for path in at])
-    import uuid  # only a process that writes an image needs it
+    data = {name: text.encode() for name, text in texts.items()}
+    meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
+    meta["parts"] = {name: hashlib.sha256(raw).hexdigest() for name, raw in data.items()}
+    meta["bytes"] = sum(map(len, data.values()))
+    meta["patches"] = []
+    try:
+        with state.transaction() as conn:
+            conn.execute(_SCHEMA)
+            conn.execute(f"DELETE FROM {TABLE}")
+            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", [("meta", json.dumps(meta))])
+            conn.executemany(
+                f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", ((n, deflate(raw)) for n, raw in data.items())
+            )
+    except (sqlite3.Error, Contention):
+        return None
+    return key
 
-    key = uuid.uuid4().hex
-    meta = {
+
+def _meta(snap: Snapshot, key: str, *, scanner: Scanner, config: StoreConfig, safeguards: Safeguards) -> dict[str, Any]:
+    return {
         "format": FORMAT,
         "key": key,
         "scan_token": scanner.saved_token,  # the scan cache as this snapshot was built from it
@@ -187,39 +236,196 @@ def write_image(
         "valid_until": snap.valid_until.isoformat() if snap.valid_until else None,
         "config": config_key(config),
         "guards": guards_key(safeguards),
-        "parts": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()},
     }
+
+
+def _write_patch(
+    state: StateDB,
+    snap: Snapshot,
+    base: Snapshot,
+    *,
+    key: str,
+    scanner: Scanner,
+    config: StoreConfig,
+    safeguards: Safeguards,
+) -> str | None:
+    """Add to the stored image (which must be ``base``'s) what changed from ``base`` to ``snap``; its key,
+    or None when the image must be written whole (another image stored, too many patches, a damaged base)."""
+    try:
+        patch = json.dumps(image_delta(base, snap), ensure_ascii=False).encode()
+    except (ImageDamaged, KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None  # the base's own image is damaged, or the two disagree: written whole (a build stands alone)
+    meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
     try:
         with state.transaction() as conn:
-            conn.execute(_SCHEMA)
-            conn.execute(f"DELETE FROM {TABLE}")
-            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", [("meta", json.dumps(meta))])
-            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", texts.items())
-    except (sqlite3.Error, Contention):
+            row = conn.execute(f"SELECT data FROM {TABLE} WHERE part = 'meta'").fetchone()
+            stored = json.loads(row[0]) if row is not None else None
+            if not isinstance(stored, dict) or stored.get("key") != base.image_key or stored.get("format") != FORMAT:
+                return None
+            patches = list(stored.get("patches") or [])
+            grown = sum(n for _, _, n in patches) + len(patch)
+            if len(patches) >= PATCHES_MAX or grown * PATCH_SHARE > int(stored.get("bytes") or 0):
+                return None
+            name = f"patch.{len(patches)}"
+            patches.append([name, hashlib.sha256(patch).hexdigest(), len(patch)])
+            meta.update(parts=stored["parts"], bytes=stored["bytes"], patches=patches)
+            conn.execute(f"INSERT OR REPLACE INTO {TABLE} (part, data) VALUES (?, ?)", (name, deflate(patch)))
+            conn.execute(f"UPDATE {TABLE} SET data = ? WHERE part = 'meta'", (json.dumps(meta),))
+    except (sqlite3.Error, Contention, ValueError, TypeError, KeyError):
         return None
     return key
 
 
+_ABSENT = object()
+
+
+def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(keys set or changed, keys removed) from ``old`` to ``new``; values compared by identity, then equality."""
+    if isinstance(new, Grouped) and (new.base is old or (isinstance(old, Grouped) and old.base is new.base)):
+        keys = set(new.top) | (set(old.top) if isinstance(old, Grouped) else set())  # only these can differ
+        changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
+        return changed, [k for k in keys if k not in new and k in old]
+    if type(old) is dict and type(new) is dict and old == new:  # a copy the build left as it was: compared in C
+        return [], []
+    get = old.get
+    changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
+    added = sum(1 for k in changed if k not in old)
+    # len(new) = len(old) + added - removed: the keys of old are gone through only when some were removed
+    removed = [k for k in old if k not in new] if len(old) + added != len(new) else []
+    return changed, removed
+
+
+class _Only:
+    """An object whose one attribute is a sub-map: a part's dump applied to the changed keys alone."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        setattr(self, name, value)
+
+
+def image_delta(base: Snapshot, snap: Snapshot) -> dict[str, Any]:
+    """What a patch holds: per part, the keys set (as the part's dump writes them) and removed, or the part
+    whole (a set or a list); the record locations (id -> [path, sha256]) set and removed."""
+    out: dict[str, Any] = {"parts": {}, "whole": {}}
+    ix, base_ix = snap.index, base.index
+    assert ix is not None and base_ix is not None
+    changed_paths: list[str] = []
+    changed_claims: list[str] = []
+    tables: list[tuple[str, Mapping[str, tuple[Callable[[Any], Any], Any]], Any, Any]] = [
+        ("", SNAPSHOT_PARTS, snap, base),
+        ("index.", INDEX_PARTS, ix, base_ix),
+    ]
+    for prefix, table, new_of, old_of in tables:
+        for name, (dump, _) in table.items():
+            old, new = getattr(old_of, name), getattr(new_of, name)
+            if old is new:
+                continue
+            if not isinstance(new, Mapping):  # a set or a list: small, written whole when it changed
+                if old != new:
+                    out["whole"][prefix + name] = dump(new_of)
+                continue
+            changed, removed = _changed_keys(old, new)
+            if changed or removed:
+                part = dump(_Only(name, {k: new[k] for k in changed}))
+                out["parts"][prefix + name] = {"set": part, "del": removed}
+            if name == "paths":
+                changed_paths = changed + removed
+            elif name == "claims":
+                changed_claims = changed + removed
+    out["records"] = _record_delta(base, snap, changed_paths, changed_claims)
+    return out
+
+
+def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list[str]) -> dict[str, Any]:
+    """The record locations that may differ: ids whose claims changed, ids at files whose hash changed."""
+    ix, base_ix = snap.index, base.index
+    assert ix is not None and base_ix is not None
+    ids = set(claims) | set(snap.changed_ids or ())
+    for path in paths:
+        for id_at in (ix.id_at, base_ix.id_at):
+            found = id_at.get(path)
+            if found is not None:
+                ids.add(found)
+    records, claimed, hashes = snap.records, ix.claims, snap.paths
+    base_records, base_claimed, base_hashes = base.records, base_ix.claims, base.paths
+    moved: dict[str, list[str]] = {}
+    for rid in ids:
+        if rid in records:
+            path = claimed[rid][0]
+            was = base_claimed[rid][0] if rid in base_records else None
+            if was != path or base_hashes.get(was) != hashes[path]:
+                moved[rid] = [rid, path, hashes[path]]
+    # in the records' own order (a Layered's: a record built since comes after the stored ones, in the order
+    # of its top layer, as a patch puts it; any other mapping: its order, found by going through it)
+    top = getattr(records, "top", None)
+    if isinstance(top, dict) and moved.keys() <= top.keys():
+        put = [rid for rid in top if rid in moved]
+    else:
+        order = {rid: i for i, rid in enumerate(records)} if moved else {}
+        put = sorted(moved, key=order.__getitem__)
+    gone = sorted(rid for rid in ids if rid not in records and rid in base_records)
+    return {"set": [moved[rid] for rid in put], "del": gone}
+
+
 # -- reading ---------------------------------------------------------------------------------------
 class ImageParts:
-    """The image's texts, read in one transaction; each parsed (and its digest checked) on first use."""
+    """The image's parts (deflated), read in one transaction; each parsed, its digest checked and the
+    patches applied, on first use."""
 
-    def __init__(self, meta: dict[str, Any], texts: dict[str, str], on_damage: Callable[[], None]) -> None:
+    def __init__(self, meta: dict[str, Any], texts: dict[str, bytes], on_damage: Callable[[], None]) -> None:
         self.meta, self.texts, self.on_damage = meta, texts, on_damage
         self.parsed: dict[str, Any] = {}
+        self._patches: list[dict[str, Any]] | None = None
+
+    def _json(self, name: str, digest: str | None) -> Any:
+        raw = self.texts.get(name)
+        data = inflate_bytes(raw) if isinstance(raw, bytes) else None
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            raise ValueError("missing, or its digest differs")
+        return json.loads(data)
+
+    def patches(self) -> list[dict[str, Any]]:
+        """The patches written since the parts, in order (each parsed and checked once)."""
+        if self._patches is None:
+            self._patches = [self._json(name, digest) for name, digest, _ in self.meta.get("patches") or ()]
+        return self._patches
 
     def get(self, name: str, read: Callable[[Any], Any]) -> Any:
         found = self.parsed.get(name)
         if found is None:
-            text = self.texts.get(name)
             try:
-                if text is None or hashlib.sha256(text.encode()).hexdigest() != self.meta["parts"].get(name):
-                    raise ValueError("missing, or its digest differs")
-                found = self.parsed[name] = read(json.loads(text))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.on_damage()
-                raise ImageDamaged(f"stored snapshot part {name!r} is damaged ({exc}); building it again") from exc
+                data = self._json(name, self.meta["parts"].get(name))
+                for patch in self.patches():
+                    if name in patch["whole"]:
+                        data = patch["whole"][name]
+                    elif name in patch["parts"]:
+                        change = patch["parts"][name]
+                        data.update(change["set"])
+                        for key in change["del"]:
+                            data.pop(key, None)
+                found = self.parsed[name] = read(data)
+            except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
+                raise self.damaged(name, exc) from exc
         return found
+
+    def damaged(self, name: str, exc: Exception) -> ImageDamaged:
+        self.on_damage()
+        return ImageDamaged(f"stored snapshot part {name!r} is damaged ({exc}); building it again")
+
+    def records(self, where: dict[str, str], sha: dict[str, str] | None) -> None:
+        """Apply the patches' record locations to id -> path (``sha`` None) or to id -> sha256."""
+        try:
+            for patch in self.patches():
+                change = patch["records"]
+                for rid in change["del"]:
+                    (where if sha is None else sha).pop(rid, None)
+                for rid, path, digest in change["set"]:
+                    if sha is None:
+                        where.pop(rid, None)  # a record built since comes after the stored ones
+                        where[rid] = path
+                    else:
+                        sha[rid] = digest
+        except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
+            raise self.damaged("records", exc) from exc
 
 
 class StoredSnapshot(Snapshot):
@@ -292,6 +498,9 @@ class StoredRecords(Mapping[str, Record]):
         self._complete = False
         self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
+        self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
+        self._outdated = 0  # records asked for by `previous` whose file changed since
+        self._sha_patched = False
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -317,13 +526,20 @@ class StoredRecords(Mapping[str, Record]):
     def _where(self) -> dict[str, str]:
         """id -> path of every record."""
         where: dict[str, str] = self._parts.get("record_at", _zipped)
+        if self._parts.meta.get("patches"):
+            self._stored_ids = list(where)  # record_sha's order: the ids as the parts hold them, before the patches
+            self._parts.records(where, None)
         return where
 
     @cached_property
     def _sha(self) -> dict[str, str]:
         """id -> sha256 of the file each record was built from."""
-        ids = self._where.keys()
+        where = self._where
+        ids = self._stored_ids if self._stored_ids is not None else where.keys()
         sha: dict[str, str] = self._parts.get("record_sha", lambda shas: dict(zip(ids, shas, strict=True)))
+        if self._stored_ids is not None and not self._sha_patched:
+            self._sha_patched = True
+            self._parts.records(where, sha)
         return sha
 
     def parse_all(self) -> None:
@@ -408,6 +624,12 @@ class StoredRecords(Mapping[str, Record]):
             return self[rid]
         except SnapshotOutdated:
             pass
+        self._outdated += 1
+        if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
+            index = self._snap.index
+            assert index is not None
+            named = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
+            return Former(rid, named, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
         if self._formers is None:  # the stored name and reference maps, inverted once
             index = self._snap.index
             assert index is not None
@@ -447,6 +669,8 @@ def load_image(
         return None
     try:
         meta = json.loads(texts.pop("meta"))
+        if not isinstance(meta, dict):
+            return None
         if meta.get("format") != FORMAT or meta.get("config") != config_key(config):
             return None
         evaluated_at = datetime.fromisoformat(meta["evaluated_at"])
