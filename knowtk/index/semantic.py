@@ -43,6 +43,7 @@ answer's order comes from :func:`fuse` with BM25.
 
 from __future__ import annotations
 
+import heapq
 import importlib.util
 import math
 import os
@@ -64,6 +65,7 @@ __all__ = [
     "WordLlamaEmbedder",
     "cosine",
     "fuse",
+    "fuse_page",
     "load_embedder",
     "pack",
     "unpack",
@@ -244,6 +246,12 @@ def fuse(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float 
     paper's) damps the lead of the very top ranks; it must be >= 0. Returns ``{id: fused_score}``
     ordered by score descending; ties keep the order in which ids were first seen (BM25 list first).
     """
+    scores = _rrf(bm25_ranked_ids, cosine_ranked_ids, k)
+    return dict(sorted(scores.items(), key=lambda item: -item[1]))  # sorted() is stable: ties keep order
+
+
+def _rrf(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float) -> dict[K, float]:
+    """id -> fused score, in the order ids were first seen (BM25 list first)."""
     if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
         raise InvalidArgument("k", "must be a finite number >= 0", value=k)
     scores: dict[K, float] = {}
@@ -256,4 +264,17 @@ def fuse(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float 
             seen.add(item)
             rank += 1
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return dict(sorted(scores.items(), key=lambda item: -item[1]))  # sorted() is stable: ties keep order
+    return scores
+
+
+def fuse_page(
+    bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], *, k: float = 60, limit: int
+) -> tuple[int, dict[K, float]]:
+    """``fuse``'s first ``limit`` entries (the same scores, the same order, ties included), and how many it has.
+
+    A page needs its first rows only: the rest are scored and counted, never sorted.
+    """
+    scores = _rrf(bm25_ranked_ids, cosine_ranked_ids, k)
+    # ordered by score descending, ties in first-seen order (the order of ``scores``), as fuse's stable sort
+    first = heapq.nsmallest(limit, enumerate(scores.items()), key=lambda entry: (-entry[1][1], entry[0]))
+    return len(scores), {item: score for _, (item, score) in first}

@@ -7,6 +7,10 @@ in the store" never rests on a ranked search.
 
 from __future__ import annotations
 
+import weakref
+from bisect import bisect_left, insort
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from knowtk.engine.engine import Engine
@@ -26,7 +30,10 @@ from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
-__all__ = ["RECORDS_PARAMS", "RECORD_PARAMS", "full_record", "inventory", "one_record"]
+__all__ = ["CATALOG", "RECORDS_PARAMS", "RECORD_PARAMS", "Catalog", "catalog", "full_record", "inventory", "one_record"]
+
+CATALOG = "record_catalog"  # the Catalog's key in Engine.extensions
+PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 
 RECORDS_PARAMS = (
     *FILTER_PARAMS,
@@ -40,16 +47,174 @@ def dates_json(r: Record) -> dict[str, Any]:
     return {name: value.to_json() for name, value in r.dates.items()}
 
 
+NewestKey = tuple[int, float, str]  # knowl_query's order without a query: newest recorded first, undated last
+
+
+def newest_key(r: Record) -> NewestKey:
+    recorded = r.dates.get("recorded_at")
+    return (0, -recorded.start.timestamp(), r.id) if recorded else (1, 0.0, r.id)
+
+
+class Catalog:
+    """The available records of one snapshot, indexed by what knowledge_records and knowl_query filter on.
+
+    Derived from the snapshot alone (nothing in state.sqlite): built from every record once per
+    snapshot generation, and patched at the snapshot's ``changed_ids`` when a snapshot follows the
+    one it holds, so that a warm query builds no record it does not show.
+    """
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self._snap: weakref.ref[Snapshot] | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self.records: dict[str, Record] = {}  # available records whose lifecycle is active or superseded
+        self.lifecycle: dict[str, str] = {}  # the same ids -> lifecycle
+        self.ids: list[str] = []  # the same ids, sorted
+        self.newest: list[NewestKey] = []  # the same, newest recorded first (``newest_key``)
+        self.active_since: list[tuple[datetime, str]] = []  # active records with recorded_at, by its start
+        self.superseded: set[str] = set()
+        self.by_kind: dict[str, set[str]] = {}
+        self.by_type: dict[str, set[str]] = {}
+        self.by_category: dict[str, set[str]] = {}  # category, else type (knowl_query's ``category``)
+        self.by_tag: dict[str, set[str]] = {}
+
+    def invalidate(self) -> None:
+        """Nothing in state.sqlite: a rollback leaves the snapshot, so the catalog holds (kept for the protocol)."""
+
+    def take_repairs(self) -> list[str]:
+        return []
+
+    def update(self, snap: Snapshot) -> None:
+        """Bring the catalog to ``snap``: kept, patched at its changed ids, or rebuilt."""
+        if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
+            return
+        changed = snap.changed_ids
+        if (
+            changed is not None
+            and self.generation >= 0
+            and snap.previous_generation == self.generation
+            and len(changed) <= max(PATCH_LIMIT, len(self.ids) // 20)
+        ):
+            for rid in changed:
+                self._drop(rid)
+            self._add_all(snap, changed, patch=True)
+        else:
+            self._clear()
+            self._add_all(snap, snap.records, patch=False)
+        self.generation, self._snap = snap.generation, weakref.ref(snap)
+
+    def _add_all(self, snap: Snapshot, ids: Iterable[str], *, patch: bool) -> None:
+        records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
+        try:
+            for rid in ids:
+                life = lifecycle.get(rid)
+                if rid in unavailable or life not in ("active", "superseded") or rid not in records:
+                    continue
+                self._add(records[rid], life, patch=patch)
+        except BaseException:
+            self.generation = -1  # half done: rebuilt at the next use
+            raise
+        if not patch:
+            self.ids.sort()
+            self.newest.sort()
+            self.active_since.sort()
+
+    def _add(self, r: Record, life: str, *, patch: bool) -> None:
+        rid = r.id
+        self.records[rid], self.lifecycle[rid] = r, life
+        add = insort if patch else list.append
+        add(self.ids, rid)
+        add(self.newest, newest_key(r))
+        recorded = r.dates.get("recorded_at")
+        if life == "superseded":
+            self.superseded.add(rid)
+        elif recorded is not None:
+            add(self.active_since, (recorded.start, rid))
+        for index, key in self._keys(r):
+            index.setdefault(key, set()).add(rid)
+
+    def _keys(self, r: Record) -> list[tuple[dict[str, set[str]], str]]:
+        keys = [(self.by_kind, r.kind), (self.by_type, r.type), (self.by_category, r.category or r.type)]
+        return keys + [(self.by_tag, tag) for tag in dict.fromkeys(r.tags)]
+
+    def _drop(self, rid: str) -> None:
+        r = self.records.pop(rid, None)
+        if r is None:
+            return
+        life = self.lifecycle.pop(rid)
+        _remove(self.ids, rid)
+        _remove(self.newest, newest_key(r))
+        recorded = r.dates.get("recorded_at")
+        if life == "superseded":
+            self.superseded.discard(rid)
+        elif recorded is not None:
+            _remove(self.active_since, (recorded.start, rid))
+        for index, key in self._keys(r):
+            members = index.get(key)
+            if members is not None:
+                members.discard(rid)
+                if not members:
+                    del index[key]
+
+    def any_of(self, index: dict[str, set[str]], keys: Iterable[str]) -> set[str]:
+        """The ids under any of these keys."""
+        out: set[str] = set()
+        for key in keys:
+            out |= index.get(key, set())
+        return out
+
+    def all_of(self, index: dict[str, set[str]], keys: Iterable[str]) -> set[str]:
+        """The ids under every one of these keys."""
+        out: set[str] | None = None
+        for key in keys:
+            found = index.get(key, set())
+            out = set(found) if out is None else out & found
+        return out if out is not None else set(self.records)
+
+
+def _remove(seq: list[Any], item: Any) -> None:
+    i = bisect_left(seq, item)
+    if i < len(seq) and seq[i] == item:
+        del seq[i]
+
+
+def catalog(engine: Engine, snap: Snapshot) -> Catalog:
+    """This engine's catalog, brought to ``snap`` (kept in ``engine.extensions``)."""
+    cat = engine.extensions.get(CATALOG)
+    if cat is None:
+        cat = engine.extensions[CATALOG] = Catalog()
+    cat.update(snap)
+    return cat
+
+
+def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+    """The sorted ids of the available records that pass the filters (only candidates are looked at)."""
+    found: set[str] | None = None
+    for index, keys, every in (
+        (cat.by_kind, flt.kinds, False),
+        (cat.by_type, flt.types, False),
+        (cat.by_tag, flt.tags, True),
+    ):
+        if keys is not None:
+            ids = cat.all_of(index, keys) if every else cat.any_of(index, keys)
+            found = ids if found is None else found & ids
+    rest = flt.scope or flt.time_field is not None  # checked on each candidate record
+    lifecycle, records = cat.lifecycle, cat.records
+    every_state = len(wanted) == 2
+    if found is None and not rest:
+        return cat.ids if every_state else [rid for rid in cat.ids if lifecycle[rid] in wanted]
+    candidates: Iterable[str] = cat.ids if found is None else sorted(found)
+    return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or flt.passes(records[rid]))]
+
+
 def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
     flt = RecordFilter.from_args(snap, a)
     wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
-    ids = sorted(
-        rid
-        for rid, r in snap.records.items()
-        if rid not in snap.unavailable and snap.lifecycle[rid] in wanted and flt.passes(r)
-    )
+    ids = _matching(catalog(engine, snap), flt, wanted)
     page = ids[a["offset"] : a["offset"] + a["limit"]]
     rows = []
     for rid in page:
