@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left, insort
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +33,7 @@ from knowtk.state import now_utc
 __all__ = ["CATALOG", "RECORDS_PARAMS", "RECORD_PARAMS", "Catalog", "catalog", "full_record", "inventory", "one_record"]
 
 CATALOG = "record_catalog"  # the Catalog's key in Engine.extensions
+MEMO_ENTRIES = 64  # answers' id lists kept per snapshot
 PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 
 RECORDS_PARAMS = (
@@ -58,27 +59,19 @@ def newest_key(r: Record) -> NewestKey:
 class Catalog:
     """The available records of one snapshot, indexed by what knowledge_records and knowl_query filter on.
 
-    Derived from the snapshot alone (nothing in state.sqlite): built from every record once per
-    snapshot generation, and patched at the snapshot's ``changed_ids`` when a snapshot follows the
-    one it holds, so that a warm query builds no record it does not show.
+    Derived from the snapshot alone (nothing in state.sqlite): each index is built from every
+    record the first time a query needs it, and every built index is patched at the snapshot's
+    ``changed_ids`` when a snapshot follows the one it holds, so that a warm query builds no
+    record it does not show.
     """
 
     def __init__(self) -> None:
         self.generation = -1
         self._snap: weakref.ref[Snapshot] | None = None
-        self._clear()
-
-    def _clear(self) -> None:
         self.records: dict[str, Record] = {}  # available records whose lifecycle is active or superseded
         self.lifecycle: dict[str, str] = {}  # the same ids -> lifecycle
-        self.ids: list[str] = []  # the same ids, sorted
-        self.newest: list[NewestKey] = []  # the same, newest recorded first (``newest_key``)
-        self.active_since: list[tuple[datetime, str]] = []  # active records with recorded_at, by its start
-        self.superseded: set[str] = set()
-        self.by_kind: dict[str, set[str]] = {}
-        self.by_type: dict[str, set[str]] = {}
-        self.by_category: dict[str, set[str]] = {}  # category, else type (knowl_query's ``category``)
-        self.by_tag: dict[str, set[str]] = {}
+        self._built: dict[str, Any] = {}  # the indexes below, by name, once a query asked for them
+        self.memo: dict[Hashable, Any] = {}  # what queries derived from this snapshot's catalog (emptied with it)
 
     def invalidate(self) -> None:
         """Nothing in state.sqlite: a rollback leaves the snapshot, so the catalog holds (kept for the protocol)."""
@@ -91,87 +84,153 @@ class Catalog:
         if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
             return
         changed = snap.changed_ids
-        if (
+        patch = (
             changed is not None
             and self.generation >= 0
             and snap.previous_generation == self.generation
-            and len(changed) <= max(PATCH_LIMIT, len(self.ids) // 20)
-        ):
+            and len(changed) <= max(PATCH_LIMIT, len(self.records) // 20)
+        )
+        self.generation = -1  # until done: a failure half way rebuilds it at the next use
+        self.memo = {}
+        if patch:
+            assert changed is not None
             for rid in changed:
                 self._drop(rid)
-            self._add_all(snap, changed, patch=True)
+            for rid in changed:
+                if self._available(snap, rid):
+                    self._add(snap.records[rid], snap.lifecycle[rid])
         else:
-            self._clear()
-            self._add_all(snap, snap.records, patch=False)
+            self.records, self.lifecycle, self._built = {}, {}, {}
+            records, lifecycle = snap.records, snap.lifecycle
+            for rid in snap.records:
+                if self._available(snap, rid):
+                    self.records[rid], self.lifecycle[rid] = records[rid], lifecycle[rid]
         self.generation, self._snap = snap.generation, weakref.ref(snap)
 
-    def _add_all(self, snap: Snapshot, ids: Iterable[str], *, patch: bool) -> None:
-        records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
-        try:
-            for rid in ids:
-                life = lifecycle.get(rid)
-                if rid in unavailable or life not in ("active", "superseded") or rid not in records:
-                    continue
-                self._add(records[rid], life, patch=patch)
-        except BaseException:
-            self.generation = -1  # half done: rebuilt at the next use
-            raise
-        if not patch:
-            self.ids.sort()
-            self.newest.sort()
-            self.active_since.sort()
+    @staticmethod
+    def _available(snap: Snapshot, rid: str) -> bool:
+        return (
+            rid not in snap.unavailable and snap.lifecycle.get(rid) in ("active", "superseded") and rid in snap.records
+        )
 
-    def _add(self, r: Record, life: str, *, patch: bool) -> None:
+    # -- the indexes, each built on first use ---------------------------------------------------------
+    @property
+    def ids(self) -> list[str]:
+        """The ids, sorted."""
+        return self._index("ids", lambda: sorted(self.records))
+
+    @property
+    def newest(self) -> list[NewestKey]:
+        """knowl_query's order without a query (``newest_key``)."""
+        return self._index("newest", lambda: sorted(map(newest_key, self.records.values())))
+
+    @property
+    def active_since(self) -> list[tuple[datetime, str]]:
+        """(recorded_at start, id) of the active records with a recorded_at, sorted."""
+
+        def build() -> list[tuple[datetime, str]]:
+            out = []
+            for rid, r in self.records.items():
+                recorded = r.dates.get("recorded_at")
+                if recorded is not None and self.lifecycle[rid] == "active":
+                    out.append((recorded.start, rid))
+            return sorted(out)
+
+        return self._index("active_since", build)
+
+    @property
+    def superseded(self) -> set[str]:
+        return self._index("superseded", lambda: {rid for rid, life in self.lifecycle.items() if life == "superseded"})
+
+    def grouped(self, name: str) -> dict[str, set[str]]:
+        """key -> ids, for ``name`` one of kind, type, category (else type) and tag."""
+        return self._index(name, lambda: self._group(name, self.records.values()))
+
+    def _index(self, name: str, build: Callable[[], Any]) -> Any:
+        found = self._built.get(name)
+        if found is None:
+            found = self._built[name] = build()
+        return found
+
+    @staticmethod
+    def _group(name: str, records: Iterable[Record]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for r in records:
+            for key in _keys(name, r):
+                found = out.get(key)
+                if found is None:
+                    out[key] = {r.id}
+                else:
+                    found.add(r.id)
+        return out
+
+    # -- patching ------------------------------------------------------------------------------------
+    def _add(self, r: Record, life: str) -> None:
         rid = r.id
         self.records[rid], self.lifecycle[rid] = r, life
-        add = insort if patch else list.append
-        add(self.ids, rid)
-        add(self.newest, newest_key(r))
+        built = self._built
+        if "ids" in built:
+            insort(built["ids"], rid)
+        if "newest" in built:
+            insort(built["newest"], newest_key(r))
         recorded = r.dates.get("recorded_at")
-        if life == "superseded":
-            self.superseded.add(rid)
-        elif recorded is not None:
-            add(self.active_since, (recorded.start, rid))
-        for index, key in self._keys(r):
-            index.setdefault(key, set()).add(rid)
-
-    def _keys(self, r: Record) -> list[tuple[dict[str, set[str]], str]]:
-        keys = [(self.by_kind, r.kind), (self.by_type, r.type), (self.by_category, r.category or r.type)]
-        return keys + [(self.by_tag, tag) for tag in dict.fromkeys(r.tags)]
+        if "active_since" in built and life == "active" and recorded is not None:
+            insort(built["active_since"], (recorded.start, rid))
+        if "superseded" in built and life == "superseded":
+            built["superseded"].add(rid)
+        for name in GROUPS:
+            if name in built:
+                for key in _keys(name, r):
+                    built[name].setdefault(key, set()).add(rid)
 
     def _drop(self, rid: str) -> None:
         r = self.records.pop(rid, None)
         if r is None:
             return
         life = self.lifecycle.pop(rid)
-        _remove(self.ids, rid)
-        _remove(self.newest, newest_key(r))
+        built = self._built
+        if "ids" in built:
+            _remove(built["ids"], rid)
+        if "newest" in built:
+            _remove(built["newest"], newest_key(r))
         recorded = r.dates.get("recorded_at")
-        if life == "superseded":
-            self.superseded.discard(rid)
-        elif recorded is not None:
-            _remove(self.active_since, (recorded.start, rid))
-        for index, key in self._keys(r):
-            members = index.get(key)
-            if members is not None:
-                members.discard(rid)
-                if not members:
-                    del index[key]
+        if "active_since" in built and life == "active" and recorded is not None:
+            _remove(built["active_since"], (recorded.start, rid))
+        if "superseded" in built:
+            built["superseded"].discard(rid)
+        for name in GROUPS:
+            if name in built:
+                for key in _keys(name, r):
+                    members = built[name].get(key)
+                    if members is not None:
+                        members.discard(rid)
+                        if not members:
+                            del built[name][key]
 
-    def any_of(self, index: dict[str, set[str]], keys: Iterable[str]) -> set[str]:
-        """The ids under any of these keys."""
-        out: set[str] = set()
+    # -- set algebra ---------------------------------------------------------------------------------
+    def any_of(self, name: str, keys: Iterable[str]) -> set[str]:
+        """The ids under any of these keys of index ``name``."""
+        index, out = self.grouped(name), set()
         for key in keys:
             out |= index.get(key, set())
         return out
 
-    def all_of(self, index: dict[str, set[str]], keys: Iterable[str]) -> set[str]:
-        """The ids under every one of these keys."""
-        out: set[str] | None = None
+    def all_of(self, name: str, keys: Iterable[str]) -> set[str]:
+        """The ids under every one of these keys of index ``name``."""
+        index, out = self.grouped(name), None
         for key in keys:
             found = index.get(key, set())
             out = set(found) if out is None else out & found
         return out if out is not None else set(self.records)
+
+
+GROUPS = ("kind", "type", "category", "tag")
+
+
+def _keys(name: str, r: Record) -> Iterable[str]:
+    if name == "tag":
+        return r.tags
+    return (r.kind if name == "kind" else r.type if name == "type" else (r.category or r.type),)
 
 
 def _remove(seq: list[Any], item: Any) -> None:
@@ -193,9 +252,9 @@ def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[
     """The sorted ids of the available records that pass the filters (only candidates are looked at)."""
     found: set[str] | None = None
     for index, keys, every in (
-        (cat.by_kind, flt.kinds, False),
-        (cat.by_type, flt.types, False),
-        (cat.by_tag, flt.tags, True),
+        ("kind", flt.kinds, False),
+        ("type", flt.types, False),
+        ("tag", flt.tags, True),
     ):
         if keys is not None:
             ids = cat.all_of(index, keys) if every else cat.any_of(index, keys)
@@ -214,7 +273,13 @@ def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
     queried_at = now_utc()
     flt = RecordFilter.from_args(snap, a)
     wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
-    ids = _matching(catalog(engine, snap), flt, wanted)
+    cat = catalog(engine, snap)
+    key = (flt, wanted)
+    ids = cat.memo.get(key)
+    if ids is None:
+        if len(cat.memo) >= MEMO_ENTRIES:
+            cat.memo.clear()
+        ids = cat.memo[key] = _matching(cat, flt, wanted)
     page = ids[a["offset"] : a["offset"] + a["limit"]]
     rows = []
     for rid in page:

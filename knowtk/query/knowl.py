@@ -357,9 +357,9 @@ def _eligible(
 ) -> dict[str, str]:
     """id -> the record's status at the asked instant, for every available record that passes the filters."""
     wanted = ("active", "superseded") if status == "all" else (status,)
-    candidates: set[str] | None = cat.all_of(cat.by_tag, tags) if tags else None
+    candidates: set[str] | None = cat.all_of("tag", tags) if tags else None
     if category:
-        of_category = cat.any_of(cat.by_category, snap.config.expand_type(category))
+        of_category = cat.any_of("category", snap.config.expand_type(category))
         candidates = of_category if candidates is None else candidates & of_category
     lifecycle = cat.lifecycle
     if as_of is None:
