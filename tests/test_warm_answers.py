@@ -170,16 +170,22 @@ def test_a_warm_store_answers_as_a_fresh_one_after_each_edit(
     warm.close()
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(6))
 def test_fuse_page_is_the_first_page_of_fuse(seed: int) -> None:
     rng = random.Random(seed)
-    ids = [f"d{i}" for i in range(60)]
-    bm25 = rng.sample(ids, 40)
-    cosine = rng.sample(ids, 35)  # equal fused scores happen: ids at the same ranks of the two lists
+    n = [60, 2000][seed % 2]
+    ids = [f"d{i}" for i in range(n)]
+    bm25 = rng.sample(ids, n * 2 // 3)
+    cosine = rng.sample(ids, n // 2)  # equal fused scores happen: ids at the same ranks of the two lists
+    if seed >= 4:  # a repeated id counts at its first rank
+        bm25 += bm25[:5]
+        cosine.insert(3, cosine[10])
     whole = semantic.fuse(bm25, cosine, k=60)
-    for limit in (1, 3, 10, 100):
+    for limit in (1, 3, 10, 50, 100, 5000):
         total, page = semantic.fuse_page(bm25, cosine, k=60, limit=limit)
         assert total == len(whole)
         assert list(page.items()) == list(whole.items())[:limit]
-    tied = semantic.fuse(["a", "b"], ["b", "a"], k=60)
-    assert list(semantic.fuse_page(["a", "b"], ["b", "a"], k=60, limit=1)[1]) == list(tied)[:1]
+    for a, b in ((["a", "b"], ["b", "a"]), ([], ["x", "y"]), (["x"], []), ([], [])):
+        tied = semantic.fuse(a, b, k=60)
+        assert semantic.fuse_page(a, b, k=60, limit=1) == (len(tied), dict(list(tied.items())[:1]))
+        assert semantic.fuse_page(a, b, k=0, limit=2) == (len(tied), dict(list(semantic.fuse(a, b, k=0).items())[:2]))

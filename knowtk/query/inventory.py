@@ -241,11 +241,12 @@ def _remove(seq: list[Any], item: Any) -> None:
 
 def catalog(engine: Engine, snap: Snapshot) -> Catalog:
     """This engine's catalog, brought to ``snap`` (kept in ``engine.extensions``)."""
-    cat = engine.extensions.get(CATALOG)
-    if cat is None:
-        cat = engine.extensions[CATALOG] = Catalog()
-    cat.update(snap)
-    return cat
+    with engine.lock:  # a linked store's engine may be serving a call of its own
+        cat = engine.extensions.get(CATALOG)
+        if cat is None:
+            cat = engine.extensions[CATALOG] = Catalog()
+        cat.update(snap)
+        return cat
 
 
 def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
