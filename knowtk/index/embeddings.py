@@ -18,7 +18,7 @@ the cache by itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING
 
 from knowtk.index.projection import Findings, Runner, register
@@ -57,10 +57,16 @@ class EmbeddingCache:
         self._rows: dict[str, tuple[str, NDArray[np.float32]]] = {}  # id -> (sha256, vector)
         self._version: int | None = None
         self.embedded = 0  # records embedded by the last reconcile
+        self._synced: Hashable | None = None  # the key of the desired set the rows last matched
+        # every vector stacked in one matrix (the rows' arrays are views of it), with each row's id
+        # (None: a record that left) and the rank of that id in sorted order; None: stacked at the next use
+        self._matrix: tuple[NDArray[np.float32], list[str | None], NDArray[np.int64]] | None = None
+        self._row_of: dict[str, int] = {}
 
     def invalidate(self) -> None:
         """Forget the mirror (after a rollback): loaded again at the next use."""
         self._version = None
+        self._synced = None
 
     def take_repairs(self) -> list[str]:
         """Nothing: a query re-embeds a missing or broken vector without calling it a repair."""
@@ -97,6 +103,7 @@ class EmbeddingCache:
                 self._rows[rid] = (sha, np.frombuffer(blob, dtype="<f4").astype(np.float32))
         self.model = model
         self._version = self.state.data_version()
+        self._synced, self._matrix, self._row_of = None, None, {}
 
     def reconcile(
         self,
@@ -109,10 +116,62 @@ class EmbeddingCache:
         ``texts(ids)`` gives the text of those ids (see ``embedding_text``); an id it leaves out is
         skipped this time (its file changed again since the scan) and has no vector.
         """
+        self._sync(embedder, lambda: desired, texts, None)
+        return {rid: self._rows[rid][1] for rid in desired if rid in self._rows}
+
+    def similarities(
+        self,
+        embedder: Embedder,
+        desired: Callable[[], Mapping[str, str]],
+        texts: Callable[[list[str]], Mapping[str, str]],
+        vector: NDArray[np.float32],
+        *,
+        key: Hashable | None = None,
+    ) -> tuple[NDArray[np.float32], list[str | None], NDArray[np.int64], dict[str, int]]:
+        """The cosine of every kept vector with ``vector`` (both L2-normalised), after ``reconcile``.
+
+        ``desired`` gives the ``{id: sha256}`` set (called only when it must be compared). Returns
+        (cosines by row, the id of each row or None for a row no longer desired, each row's id rank
+        in sorted order, id -> row). ``key`` names the desired set (it changes whenever the
+        set does): while it and the table stay the same, the set is not compared again, and the
+        stacked vectors are kept, so a warm query costs one matrix-vector product.
+        """
+        self._sync(embedder, desired, texts, key)
+        matrix, ids, ranks = self._stacked(len(vector))
+        return matrix @ vector, ids, ranks, self._row_of
+
+    def _stacked(self, dim: int) -> tuple[NDArray[np.float32], list[str | None], NDArray[np.int64]]:
+        import numpy as np
+
+        if self._matrix is None:
+            ids: list[str | None] = list(self._rows)
+            matrix = np.empty((len(ids), dim), dtype=np.float32)
+            for i, rid in enumerate(ids):
+                assert rid is not None
+                sha, vec = self._rows[rid]
+                matrix[i] = vec
+                self._rows[rid] = (sha, matrix[i])  # a view: the vectors are held once
+            order = sorted(range(len(ids)), key=lambda i: ids[i] or "")
+            ranks = np.empty(len(ids), dtype=np.int64)
+            ranks[order] = np.arange(len(ids), dtype=np.int64)
+            self._matrix = (matrix, ids, ranks)
+            self._row_of = {rid: i for i, rid in enumerate(ids) if rid is not None}
+        return self._matrix
+
+    def _sync(
+        self,
+        embedder: Embedder,
+        wanted: Callable[[], Mapping[str, str]],
+        texts: Callable[[list[str]], Mapping[str, str]],
+        key: Hashable | None,
+    ) -> None:
         model = f"{embedder.name}#{TEXT_RECIPE}"
         with self.state.reading():
             if model != self.model or self._version != self.state.data_version():
                 self._load(model, embedder.dim)
+        if key is not None and key == self._synced:
+            return
+        desired = wanted()
         stale = [rid for rid, (sha, _) in self._rows.items() if desired.get(rid) != sha]
         fresh = [rid for rid, sha in desired.items() if rid not in self._rows or self._rows[rid][0] != sha]
         import numpy as np
@@ -136,11 +195,28 @@ class EmbeddingCache:
                     f"INSERT OR REPLACE INTO {TABLE} (model, id, sha256, vector) VALUES (?, ?, ?, ?)",
                     [(model, rid, sha, pack(vec.tolist())) for rid, sha, vec in computed],
                 )
-            for rid in stale:
-                del self._rows[rid]
-            for rid, sha, vec in computed:
+            self._patch(stale, computed)
+        self._synced = key if len(computed) == len(fresh) else None  # an id skipped is tried again next time
+
+    def _patch(self, stale: list[str], computed: list[tuple[str, str, NDArray[np.float32]]]) -> None:
+        """Apply a reconcile to the rows and the stacked matrix (rewritten in place while no id is new)."""
+        redone = {rid for rid, _, _ in computed}
+        for rid in stale:
+            del self._rows[rid]
+            if rid in redone:
+                continue  # its row is overwritten below
+            row = self._row_of.pop(rid, None)
+            if row is not None and self._matrix is not None:
+                self._matrix[1][row] = None
+        for rid, sha, vec in computed:
+            row = self._row_of.get(rid)
+            if row is not None and self._matrix is not None:
+                self._matrix[0][row] = vec
+                self._matrix[1][row] = rid
+                self._rows[rid] = (sha, self._matrix[0][row])
+            else:
                 self._rows[rid] = (sha, vec)
-        return {rid: self._rows[rid][1] for rid in desired if rid in self._rows}
+                self._matrix = None
 
     def _has_other_models(self, model: str) -> bool:
         row = self.state.conn.execute(f"SELECT 1 FROM {TABLE} WHERE model != ? LIMIT 1", (model,)).fetchone()

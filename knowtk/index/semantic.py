@@ -64,6 +64,7 @@ __all__ = [
     "WordLlamaEmbedder",
     "cosine",
     "fuse",
+    "fuse_page",
     "load_embedder",
     "pack",
     "unpack",
@@ -244,6 +245,12 @@ def fuse(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float 
     paper's) damps the lead of the very top ranks; it must be >= 0. Returns ``{id: fused_score}``
     ordered by score descending; ties keep the order in which ids were first seen (BM25 list first).
     """
+    scores = _rrf(bm25_ranked_ids, cosine_ranked_ids, k)
+    return dict(sorted(scores.items(), key=lambda item: -item[1]))  # sorted() is stable: ties keep order
+
+
+def _rrf(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float) -> dict[K, float]:
+    """id -> fused score, in the order ids were first seen (BM25 list first)."""
     if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
         raise InvalidArgument("k", "must be a finite number >= 0", value=k)
     scores: dict[K, float] = {}
@@ -256,4 +263,48 @@ def fuse(bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], k: float 
             seen.add(item)
             rank += 1
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return dict(sorted(scores.items(), key=lambda item: -item[1]))  # sorted() is stable: ties keep order
+    return scores
+
+
+def fuse_page(
+    bm25_ranked_ids: Iterable[K], cosine_ranked_ids: Iterable[K], *, k: float = 60, limit: int
+) -> tuple[int, dict[K, float]]:
+    """``fuse``'s first ``limit`` entries (the same scores, the same order, ties included), and how many it has.
+
+    A page needs its first rows only. An id ranked below ``m`` in both lists scores at most
+    ``2 / (k + m + 1)``, so once the page's last score beats that, only the ids within the first
+    ``m`` of either list are scored and ordered; the rest are counted.
+    """
+    if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
+        raise InvalidArgument("k", "must be a finite number >= 0", value=k)
+    first, second = _ranks(bm25_ranked_ids), _ranks(cosine_ranked_ids)
+    total = len(first) + sum(1 for item in second if item not in first)
+    if limit <= 0 or not total:
+        return total, {}
+    ones, twos = list(first), list(second)
+
+    def key(item: K) -> tuple[float, int, int]:  # fuse's order: score descending, then first seen
+        score = 0.0
+        if item in first:
+            score += 1.0 / (k + first[item])
+        if item in second:
+            score += 1.0 / (k + second[item])
+        return (-score, 0, first[item]) if item in first else (-score, 1, second[item])
+
+    m = max(limit, int(k) + 1) * 2
+    while True:
+        page = sorted(dict.fromkeys(ones[:m] + twos[:m]), key=key)[:limit]
+        keys = [key(item) for item in page]
+        whole = m >= len(ones) and m >= len(twos)
+        if whole or (len(page) == limit and 2.0 * (1.0 / (k + m + 1)) < -keys[-1][0]):
+            return total, {item: -kk[0] for item, kk in zip(page, keys, strict=True)}
+        m *= 2
+
+
+def _ranks(ranking: Iterable[K]) -> dict[K, int]:
+    """id -> its 1-based rank, a repeated id at its first (best) rank and not counted again."""
+    out: dict[K, int] = {}
+    for item in ranking:
+        if item not in out:
+            out[item] = len(out) + 1
+    return out

@@ -7,6 +7,10 @@ in the store" never rests on a ranked search.
 
 from __future__ import annotations
 
+import weakref
+from bisect import bisect_left, insort
+from collections.abc import Callable, Hashable, Iterable
+from datetime import datetime
 from typing import Any
 
 from knowtk.engine.engine import Engine
@@ -26,7 +30,11 @@ from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
-__all__ = ["RECORDS_PARAMS", "RECORD_PARAMS", "full_record", "inventory", "one_record"]
+__all__ = ["CATALOG", "RECORDS_PARAMS", "RECORD_PARAMS", "Catalog", "catalog", "full_record", "inventory", "one_record"]
+
+CATALOG = "record_catalog"  # the Catalog's key in Engine.extensions
+MEMO_ENTRIES = 64  # answers' id lists kept per snapshot
+PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 
 RECORDS_PARAMS = (
     *FILTER_PARAMS,
@@ -40,16 +48,239 @@ def dates_json(r: Record) -> dict[str, Any]:
     return {name: value.to_json() for name, value in r.dates.items()}
 
 
+NewestKey = tuple[int, float, str]  # knowl_query's order without a query: newest recorded first, undated last
+
+
+def newest_key(r: Record) -> NewestKey:
+    recorded = r.dates.get("recorded_at")
+    return (0, -recorded.start.timestamp(), r.id) if recorded else (1, 0.0, r.id)
+
+
+class Catalog:
+    """The available records of one snapshot, indexed by what knowledge_records and knowl_query filter on.
+
+    Derived from the snapshot alone (nothing in state.sqlite): each index is built from every
+    record the first time a query needs it, and every built index is patched at the snapshot's
+    ``changed_ids`` when a snapshot follows the one it holds, so that a warm query builds no
+    record it does not show.
+    """
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self._snap: weakref.ref[Snapshot] | None = None
+        self.records: dict[str, Record] = {}  # available records whose lifecycle is active or superseded
+        self.lifecycle: dict[str, str] = {}  # the same ids -> lifecycle
+        self._built: dict[str, Any] = {}  # the indexes below, by name, once a query asked for them
+        self.memo: dict[Hashable, Any] = {}  # what queries derived from this snapshot's catalog (emptied with it)
+
+    def invalidate(self) -> None:
+        """Nothing in state.sqlite: a rollback leaves the snapshot, so the catalog holds (kept for the protocol)."""
+
+    def take_repairs(self) -> list[str]:
+        return []
+
+    def update(self, snap: Snapshot) -> None:
+        """Bring the catalog to ``snap``: kept, patched at its changed ids, or rebuilt."""
+        if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
+            return
+        changed = snap.changed_ids
+        patch = (
+            changed is not None
+            and self.generation >= 0
+            and snap.previous_generation == self.generation
+            and len(changed) <= max(PATCH_LIMIT, len(self.records) // 20)
+        )
+        self.generation = -1  # until done: a failure half way rebuilds it at the next use
+        self.memo = {}
+        if patch:
+            assert changed is not None
+            for rid in changed:
+                self._drop(rid)
+            for rid in changed:
+                if self._available(snap, rid):
+                    self._add(snap.records[rid], snap.lifecycle[rid])
+        else:
+            self.records, self.lifecycle, self._built = {}, {}, {}
+            records, lifecycle = snap.records, snap.lifecycle
+            for rid in snap.records:
+                if self._available(snap, rid):
+                    self.records[rid], self.lifecycle[rid] = records[rid], lifecycle[rid]
+        self.generation, self._snap = snap.generation, weakref.ref(snap)
+
+    @staticmethod
+    def _available(snap: Snapshot, rid: str) -> bool:
+        return (
+            rid not in snap.unavailable and snap.lifecycle.get(rid) in ("active", "superseded") and rid in snap.records
+        )
+
+    # -- the indexes, each built on first use ---------------------------------------------------------
+    @property
+    def ids(self) -> list[str]:
+        """The ids, sorted."""
+        return self._index("ids", lambda: sorted(self.records))
+
+    @property
+    def newest(self) -> list[NewestKey]:
+        """knowl_query's order without a query (``newest_key``)."""
+        return self._index("newest", lambda: sorted(map(newest_key, self.records.values())))
+
+    @property
+    def active_since(self) -> list[tuple[datetime, str]]:
+        """(recorded_at start, id) of the active records with a recorded_at, sorted."""
+
+        def build() -> list[tuple[datetime, str]]:
+            out = []
+            for rid, r in self.records.items():
+                recorded = r.dates.get("recorded_at")
+                if recorded is not None and self.lifecycle[rid] == "active":
+                    out.append((recorded.start, rid))
+            return sorted(out)
+
+        return self._index("active_since", build)
+
+    @property
+    def superseded(self) -> set[str]:
+        return self._index("superseded", lambda: {rid for rid, life in self.lifecycle.items() if life == "superseded"})
+
+    def grouped(self, name: str) -> dict[str, set[str]]:
+        """key -> ids, for ``name`` one of kind, type, category (else type) and tag."""
+        return self._index(name, lambda: self._group(name, self.records.values()))
+
+    def _index(self, name: str, build: Callable[[], Any]) -> Any:
+        found = self._built.get(name)
+        if found is None:
+            found = self._built[name] = build()
+        return found
+
+    @staticmethod
+    def _group(name: str, records: Iterable[Record]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for r in records:
+            for key in _keys(name, r):
+                found = out.get(key)
+                if found is None:
+                    out[key] = {r.id}
+                else:
+                    found.add(r.id)
+        return out
+
+    # -- patching ------------------------------------------------------------------------------------
+    def _add(self, r: Record, life: str) -> None:
+        rid = r.id
+        self.records[rid], self.lifecycle[rid] = r, life
+        built = self._built
+        if "ids" in built:
+            insort(built["ids"], rid)
+        if "newest" in built:
+            insort(built["newest"], newest_key(r))
+        recorded = r.dates.get("recorded_at")
+        if "active_since" in built and life == "active" and recorded is not None:
+            insort(built["active_since"], (recorded.start, rid))
+        if "superseded" in built and life == "superseded":
+            built["superseded"].add(rid)
+        for name in GROUPS:
+            if name in built:
+                for key in _keys(name, r):
+                    built[name].setdefault(key, set()).add(rid)
+
+    def _drop(self, rid: str) -> None:
+        r = self.records.pop(rid, None)
+        if r is None:
+            return
+        life = self.lifecycle.pop(rid)
+        built = self._built
+        if "ids" in built:
+            _remove(built["ids"], rid)
+        if "newest" in built:
+            _remove(built["newest"], newest_key(r))
+        recorded = r.dates.get("recorded_at")
+        if "active_since" in built and life == "active" and recorded is not None:
+            _remove(built["active_since"], (recorded.start, rid))
+        if "superseded" in built:
+            built["superseded"].discard(rid)
+        for name in GROUPS:
+            if name in built:
+                for key in _keys(name, r):
+                    members = built[name].get(key)
+                    if members is not None:
+                        members.discard(rid)
+                        if not members:
+                            del built[name][key]
+
+    # -- set algebra ---------------------------------------------------------------------------------
+    def any_of(self, name: str, keys: Iterable[str]) -> set[str]:
+        """The ids under any of these keys of index ``name``."""
+        index, out = self.grouped(name), set()
+        for key in keys:
+            out |= index.get(key, set())
+        return out
+
+    def all_of(self, name: str, keys: Iterable[str]) -> set[str]:
+        """The ids under every one of these keys of index ``name``."""
+        index, out = self.grouped(name), None
+        for key in keys:
+            found = index.get(key, set())
+            out = set(found) if out is None else out & found
+        return out if out is not None else set(self.records)
+
+
+GROUPS = ("kind", "type", "category", "tag")
+
+
+def _keys(name: str, r: Record) -> Iterable[str]:
+    if name == "tag":
+        return r.tags
+    return (r.kind if name == "kind" else r.type if name == "type" else (r.category or r.type),)
+
+
+def _remove(seq: list[Any], item: Any) -> None:
+    i = bisect_left(seq, item)
+    if i < len(seq) and seq[i] == item:
+        del seq[i]
+
+
+def catalog(engine: Engine, snap: Snapshot) -> Catalog:
+    """This engine's catalog, brought to ``snap`` (kept in ``engine.extensions``)."""
+    with engine.lock:  # a linked store's engine may be serving a call of its own
+        cat = engine.extensions.get(CATALOG)
+        if cat is None:
+            cat = engine.extensions[CATALOG] = Catalog()
+        cat.update(snap)
+        return cat
+
+
+def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+    """The sorted ids of the available records that pass the filters (only candidates are looked at)."""
+    found: set[str] | None = None
+    for index, keys, every in (
+        ("kind", flt.kinds, False),
+        ("type", flt.types, False),
+        ("tag", flt.tags, True),
+    ):
+        if keys is not None:
+            ids = cat.all_of(index, keys) if every else cat.any_of(index, keys)
+            found = ids if found is None else found & ids
+    rest = flt.scope or flt.time_field is not None  # checked on each candidate record
+    lifecycle, records = cat.lifecycle, cat.records
+    every_state = len(wanted) == 2
+    if found is None and not rest:
+        return cat.ids if every_state else [rid for rid in cat.ids if lifecycle[rid] in wanted]
+    candidates: Iterable[str] = cat.ids if found is None else sorted(found)
+    return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or flt.passes(records[rid]))]
+
+
 def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
     flt = RecordFilter.from_args(snap, a)
     wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
-    ids = sorted(
-        rid
-        for rid, r in snap.records.items()
-        if rid not in snap.unavailable and snap.lifecycle[rid] in wanted and flt.passes(r)
-    )
+    cat = catalog(engine, snap)
+    key = (flt, wanted)
+    ids = cat.memo.get(key)
+    if ids is None:
+        if len(cat.memo) >= MEMO_ENTRIES:
+            cat.memo.clear()
+        ids = cat.memo[key] = _matching(cat, flt, wanted)
     page = ids[a["offset"] : a["offset"] + a["limit"]]
     rows = []
     for rid in page:

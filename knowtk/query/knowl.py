@@ -19,9 +19,11 @@ workspace of one (``knowl``), a ``Workspace`` passes its linked stores to
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine, KeywordIndex
@@ -36,6 +38,7 @@ from knowtk.query.args import Param, boolean, bound, choice, integer, strings, t
 from knowtk.query.citations import EvidenceVerifier, utf16_len
 from knowtk.query.common import coverage, freshness
 from knowtk.query.grep import parse_terms
+from knowtk.query.inventory import Catalog, catalog
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -201,40 +204,19 @@ def _search(
     if index.error:
         out.error = index.error
         return out
-    states = _eligible(snap, a["status"], a["as_of"], a["tags"], category)
-    where = {  # eligible id -> its row in the keyword projection that holds it
-        rid: (proj, rowid) for proj in (index.main, index.history) for rid, rowid in proj.ids.items() if rid in states
-    }
-    sources: list[Source] = []
-    bm25: dict[str, float] = {}
-    cosines: dict[str, float] = {}
-    fused: dict[str, float] = {}
-    above: list[str] = []
+    view = _view(m.engine, snap, index, a["status"], a["as_of"], a["tags"], category)
+    states = view.states
+    ranked = _rank(m.engine, snap, index, view, terms, probe, a["limit"])
+    sources, bm25, cosines, fused, above = ranked.sources, ranked.bm25, ranked.cosines, ranked.fused, ranked.above
     hybrid = probe is not None  # only set when there is a query
-    if terms is None:
-        order = _newest(snap, where)
-    else:
-        for proj in (index.main, index.history):
-            allowed = {rowid for p, rowid in where.values() if p is proj}
-            if allowed:
-                sources.append(Source(proj, allowed))
-        matches = rank(sources, terms) if sources else []
-        bm25 = {match.id: match.score for match in matches}
-        order = list(bm25)
-        if probe is not None:
-            cosines = _cosines(m.engine, index, where, *probe)
-            floor = semantic.RELEVANCE_FLOOR
-            above = sorted((rid for rid, c in cosines.items() if c >= floor), key=lambda r: (-cosines[r], r))
-            fused = semantic.fuse(order, above, k=RRF_K)
-            order = list(fused)
-    out.total = len(order)
-    page = order[: a["limit"]]
-    texts = _texts(where, page)
+    out.total = ranked.total
+    page = ranked.order[: a["limit"]]
+    texts = _texts(index, page)
     on_page = [fused[rid] for rid in page] if hybrid and page else [0.0]
     low, high = min(on_page), max(on_page)
-    parts = _bm25_explain(sources, terms, {rid: where[rid] for rid in page}) if a["explain"] and terms else {}
-    bm25_rank = {rid: i + 1 for i, rid in enumerate(bm25)}
-    cosine_rank = {rid: i + 1 for i, rid in enumerate(above)}
+    parts = _bm25_explain(sources, terms, {rid: _locate(index, rid) for rid in page}) if a["explain"] and terms else {}
+    bm25_rank = {rid: i + 1 for i, rid in enumerate(bm25)} if a["explain"] else {}
+    cosine_rank = {rid: i + 1 for i, rid in enumerate(above)} if a["explain"] else {}
 
     def explain(rid: str, position: int) -> dict[str, Any]:
         if terms is None:
@@ -276,27 +258,123 @@ def _search(
     return out
 
 
+@dataclass
+class _Ranked:
+    """The order of one store's eligible records for a query (the page is its first ``limit``), and its scores."""
+
+    order: list[str]
+    total: int
+    sources: list[Source] = field(default_factory=list)
+    bm25: dict[str, float] = field(default_factory=dict)
+    cosines: dict[str, float] = field(default_factory=dict)  # of the page's records
+    fused: dict[str, float] = field(default_factory=dict)  # of the page's records
+    above: list[str] = field(default_factory=list)  # the eligible records at or above the floor, by cosine
+
+
+def _rank(
+    engine: Engine,
+    snap: Snapshot,
+    index: KeywordIndex,
+    view: _View,
+    terms: QueryTerms | None,
+    probe: tuple[semantic.Embedder, np.ndarray] | None,
+    limit: int,
+) -> _Ranked:
+    if terms is None:
+        order = view.newest(catalog(engine, snap))
+        return _Ranked(order, len(view.states))
+    sources = [Source(proj, allowed) for proj, allowed in view.allowed]
+    matches = rank(sources, terms) if sources else []
+    bm25 = {match.id: match.score for match in matches}
+    if probe is None:
+        return _Ranked(list(bm25), len(bm25), sources, bm25)
+    sims = _Similarities(engine, index, view, *probe)
+    above = sims.above(semantic.RELEVANCE_FLOOR)
+    total, fused = semantic.fuse_page(list(bm25), above, k=RRF_K, limit=limit)
+    order = list(fused)
+    return _Ranked(order, total, sources, bm25, sims.of(order), fused, above)
+
+
+class _View:
+    """The records a knowl_query's filters let through in one store, kept while its snapshot and rows stay."""
+
+    def __init__(self, states: dict[str, str], index: KeywordIndex) -> None:
+        self.states = states  # eligible id -> its status at the asked instant (only ids the projections hold)
+        self.allowed: list[tuple[FtsProjection, set[int]]] = []  # the rows of each projection they are
+        for proj in (index.main, index.history):
+            allowed = {rowid for rid, rowid in proj.ids.items() if rid in states}
+            if allowed:
+                self.allowed.append((proj, allowed))
+        self._newest: list[str] | None = None
+        self._rows: tuple[list[str | None], Any] | None = None  # (the embedding rows' ids, which are eligible)
+
+    def newest(self, cat: Catalog) -> list[str]:
+        """The eligible ids, newest recorded first (undated last, by id)."""
+        if self._newest is None:
+            states = self.states
+            self._newest = [key[2] for key in cat.newest if key[2] in states]
+        return self._newest
+
+    def rows(self, ids: list[str | None], row_of: Mapping[str, int]) -> Any:
+        """A boolean array over the embedding cache's rows (``ids``): True for the eligible records."""
+        if self._rows is None or self._rows[0] is not ids:
+            import numpy as np
+
+            mask = np.zeros(len(ids), dtype=bool)
+            mask[[row_of[rid] for rid in self.states if rid in row_of]] = True
+            self._rows = (ids, mask)
+        return self._rows[1]
+
+
+def _view(
+    engine: Engine,
+    snap: Snapshot,
+    index: KeywordIndex,
+    status: str,
+    as_of: datetime | None,
+    tags: tuple[str, ...] | None,
+    category: str | None,
+) -> _View:
+    """The eligible records for these filters, from the main projection's memo of this snapshot and rows."""
+    memo = index.main.memo(snap.generation)
+    key = ("knowl", index.history, index.history.mirror, status, as_of, tags, category)
+    view = memo.get(key)
+    if view is None:
+        eligible = _eligible(catalog(engine, snap), snap, status, as_of, tags, category)
+        main, history = index.main.ids, index.history.ids
+        states = {rid: state for rid, state in eligible.items() if rid in main or rid in history}
+        view = memo[key] = _View(states, index)
+    return view
+
+
 def _eligible(
-    snap: Snapshot, status: str, as_of: datetime | None, tags: tuple[str, ...] | None, category: str | None
+    cat: Catalog,
+    snap: Snapshot,
+    status: str,
+    as_of: datetime | None,
+    tags: tuple[str, ...] | None,
+    category: str | None,
 ) -> dict[str, str]:
     """id -> the record's status at the asked instant, for every available record that passes the filters."""
     wanted = ("active", "superseded") if status == "all" else (status,)
-    categories = snap.config.expand_type(category) if category else None
-    lifecycle, unavailable = snap.lifecycle, snap.unavailable
-    if as_of is None and not tags and categories is None:  # the lifecycle alone decides: no record is built
-        return {rid: lifecycle[rid] for rid in snap.records if rid not in unavailable and lifecycle[rid] in wanted}
-    out = {}
-    for rid, r in snap.records.items():
-        if rid in snap.unavailable:
-            continue
-        state = snap.lifecycle[rid] if as_of is None else _status_at(snap, r, as_of)
-        if state is None or state not in wanted:
-            continue
-        if tags and not all(t in r.tags for t in tags):
-            continue
-        if categories is not None and (r.category or r.type) not in categories:
-            continue
-        out[rid] = state
+    candidates: set[str] | None = cat.all_of("tag", tags) if tags else None
+    if category:
+        of_category = cat.any_of("category", snap.config.expand_type(category))
+        candidates = of_category if candidates is None else candidates & of_category
+    lifecycle = cat.lifecycle
+    if as_of is None:
+        if candidates is None:
+            return {rid: life for rid, life in lifecycle.items() if life in wanted}
+        return {rid: lifecycle[rid] for rid in candidates if lifecycle[rid] in wanted}
+    out: dict[str, str] = {}
+    if "active" in wanted:  # active now: active from recorded_at on
+        for _, rid in cat.active_since[: bisect_right(cat.active_since, as_of, key=itemgetter(0))]:
+            if candidates is None or rid in candidates:
+                out[rid] = "active"
+    for rid in cat.superseded if candidates is None else cat.superseded & candidates:
+        state = _status_at(snap, cat.records[rid], as_of)
+        if state is not None and state in wanted:
+            out[rid] = state
     return out
 
 
@@ -315,19 +393,17 @@ def _status_at(snap: Snapshot, r: Record, as_of: datetime) -> str | None:
     return "active" if replaced.start > as_of else "superseded"
 
 
-def _newest(snap: Snapshot, ids: Mapping[str, object]) -> list[str]:
-    def key(rid: str) -> tuple[int, float, str]:
-        recorded = snap.records[rid].dates.get("recorded_at")
-        return (0, -recorded.start.timestamp(), rid) if recorded else (1, 0.0, rid)
-
-    return sorted(ids, key=key)
+def _locate(index: KeywordIndex, rid: str) -> tuple[FtsProjection, int]:
+    """The keyword projection that holds a record, and its row there."""
+    rowid = index.main.ids.get(rid)
+    return (index.main, rowid) if rowid is not None else (index.history, index.history.ids[rid])
 
 
-def _texts(where: Mapping[str, tuple[FtsProjection, int]], ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+def _texts(index: KeywordIndex, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """(title, aliases, body) of these records, as the keyword projection holds them."""
     by_proj: dict[int, tuple[FtsProjection, dict[int, str]]] = {}
     for rid in ids:
-        proj, rowid = where[rid]
+        proj, rowid = _locate(index, rid)
         by_proj.setdefault(id(proj), (proj, {}))[1][rowid] = rid
     out = {}
     for proj, rowids in by_proj.values():
@@ -336,31 +412,40 @@ def _texts(where: Mapping[str, tuple[FtsProjection, int]], ids: Sequence[str]) -
     return out
 
 
-def _cosines(
-    engine: Engine,
-    index: KeywordIndex,
-    where: Mapping[str, tuple[FtsProjection, int]],
-    embedder: semantic.Embedder,
-    vector: np.ndarray,
-) -> dict[str, float]:
-    """id -> cosine with the query, for the eligible records (vectors from the store's embedding cache)."""
-    cache = engine.extensions.get(EXTENSION)
-    if cache is None:
-        cache = engine.extensions[EXTENSION] = EmbeddingCache(engine.state)
-    searchable = {**index.main.shas, **index.history.shas}
-    locate = {rid: (proj, rowid) for proj in (index.main, index.history) for rid, rowid in proj.ids.items()}
+class _Similarities:
+    """The cosine of each eligible record with the query (vectors from the store's embedding cache)."""
 
-    def texts(ids: list[str]) -> dict[str, str]:
-        return {rid: embedding_text(*cols) for rid, cols in _texts(locate, ids).items()}
+    def __init__(
+        self, engine: Engine, index: KeywordIndex, view: _View, embedder: semantic.Embedder, vector: Any
+    ) -> None:
+        cache: EmbeddingCache | None = engine.extensions.get(EXTENSION)
+        if cache is None:
+            cache = engine.extensions[EXTENSION] = EmbeddingCache(engine.state)
+        main, history = index.main, index.history
 
-    vectors = cache.reconcile(embedder, searchable, texts)
-    ids = [rid for rid in where if rid in vectors]
-    if not ids:
-        return {}
-    import numpy as np
+        def searchable() -> dict[str, str]:
+            return {**main.shas, **history.shas}
 
-    sims = np.stack([vectors[rid] for rid in ids]) @ vector  # both L2-normalised: dot = cosine
-    return {rid: float(s) for rid, s in zip(ids, sims, strict=True)}
+        def texts(ids: list[str]) -> dict[str, str]:
+            return {rid: embedding_text(*cols) for rid, cols in _texts(index, ids).items()}
+
+        key = (main, main.mirror, history, history.mirror)  # the searchable set changes with the rows only
+        self.sims, self.ids, self.ranks, self.row_of = cache.similarities(embedder, searchable, texts, vector, key=key)
+        self.view = view
+
+    def above(self, floor: float) -> list[str]:
+        """The eligible ids whose cosine is at least ``floor``, best first (then by id)."""
+        import numpy as np
+
+        rows = np.flatnonzero((self.sims >= floor) & self.view.rows(self.ids, self.row_of))
+        rows = rows[np.lexsort((self.ranks[rows], -self.sims[rows]))]
+        ids = self.ids
+        return [ids[i] for i in rows.tolist()]  # type: ignore[misc]
+
+    def of(self, ids: Sequence[str]) -> dict[str, float]:
+        """The cosines of these ids (those eligible with a vector)."""
+        states, row_of = self.view.states, self.row_of
+        return {rid: float(self.sims[row_of[rid]]) for rid in ids if rid in states and rid in row_of}
 
 
 def _cut(text: str, units: int = CONTENT_UNITS) -> tuple[str, bool]:
