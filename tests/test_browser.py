@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -386,11 +387,14 @@ def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo: knowt
         rows = knowl.locator(".knowtk-row")
         expect(rows).to_have_count(len(expected["results"]))
         first = expected["results"][0]
+        # the notebook's own answer may have as many rows: wait for this query's rows, in order, before clicking
+        expect(rows).to_contain_text([hit["title"][:30] for hit in expected["results"]])
         rows.first.locator(".knowtk-pick").click()
         inline = knowl.locator(".knowtk-inline")
         expect(inline).to_contain_text("provenance")
         expect(inline).not_to_contain_text("{'origin'")  # a definition list, not a dict's repr
-        assert rows.first.evaluate("el => el.nextElementSibling.classList.contains('knowtk-inline')")
+        # the details open right under the clicked row (polled: the widget may still be re-rendering)
+        expect(rows.first.locator("xpath=following-sibling::*[1]")).to_have_class(re.compile(r"\bknowtk-inline\b"))
         expect(inline).to_contain_text(first["title"])
         knowl.get_by_role("button", name="explain").click()
         expect(rows.first).to_contain_text("why: bm25")
