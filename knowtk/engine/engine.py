@@ -417,15 +417,10 @@ class Engine:
             main, history = {}, {}
             ids = snap.records
         self._desired_version += 1
-        records, unavailable, lifecycle = snap.records, snap.unavailable, snap.lifecycle
-        # a stored snapshot knows each record's hash without building the record
-        sha_of = records.sha256_of if not isinstance(records, dict) else None
+        unavailable, lifecycle = snap.unavailable, snap.lifecycle
+        sha256_of = snap.sha256_lookup()  # a stored snapshot knows each record's hash without building the record
         for rid in ids:
-            if sha_of is not None:
-                sha = sha_of(rid)
-            else:
-                r = records.get(rid)
-                sha = r.sha256 if r is not None else None
+            sha = sha256_of(rid)
             life = lifecycle[rid] if sha is not None and rid not in unavailable else None
             if sha is not None and life == "active":
                 main[rid] = sha

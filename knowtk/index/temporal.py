@@ -213,18 +213,14 @@ class TemporalProjection:
             snap.unavailable_inactive,
             snap.lifecycle,
         )
-        sha_of = getattr(records, "sha256_of", None) if not isinstance(records, dict) else None
         ids: Iterable[str]
         if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
             out, ids = dict(cached[1]), snap.changed_ids
         else:
             out, ids = {}, records
+        sha256_of = snap.sha256_lookup()
         for rid in ids:
-            if sha_of is not None:
-                sha = sha_of(rid)
-            else:
-                r = records.get(rid)
-                sha = r.sha256 if r is not None else None
+            sha = sha256_of(rid)
             if sha is None or rid in hidden:
                 out.pop(rid, None)
             else:

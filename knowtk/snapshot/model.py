@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -123,6 +123,18 @@ class Snapshot:
     def _fingerprints(self) -> dict[tuple[str, ...], str]:
         """scope -> fingerprint, filled by ``fingerprint()`` (not a field: a stored snapshot gets one too)."""
         return {}
+
+    def sha256_lookup(self) -> Callable[[str], str | None]:
+        """id -> the record's file hash, or None; a stored snapshot's knows it without building the record."""
+        records = self.records
+        if not isinstance(records, dict):
+            return records.sha256_of  # StoredRecords (knowtk.snapshot.persist)
+
+        def sha256_of(rid: str) -> str | None:
+            r = records.get(rid)
+            return r.sha256 if r is not None else None
+
+        return sha256_of
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
         table = self.unavailable_inactive if include_inactive else self.unavailable
