@@ -153,6 +153,12 @@ def test_a_relative_store_from_another_folder_is_the_same_server(serving: Servin
     assert knowtk(*rel, mode="require", cwd=tmp_path) == knowtk(*rel, mode="0", cwd=tmp_path)
     inside = ["--state-dir", "../state", "records", "--limit", "2"]  # --store defaults to the current folder
     assert knowtk(*inside, mode="require", cwd=demo) == knowtk(*inside, mode="0", cwd=demo)
+    # the `knowtk` console script's entry (knowtk.cli:main, no arguments) asks the server too
+    script = ["-c", "import sys; from knowtk.cli import main; sys.exit(main())", *serving.base, "lookup", "Ada"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), client.ENV: "require"}
+    done = subprocess.run([sys.executable, *script], capture_output=True, env=env, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == knowtk(*serving.base, "lookup", "Ada", mode="0")
+    assert serving.status()["answered"] == 3
     other = ["--store", str(demo), "--state-dir", str(tmp_path / "other-state"), "grep", "vector"]
     code, _, err = knowtk(*other, mode="require")  # another state: another server, and none runs
     assert code == 1 and b"no server answered" in err
