@@ -204,11 +204,11 @@ def forward(argv: list[str]) -> int | None:
     if parsed is None or parsed[0] not in FORWARDED:
         return None
     _, store, state, profile = parsed
-    cwd = os.getcwd()
-    root, folder = resolve(store, state, cwd=cwd)
-    code = fingerprint()
-    request = {"op": "run", "protocol": PROTOCOL, "code": code, "argv": argv, "cwd": cwd}
-    try:
+    try:  # a folder gone, a package not on a file system, no server, a refusal: the CLI runs it here
+        cwd = os.getcwd()
+        root, folder = resolve(store, state, cwd=cwd)
+        code = fingerprint()
+        request = {"op": "run", "protocol": PROTOCOL, "code": code, "argv": argv, "cwd": cwd}
         answer = exchange(socket_path(key(root, folder, profile, code=code)), request)
     except (OSError, ValueError) as exc:
         if mode == "require":
