@@ -31,7 +31,9 @@ from tests.helpers import REPO
 
 DEMO = REPO / "data" / "fixtures" / "demo"
 Result = tuple[int, bytes, bytes]
-QUERIED_AT = re.compile(rb'"queriedAt": "[^"]*"')  # when the query ran: the one field two runs never share
+# when the query ran, and when the snapshot it read was built (in that process, or by the process that
+# stored the image it loaded): clock readings, which two local runs do not share either
+CLOCK = re.compile(rb'"(queriedAt|scannedAt)": "[^"]*"')
 
 
 @pytest.fixture
@@ -53,7 +55,7 @@ def demo(tmp_path: Path) -> Path:
 
 
 def knowtk(*args: str, mode: str | None = None, cwd: Path | None = None, stdin: bytes | None = None) -> Result:
-    """``python -m knowtk ARGS``: its exit code, stdout and stderr (``queriedAt``, the clock's, blanked)."""
+    """``python -m knowtk ARGS``: its exit code, stdout and stderr (``queriedAt`` and ``scannedAt`` blanked)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop(client.ENV, None)
     if mode is not None:
@@ -61,7 +63,7 @@ def knowtk(*args: str, mode: str | None = None, cwd: Path | None = None, stdin: 
     done = subprocess.run(
         [sys.executable, "-m", "knowtk", *args], capture_output=True, env=env, cwd=cwd, input=stdin, timeout=120
     )
-    return done.returncode, QUERIED_AT.sub(b'"queriedAt": "-"', done.stdout), done.stderr
+    return done.returncode, CLOCK.sub(rb'"\1": "-"', done.stdout), done.stderr
 
 
 def listening(path: str) -> bool:
@@ -77,6 +79,7 @@ class Serving:
     """A ``knowtk serve`` subprocess, ready once its socket is there."""
 
     def __init__(self, store: Path, state: Path, *extra: str) -> None:
+        self.store, self.home = store, store.parent
         self.base = ["--store", str(store), "--state-dir", str(state)]
         root, folder = client.resolve(str(store), str(state), cwd=os.getcwd())
         self.path = client.socket_path(client.key(root, folder, None, code=client.fingerprint()))
@@ -104,11 +107,23 @@ class Serving:
             self.proc.wait(timeout=30)
 
 
-@pytest.fixture
-def serving(sockets: Path, demo: Path, tmp_path: Path) -> Iterator[Serving]:
-    server = Serving(demo, tmp_path / "state", "--idle-timeout", "120")
-    yield server
-    server.stop()
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serving]:
+    """One server for the module's tests that share it (each compares with a local run made beside it)."""
+    home = tmp_path_factory.mktemp("serving")
+    shutil.copytree(DEMO, home / "demo")
+    folder = Path(tempfile.mkdtemp(prefix="kts-"))
+    os.chmod(folder, 0o700)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(client.DIR_ENV, str(folder))
+        mp.delenv(client.ENV, raising=False)
+        mp.setenv("KNOWTK_PROGRESS", "0")
+        server = Serving(home / "demo", home / "state", "--idle-timeout", "300")
+        try:
+            yield server
+        finally:
+            server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # every forwarded command (and a usage error, help, an unknown id, a bad argument), as a user types them
@@ -137,6 +152,7 @@ LOCAL_LINES = [  # the CLI answers these itself, with a server running or not
 
 
 def test_every_forwarded_command_prints_exactly_what_the_cli_prints_alone(serving: Serving) -> None:
+    before = serving.status()
     runs = [(line, "0") for line in FORWARDED_LINES + LOCAL_LINES]
     runs += [(line, "require") for line in FORWARDED_LINES] + [(line, "") for line in LOCAL_LINES]
     with ThreadPoolExecutor(3) as pool:  # a few at a time: the server takes them one after the other
@@ -145,29 +161,31 @@ def test_every_forwarded_command_prints_exactly_what_the_cli_prints_alone(servin
     for i, (line, _) in enumerate(runs[:half]):
         assert got[half + i] == got[i], line
     status = serving.status()  # every forwarded line was answered there (require succeeded)
-    assert status["answered"] == len(FORWARDED_LINES) and status["refused"] == 1  # the usage error
+    assert status["answered"] - before["answered"] == len(FORWARDED_LINES)
+    assert status["refused"] - before["refused"] == 1  # the usage error
 
 
-def test_a_relative_store_from_another_folder_is_the_same_server(serving: Serving, demo: Path, tmp_path: Path) -> None:
+def test_a_relative_store_from_another_folder_is_the_same_server(serving: Serving, tmp_path: Path) -> None:
+    before = serving.status()["answered"]
     rel = ["--store", "demo", "--state-dir", "state", "grep", "vector"]
-    assert knowtk(*rel, mode="require", cwd=tmp_path) == knowtk(*rel, mode="0", cwd=tmp_path)
+    assert knowtk(*rel, mode="require", cwd=serving.home) == knowtk(*rel, mode="0", cwd=serving.home)
     inside = ["--state-dir", "../state", "records", "--limit", "2"]  # --store defaults to the current folder
-    assert knowtk(*inside, mode="require", cwd=demo) == knowtk(*inside, mode="0", cwd=demo)
+    assert knowtk(*inside, mode="require", cwd=serving.store) == knowtk(*inside, mode="0", cwd=serving.store)
     # the `knowtk` console script's entry (knowtk.cli:main, no arguments) asks the server too
     script = ["-c", "import sys; from knowtk.cli import main; sys.exit(main())", *serving.base, "lookup", "Ada"]
     env = {**os.environ, "PYTHONPATH": str(REPO), client.ENV: "require"}
     done = subprocess.run([sys.executable, *script], capture_output=True, env=env, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == knowtk(*serving.base, "lookup", "Ada", mode="0")
-    assert serving.status()["answered"] == 3
-    other = ["--store", str(demo), "--state-dir", str(tmp_path / "other-state"), "grep", "vector"]
+    assert serving.status()["answered"] == before + 3
+    other = ["--store", str(serving.store), "--state-dir", str(tmp_path / "other-state"), "grep", "vector"]
     code, _, err = knowtk(*other, mode="require")  # another state: another server, and none runs
     assert code == 1 and b"no server answered" in err
 
 
-def test_edits_adds_and_deletes_between_calls_are_seen(serving: Serving, demo: Path) -> None:
+def test_edits_adds_and_deletes_between_calls_are_seen(serving: Serving) -> None:
     grep = [*serving.base, "grep", "quokkaword"]
     assert b"0 hit(s)" in knowtk(*grep, mode="require")[1]
-    note = demo / "notes" / "quokka.md"
+    note = serving.store / "notes" / "quokka.md"
     note.write_text("---\nid: note-quokka\nkind: page\ntitle: Quokka\n---\n# Quokka\n\nquokkaword once.\n")
     added = knowtk(*grep, mode="require")
     assert b"1 hit(s)" in added[1] and b"note-quokka" in added[1]
@@ -180,12 +198,13 @@ def test_edits_adds_and_deletes_between_calls_are_seen(serving: Serving, demo: P
     assert b"0 hit(s)" in deleted[1] and deleted == knowtk(*grep, mode="0")
 
 
-def test_writes_are_never_forwarded(serving: Serving, demo: Path) -> None:
+def test_writes_are_never_forwarded(serving: Serving) -> None:
+    before = serving.status()["answered"]
     record = json.loads(knowtk(*serving.base, "--json", "record", "dec-2025-004", mode="require")[1])["record"]
     write = [*serving.base, "withdraw", "dec-2025-004", "--expect", record["sha256"], "--reason", "test"]
     code, out, err = knowtk(*write, mode="require")  # require applies to queries only: a write runs here
     assert code == 0 and b"receipt rcpt-" in out, err
-    assert serving.status()["answered"] == 1
+    assert serving.status()["answered"] == before + 1
     after = knowtk(*serving.base, "record", "dec-2025-004", mode="require")
     assert b"withdrawn" in after[1] and after == knowtk(*serving.base, "record", "dec-2025-004", mode="0")
     for name, cmd in cli.COMMANDS.items():  # the forwarded commands are the read-only tools' own
@@ -194,9 +213,9 @@ def test_writes_are_never_forwarded(serving: Serving, demo: Path) -> None:
     assert cli.FORWARDED == client.FORWARDED
 
 
-def test_two_clients_at_once_get_the_answers_each_would_get_alone(serving: Serving, tmp_path: Path) -> None:
+def test_two_clients_at_once_get_the_answers_each_would_get_alone(serving: Serving) -> None:
     lines = [
-        (["--store", "demo", "--state-dir", "state", "grep", "vector"], tmp_path),
+        (["--store", "demo", "--state-dir", "state", "grep", "vector"], serving.home),
         ([*serving.base, "--json", "records", "--limit", "7"], None),
         ([*serving.base, "chronicle", "since", "2025-01-01"], None),
         ([*serving.base, "lookup", "Ada"], None),
@@ -213,7 +232,8 @@ def test_two_clients_at_once_get_the_answers_each_would_get_alone(serving: Servi
         t.start()
     for t in threads:
         t.join()
-    assert all(got[i] == alone[i % len(lines)] for i in range(6))
+    for i in range(6):
+        assert got[i] == alone[i % len(lines)], lines[i % len(lines)]
 
 
 def test_a_killed_server_leaves_a_socket_the_cli_falls_back_from_and_the_next_server_replaces(
@@ -304,7 +324,7 @@ def test_idle_timeout_stop_and_status(sockets: Path, demo: Path, tmp_path: Path)
     base = ["--store", str(demo), "--state-dir", str(tmp_path / "state")]
     code, _, err = knowtk(*base, "serve", "--idle-timeout", "0.5")  # nobody asks: it exits by itself
     assert code == 0 and b"knowtk serve: serving" in err and b"stopped after 0 answer(s)" in err
-    assert list(sockets.glob("*.sock")) == []
+    assert list(sockets.iterdir()) == []  # neither its socket nor its lock file stays
     code, out, _ = knowtk(*base, "serve", "--status")
     assert code == 1 and out.startswith(b"no server for this store")
     running = Serving(demo, tmp_path / "state", "--idle-timeout", "0")

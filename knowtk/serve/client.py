@@ -42,7 +42,7 @@ FORWARDED = frozenset({"grep", "lookup", "records", "record", "timeline", "chron
 ENV = "KNOWTK_SERVE"  # 0/off: never forward; require: fail instead of running locally (tests, bench)
 DIR_ENV = "KNOWTK_SERVE_DIR"  # where the sockets are (default: $XDG_RUNTIME_DIR/knowtk, else /tmp/knowtk-UID)
 ANSWER_ENV = ("KNOWTK_SEMANTIC",)  # the environment an answer depends on: part of the key
-ACCEPT_TIMEOUT = 5.0  # seconds to wait for the server to take the request (it answers one at a time)
+ACCEPT_TIMEOUT = 5.0  # seconds to wait for the server to take the request (it takes each at once)
 _OFF = frozenset({"0", "false", "no", "off"})
 _VALUED = {"--store": 1, "--state-dir": 2, "--profile": 3}  # the options that choose the server
 _TOP_FLAGS = frozenset({"--json"})  # the only other options the CLI takes before its subcommand
@@ -150,8 +150,8 @@ def safe_dir(folder: str) -> str | None:
 def exchange(path: str, request: dict[str, Any], *, timeout: float = ACCEPT_TIMEOUT) -> dict[str, Any]:
     """Send one request to the server at ``path``; its answer. Raises OSError or ValueError on any failure.
 
-    The server takes requests one at a time: it first says whether it took this one (within
-    ``timeout``), then answers it, however long the query takes.
+    The server first says whether it took the request (within ``timeout``: it takes each at once),
+    then answers it, however long the query and the ones before it take.
     """
     unsafe = safe_dir(os.path.dirname(path))
     if unsafe is not None:

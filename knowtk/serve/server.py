@@ -1,10 +1,11 @@
-"""The server's side of ``knowtk serve``: one open Store behind a unix socket, one request at a time.
+"""The server's side of ``knowtk serve``: one open Store behind a unix socket, one query at a time.
 
 A request is one line of JSON, and so is each reply: ``{"accepted": true}`` (or a refusal, with its
 ``reason``) as soon as the server takes the request, then the answer: ``{"code", "stdout", "stderr"}``,
-exactly what the CLI would print, or ``{"reason"}`` when the CLI must run the command itself. Requests
-are served one after the other (a query in the open store is one Store call, reconciled with the
-files at query time); nothing of one request (its folder, its output) outlives it.
+exactly what the CLI would print, or ``{"reason"}`` when the CLI must run the command itself. Each
+connection is taken at once (a thread reads and answers it); the queries run one after the other (a
+query in the open store is one Store call, reconciled with the files at query time), and nothing of
+one request (its folder, its output) outlives it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class Server:
         self.refused = 0  # command lines sent back to the CLI (not a forwarded query, a refusal to report)
         self.started = time.time()
         self.stopping = False
+        self.running = threading.Lock()  # one query at a time: a request's output is captured process-wide
+        self.activity = threading.Lock()  # guards active and last
+        self.active = 0  # connections taken and not yet answered
+        self.last = time.monotonic()  # when the last one was answered (the idle timeout counts from it)
         self.store: Store | None = None
 
     # -- life ---------------------------------------------------------------------------------------
@@ -67,12 +72,8 @@ class Server:
         unsafe = safe_dir(folder)
         if unsafe is not None:
             raise KnowtkError(f"refusing to serve: {unsafe}")
-        lock = os.open(self.path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        lock = self._lock()
         try:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise KnowtkError(f"a knowtk server already serves this store ({self.path})") from None
             self.store = open_store(self.root, state_dir=self.state, profile=self.profile)
             self.store.snapshot()  # the first answer is as fast as the next
             sock = self._listen()
@@ -86,9 +87,34 @@ class Server:
         finally:
             if self.store is not None:
                 self.store.close()
-            os.close(lock)  # the lock file stays: removing it could let two servers start at once
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock_path)  # still held: a server starting now locks a new file, or finds none
+            os.close(lock)
         self._say(f"stopped after {self.answered} answer(s)")
         return 0
+
+    @property
+    def lock_path(self) -> str:
+        return self.path[: -len(".sock")] + ".lock"
+
+    def _lock(self) -> int:
+        """The lock file beside the socket, locked: one server per key. Raises when another holds it."""
+        for _ in range(5):
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise KnowtkError(f"a knowtk server already serves this store ({self.path})") from None
+            try:
+                st = os.stat(self.lock_path)
+            except FileNotFoundError:
+                st = None
+            mine = os.fstat(fd)
+            if st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                return fd
+            os.close(fd)  # a stopping server removed the file we opened: lock the one that is there now
+        raise KnowtkError(f"could not lock {self.lock_path}")
 
     def _listen(self) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
@@ -101,21 +127,34 @@ class Server:
         return sock
 
     def _loop(self, sock: socket.socket) -> None:
+        """Accept here, at once; each connection is read and answered on a thread of its own, and the
+        queries themselves run one at a time (``self.running``): a long query never keeps a client from
+        being taken, so a client's accept timeout means a server that is gone or hung, not a busy one."""
         previous = _on_terminate(self._stop)
-        last = time.monotonic()
+        self.last = time.monotonic()  # idle from now, not from before the store was opened
+        workers: list[threading.Thread] = []
         try:
-            while not self.stopping and (not self.idle_timeout or time.monotonic() - last < self.idle_timeout):
+            while not self.stopping and not self._idle():
                 try:
                     conn, _ = sock.accept()
                 except TimeoutError:
                     continue
-                with conn:
-                    self._handle(conn)
-                last = time.monotonic()
+                with self.activity:
+                    self.active += 1
+                worker = threading.Thread(target=self._handle, args=(conn,), daemon=True)
+                worker.start()
+                workers = [w for w in workers if w.is_alive()] + [worker]
         except KeyboardInterrupt:
             pass
         finally:
             _on_terminate(previous)
+            for worker in workers:  # the requests taken are answered before the store closes
+                worker.join()
+
+    def _idle(self) -> bool:
+        with self.activity:
+            quiet = time.monotonic() - self.last
+            return bool(self.idle_timeout) and self.active == 0 and quiet >= self.idle_timeout
 
     def _stop(self, *_: Any) -> None:
         self.stopping = True
@@ -126,15 +165,20 @@ class Server:
     # -- one request --------------------------------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:
         try:
-            conn.settimeout(READ_TIMEOUT)
-            request = _read_request(conn)
-            if request is None:  # connected and closed: a probe
-                return
-            conn.settimeout(None)
-            for reply in self._replies(request):
-                conn.sendall(json.dumps(reply).encode() + b"\n")
+            with conn:
+                conn.settimeout(READ_TIMEOUT)
+                request = _read_request(conn)
+                if request is None:  # connected and closed: a probe
+                    return
+                conn.settimeout(None)
+                for reply in self._replies(request):
+                    conn.sendall(json.dumps(reply).encode() + b"\n")
         except (OSError, ValueError) as exc:  # a client gone, slow or speaking nonsense: the next one
             self._say(f"request dropped: {exc}")
+        finally:
+            with self.activity:
+                self.active -= 1
+                self.last = time.monotonic()
 
     def _replies(self, request: dict[str, Any]) -> Any:
         op = request.get("op")
@@ -149,7 +193,9 @@ class Server:
             yield {"accepted": False, "reason": "this server runs another version of knowtk"}
         else:
             yield {"accepted": True}
-            yield self.run(request.get("argv"), cwd=request.get("cwd"))
+            with self.running:
+                answer = self.run(request.get("argv"), cwd=request.get("cwd"))
+            yield answer
 
     def run(self, argv: Any, *, cwd: Any) -> dict[str, Any]:
         """The CLI's answer to ``argv`` run in ``cwd`` (``{"code", "stdout", "stderr"}``), else ``{"reason"}``."""
