@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process queries beside the peers: knowtk, ripgrep and (when installed) qmd, in one run.
 
-    python bench/peers.py [CORPUS] [--runs 3] [--qmd PATH] [--node PATH] [--queries Q ...] [--edit]
+    python bench/peers.py [CORPUS] [--runs 3] [--qmd PATH] [--node PATH] [--queries Q ...] [--edit] [--serve]
 
 Each query is a new process, timed by its wall clock from here (interpreter or runtime start,
 loading, the query, exit), for every tool on the same words:
@@ -26,6 +26,11 @@ before each timed call one file gets a new word of its own appended, which each 
 for, as a new process; the row says how many of the edits each tool found (qmd, not updated, finds
 none). One edit per run and tool, so ``--runs`` edits each.
 
+``--serve`` adds the row "knowtk (serve)": ``knowtk serve`` started on the same store and state after
+the build (docs/server.md), the same whole-process ``knowtk grep`` calls with ``KNOWTK_SERVE=require``
+(each answered by the server, or the call fails); the plain knowtk row then runs with ``KNOWTK_SERVE=0``,
+so it never reaches the server. With ``--edit``, the server's row gets its own edits too.
+
 CORPUS defaults to the PEPs corpus beside this repository (../shared/corpora/peps); any store works.
 Prints the versions, per tool the median and p95 over every query and run, and knowtk's median over
 each peer's.
@@ -46,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import pct, rg_command
+from run import pct, rg_command, start_server, stop_server
 from startup import DEFAULT, QUERIES
 
 Run = Callable[[str], tuple[float, str]]
@@ -120,9 +125,11 @@ def main() -> None:
     ap.add_argument("--node", help="the node 22 binary qmd runs on (default: node on PATH)")
     ap.add_argument("--queries", nargs="+", help="the queries (default: ten about Python, for the PEPs)")
     ap.add_argument("--edit", action="store_true", help="also time the query right after a 1-file edit (on a copy)")
+    ap.add_argument("--serve", action="store_true", help="also time knowtk with `knowtk serve` running")
     a = ap.parse_args()
     queries = a.queries or QUERIES
     tmp = tempfile.mkdtemp(prefix="knowtk-peers-")
+    server = None
     try:
         corpus = os.path.abspath(a.corpus)
         if a.edit:  # every tool reads the copy: the edits never touch the corpus
@@ -132,7 +139,12 @@ def main() -> None:
         t = time.perf_counter()
         subprocess.run([*kt, "warm"], stdout=subprocess.DEVNULL, check=True)
         builds = {"knowtk": time.perf_counter() - t}
-        tools: dict[str, Run] = {"knowtk": lambda q: wall([*kt, q])}
+        alone = {**os.environ, "KNOWTK_SERVE": "0"}  # never answered by a server, even when one runs
+        tools: dict[str, Run] = {"knowtk": lambda q: wall([*kt, q], env=alone)}
+        if a.serve:
+            server = start_server(kt[:-1])
+            served = {**os.environ, "KNOWTK_SERVE": "require"}
+            tools["knowtk (serve)"] = lambda q: wall([*kt, q], env=served)
         rg = shutil.which("rg")
         if rg:
             tools["rg -l -i -w"] = lambda q: wall(rg_command(rg, words(q), "all", corpus), ok=(0, 1, 123))
@@ -157,6 +169,8 @@ def main() -> None:
         edits = timed_edits(corpus, tools, a.runs) if a.edit else None
         report(a.corpus, len(queries), a.runs, times, builds, notes, versions, edits)
     finally:
+        if server is not None:
+            stop_server(kt[:-1], server)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -3,6 +3,7 @@
 
     python bench/run.py [--sizes 10000 100000] [--out bench/out] [--queries 20] [--seed 1] [--runs 5]
     python bench/run.py --summary-only [--sizes 10000 100000 300000] [--out bench/out] [--seed 1]
+    python bench/run.py --serve [--sizes 10000] [--out bench/out] [--runs 5] [--serve-query WORD]
 
 For every size it generates a synthetic store with ``../shared/bench/gen_store.py``
 (reused from --out when already there), measures the floor with the functions of
@@ -27,6 +28,14 @@ targets of issue 11 (live store). knowtk's state
 goes to --out/state-N-sS, never into the generated store. Results are also written
 to --out/results-N-sS.json, with the disk each size takes (the store's and the state
 folder's bytes and files, measured after the last group).
+
+``--serve`` measures only the whole-process ``knowtk grep`` with and without ``knowtk serve``
+(docs/server.md), on a copy of the store (--out/serve-store-N-sS, made once; its state
+--out/serve-state-N-sS): the state current, then after 1 and 5 outside edits (as the cli group:
+each edit a new word, asked for and checked found, the files restored after each run), first with
+``KNOWTK_SERVE=0``, then with the server running and ``KNOWTK_SERVE=require`` (a call the server did
+not answer fails), beside the stat walk of the store (limits.py's ``walk``). The query is
+``--serve-query`` (default ``retro``). It writes --out/results-serve-N-sS.json.
 
 After the last size it writes a summary over every --sizes entry (--out/summary-sS.json
 and .md): the tables of each size, then each measure fitted to a power law t = a*n^b
@@ -448,8 +457,94 @@ def child_changed_first(a: argparse.Namespace) -> dict[str, Any]:
     return {"changed_first": took, "found": [h["id"] for h in res["hits"]] == [edit["id"]], "rss": peak_rss()}
 
 
+# -- the serve option: the whole process with and without `knowtk serve` --------------------------------
+def child_serve_paths(a: argparse.Namespace) -> dict[str, Any]:
+    """Five active pages nothing supersedes or depends on (an edit to each lands in the searched projection)."""
+    snap = open_store(a).snapshot()
+    needed = {ref for r in snap.records.values() for ref in r.references}
+    candidates = sorted(
+        r.path
+        for rid, r in snap.records.items()
+        if r.kind == "page" and snap.available(rid) and snap.lifecycle[rid] == "active" and rid not in needed
+    )
+    return {"paths": candidates[:: max(1, len(candidates) // 5)][:5]}
+
+
+def start_server(base: list[str]) -> subprocess.Popen[bytes]:
+    """``knowtk serve`` for ``base`` (the CLI up to its subcommand), once it answers ``serve --status``."""
+    proc = subprocess.Popen([*base, "serve", "--idle-timeout", "3600"], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 1800
+    while subprocess.run([*base, "serve", "--status"], capture_output=True, check=False).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("knowtk serve did not start")
+        time.sleep(0.2)
+    return proc
+
+
+def stop_server(base: list[str], proc: subprocess.Popen[bytes]) -> None:
+    subprocess.run([*base, "serve", "--stop"], capture_output=True, check=False)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def serve_whole_process(a: argparse.Namespace, store: Path, state: Path, paths: list[str]) -> dict[str, float]:
+    """The CLI's medians: state current, after 1 and after 5 outside edits (with ``KNOWTK_SERVE`` as set)."""
+    out = {"current": measure_cli(a, store, state, a.serve_query)}
+    for k in (1, len(paths)):
+        out[f"after_{k}"] = measure_cli_after_edits(a, store, state, paths[:k])
+    return out
+
+
+def serve_group(a: argparse.Namespace, out: Path, n: int) -> dict[str, Any]:
+    source = ensure_store(out, n, a.seed)
+    store, state = out / f"serve-store-{n}-s{a.seed}", out / f"serve-state-{n}-s{a.seed}"
+    if not store.is_dir():  # the edits go to a copy: the generated store is never written
+        partial = out / f"serve-store-{n}-s{a.seed}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial, symlinks=True)
+        partial.rename(store)
+    base = cli_cmd(store, state, "")[:-2]
+    alone = {**os.environ, "KNOWTK_SERVE": "0"}
+    subprocess.run([*base, "grep", a.serve_query], check=True, capture_output=True, env=alone)  # built
+    paths = run_child("serve_paths", a, store, state, [])["paths"]
+    limits = load_limits()
+    walk = limits.bench(lambda: limits.walk(str(store)), a.runs)[0]
+    result: dict[str, Any] = {"n": n, "walk": walk, "paths": paths, "load": os.getloadavg()}
+    try:
+        os.environ["KNOWTK_SERVE"] = "0"
+        result["alone"] = serve_whole_process(a, store, state, paths)
+        server = start_server(base)
+        try:
+            os.environ["KNOWTK_SERVE"] = "require"
+            result["served"] = serve_whole_process(a, store, state, paths)
+        finally:
+            stop_server(base, server)
+    finally:
+        os.environ.pop("KNOWTK_SERVE", None)
+    return result
+
+
+def serve_report(r: dict[str, Any], query: str) -> list[str]:
+    walk = r["walk"]
+    rows = [("state current", "current", 0.3), ("after 1 outside edit", "after_1", None)]
+    rows.append((f"after {len(r['paths'])} outside edits", f"after_{len(r['paths'])}", 0.6))
+    lines = [
+        f"## {r['n']:,} records: whole-process `knowtk grep {query}` (medians; load average {r['load']})",
+        "| whole process | without a server | with `knowtk serve` | target |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, key, extra in rows:
+        target = f"walk + {extra} s = {fmt_s(walk + extra)}" if extra is not None else ""
+        lines.append(f"| {label} | {fmt_s(r['alone'][key])} | {fmt_s(r['served'][key])} | {target} |")
+    lines.append(f"| stat walk of the store (limits.py) | {fmt_s(walk)} | | |")
+    return lines
+
+
 CHILDREN = {
     "floor": child_floor,
+    "serve_paths": child_serve_paths,
     "cold": child_cold,
     "warm": child_warm,
     "changed": child_changed,
@@ -907,6 +1002,8 @@ def main() -> None:
         action="store_true",
         help="measure nothing: rebuild the summary of --sizes from the results files in --out",
     )
+    ap.add_argument("--serve", action="store_true", help="only the whole-process CLI with and without knowtk serve")
+    ap.add_argument("--serve-query", default="retro", help="the query of --serve (default: retro)")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -927,6 +1024,12 @@ def main() -> None:
         return
     a.sizes = a.sizes or [10_000, 100_000]
     out.mkdir(parents=True, exist_ok=True)
+    if a.serve:
+        for n in a.sizes:
+            result = serve_group(a, out, n)
+            (out / f"results-serve-{n}-s{a.seed}.json").write_text(json.dumps(result))
+            print("\n".join(serve_report(result, a.serve_query)), flush=True)
+        return
     env = {
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "nproc": os.cpu_count(),

@@ -1,6 +1,6 @@
-"""``python -m knowtk``: the ``knowtk`` command line."""
+"""``python -m knowtk``: the ``knowtk`` command line (a running ``knowtk serve`` answers its queries first)."""
 
-from knowtk.cli import main
+from knowtk.serve.client import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

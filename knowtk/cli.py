@@ -39,7 +39,10 @@ A plug-in is imported only when the command line needs it: for its subcommand, o
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import importlib
+import io
 import json
 import os
 import sys
@@ -49,19 +52,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowtk import __version__
-from knowtk.errors import InvalidArgument, KnowtkError, SafeguardLoss
+from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound, SafeguardLoss
 from knowtk.model.records import FileProblem, parse_yaml
 from knowtk.query import TOOLS
 from knowtk.query.args import snake
 from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import param_schema
+from knowtk.state import STATE_DIR
 from knowtk.store import Store, open_store
 from knowtk.workspace import open_target, parse_links
 
-__all__ = ["COMMANDS", "DEFAULT_PLUGINS", "Command", "command", "load_plugins", "main", "parser", "register"]
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_PLUGINS",
+    "FORWARDED",
+    "Command",
+    "command",
+    "load_plugins",
+    "main",
+    "parser",
+    "register",
+    "serve_request",
+]
 
 #: Modules that add subcommands through their ``register_commands(register)`` hook, imported when needed.
-DEFAULT_PLUGINS = ("knowtk.lab.commands", "knowtk.mcp.commands")
+DEFAULT_PLUGINS = ("knowtk.lab.commands", "knowtk.mcp.commands", "knowtk.serve.commands")
+#: The read-only query commands (first words) a ``knowtk serve`` server answers for the CLI (docs/server.md).
+FORWARDED = frozenset({"grep", "lookup", "records", "record", "timeline", "chronicle", "knowl"})
+_CLIENT = "knowtk.serve.client"  # forwards a command line to a running server; loaded like a plug-in
 
 Table = Callable[[dict[str, Any]], str]
 Setup = Callable[[argparse.ArgumentParser], None]
@@ -145,6 +163,9 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
 
 
 def _store(a: argparse.Namespace) -> Store:
+    held = getattr(a, "held_store", None)  # the store a ``knowtk serve`` server holds open (serve_request)
+    if held is not None:
+        return held
     return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
 
 
@@ -681,7 +702,14 @@ def _answer(cmd: Command, a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The ``knowtk`` command. Run as a program (no ``argv``), a read-only query goes to a running
+    ``knowtk serve`` server for its store first, when there is one (docs/server.md)."""
+    if argv is None:
+        argv = sys.argv[1:]
+        forwarded = importlib.import_module(_CLIENT).forward(argv)
+        if forwarded is not None:
+            return int(forwarded)
+    argv = list(argv)
     try:
         a = parser(_plugins_for(argv)).parse_args(argv)
     except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
@@ -698,6 +726,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `knowtk ... | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
         return 0
+
+
+# -- answering for a server (knowtk serve) -----------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _forwarded_parser() -> argparse.ArgumentParser:
+    return parser(())  # the forwarded commands are all defined here: no plug-in
+
+
+def _forwardable(
+    argv: Sequence[str], *, cwd: str, target: tuple[str, str, str | None]
+) -> tuple[Command, argparse.Namespace] | None:
+    """The parsed command when it is a forwarded one for ``target`` (store, state, profile); else None."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            a = _forwarded_parser().parse_args(list(argv))
+    except SystemExit:  # help, version, a usage error: the CLI prints them itself
+        return None
+    cmd: Command = a.handler
+    if cmd.name.split(" ")[0] not in FORWARDED or getattr(a, "link", None):
+        return None  # a linked store (knowl --link) is opened per call: not the server's
+    root = os.path.abspath(os.path.join(cwd, a.store))
+    state = os.path.abspath(os.path.join(cwd, a.state_dir)) if a.state_dir is not None else None
+    if (root, state or os.path.join(root, STATE_DIR), a.profile) != target:
+        return None
+    return cmd, a
+
+
+def serve_request(
+    argv: Sequence[str], *, cwd: str, store: Store, target: tuple[str, str, str | None]
+) -> tuple[int, str, str] | None:
+    """What ``knowtk ARGV`` run in ``cwd`` prints (exit code, stdout, stderr), answered by ``store``.
+
+    For ``knowtk serve``: ``store`` is the one it holds open for ``target`` (the absolute store and
+    state folders and the profile it was opened with). None when the CLI must run the command itself:
+    not a forwarded query, another store, a usage error, or a refusal other than a bad argument or an
+    unknown id (an unavailable store or state, an index to retry: what a new process would meet is
+    its own to report).
+    """
+    found = _forwardable(argv, cwd=cwd, target=target)
+    if found is None:
+        return None
+    cmd, a = found
+    a.held_store = store
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            if _answer(cmd, a) != 0:
+                return None  # the keyword index was unavailable: the CLI retries it itself
+            code = 0
+        except InvalidArgument as exc:
+            print(f"knowtk: {_message(cmd, exc)}", file=sys.stderr)
+            code = 2
+        except RecordNotFound as exc:
+            print(f"knowtk: {exc}", file=sys.stderr)
+            code = 1
+        except KnowtkError:
+            return None
+    return code, out.getvalue(), err.getvalue()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -139,7 +139,7 @@ def test_no_module_reads_another_modules_private_names() -> None:
 
 
 @pytest.mark.parametrize(
-    "layer", ["model", "scan", "snapshot", "index", "engine", "query", "notebook", "lab", "mcp", "ui"]
+    "layer", ["model", "scan", "snapshot", "index", "engine", "query", "notebook", "lab", "mcp", "ui", "serve"]
 )
 def test_every_package_says_what_it_holds(layer: str) -> None:
     init = PACKAGE / layer / "__init__.py"

@@ -77,6 +77,9 @@ GREP_MODULES = {
     "knowtk.scan.pool",
     "knowtk.scan.progress",
     "knowtk.scan.watch",
+    # `python -m knowtk` asks a running `knowtk serve` first (docs/server.md): the client, stdlib only
+    "knowtk.serve",
+    "knowtk.serve.client",
     "knowtk.snapshot",
     "knowtk.snapshot.build",
     "knowtk.snapshot.model",
