@@ -177,3 +177,52 @@ def test_attribution_and_origin(builder: StoreBuilder) -> None:
     ]
     assert list(hit["snippet"]) == ["text", "field", "start", "end", "lineStart", "lineEnd", "matchLocated"]
     assert list(hit["citation"]) == ["id", "path", "revision", "sha256", "lineStart", "lineEnd"]
+
+
+def _spans_by_character(highlighted: str, original: str) -> list[tuple[int, int]] | None:
+    """The reference: highlight() output read one character at a time (what ``spans`` did before issue 20)."""
+    from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+
+    out, plain, start, pos = [], [], None, 0
+    for ch in highlighted:
+        if ch == HIGHLIGHT_OPEN:
+            start = pos
+        elif ch == HIGHLIGHT_CLOSE and start is not None:
+            out.append((start, pos))
+            start = None
+        else:
+            plain.append(ch)
+            pos += 1
+    return out if "".join(plain) == original else None
+
+
+def test_spans_reads_only_the_marks_and_agrees_with_a_character_walk() -> None:
+    """Marks paired, nested, unclosed, a close mark alone (text), marks in the original, astral characters."""
+    import random
+
+    from knowtk.index.fts import HIGHLIGHT_CLOSE as C
+    from knowtk.index.fts import HIGHLIGHT_OPEN as O
+    from knowtk.query.citations import spans
+
+    cases = [
+        ("", ""),
+        ("plain", "plain"),
+        ("plain", "other"),
+        (f"a {O}zebra{C} b", "a zebra b"),
+        (f"{O}x{C}{O}y{C}", "xy"),
+        (f"{O}a{O}b{C}c{C}", "abc" + C),  # an open mark again moves the start; the second close is text
+        (f"{O}a{O}b{C}c{C}", "abc"),
+        (f"{C}a{O}b{C}", C + "ab"),  # a close mark first is part of the text
+        (f"{O}ab", "ab"),  # never closed: no span
+        (f"x{O}😀é{C}y", "x😀éy"),
+        (f"a {O}zebra{C} b", "a zebra c"),
+        (f"a {O}zebra{C} b", f"a {O}zebra b"),
+    ]
+    rng = random.Random(20)
+    alphabet = ["a", " ", "é", "😀", "\n", O, C]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 14)))
+        plain = "".join(ch for ch in text if ch not in (O, C))
+        cases.append((text, rng.choice([plain, plain + "a", plain.replace(" ", "", 1), text])))
+    for highlighted, original in cases:
+        assert spans(highlighted, original) == _spans_by_character(highlighted, original), (highlighted, original)

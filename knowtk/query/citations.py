@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ CONTEXT_BEFORE = 120
 MAX_EVIDENCE = 3
 EVIDENCE_MAX_BYTES = 16 * 1024 * 1024  # a cited file is read whole to check its lines: no more than this
 STATE_FOLDER = ".knowtk"
+_MARKS = re.compile(f"[{HIGHLIGHT_OPEN}{HIGHLIGHT_CLOSE}]")
 # read_regular's problem codes as evidence reasons
 _REASONS = {"not_regular_file": "not_regular_file", "file_too_large": "file_too_large"}
 
@@ -44,19 +46,30 @@ def utf16_len(text: str) -> int:
 
 
 def spans(highlighted: str, original: str) -> list[tuple[int, int]] | None:
-    """Match spans (code point offsets into ``original``) from highlight() output; None if it doesn't line up."""
-    out, plain, start = [], [], None
-    pos = 0
-    for ch in highlighted:
-        if ch == HIGHLIGHT_OPEN:
-            start = pos
-        elif ch == HIGHLIGHT_CLOSE and start is not None:
-            out.append((start, pos))
+    """Match spans (code point offsets into ``original``) from highlight() output; None if it doesn't line up.
+
+    Only the marks are looked at (found by a regex in C): a close mark with no open one before it is text.
+    """
+    out: list[tuple[int, int]] = []
+    pieces: list[str] = []
+    start: int | None = None
+    removed = last = 0
+    for m in _MARKS.finditer(highlighted):
+        i = m.start()
+        if m.group() == HIGHLIGHT_OPEN:
+            start = i - removed
+        elif start is not None:
+            out.append((start, i - removed))
             start = None
         else:
-            plain.append(ch)
-            pos += 1
-    if "".join(plain) != original:
+            continue  # a close mark with no open one: part of the text
+        pieces.append(highlighted[last:i])
+        last = i + 1
+        removed += 1
+    if not removed:
+        return out if highlighted == original else None
+    pieces.append(highlighted[last:])
+    if len(highlighted) - removed != len(original) or "".join(pieces) != original:
         return None
     return out
 
