@@ -50,7 +50,7 @@ def test_lazy_entries_behave_as_a_dict_filled_row_by_row() -> None:
         assert [_key(e) for e in whole.values()] == [_key(e) for e in model.values()]
 
 
-def test_a_new_scanner_sees_every_kind_of_change_made_while_no_process_ran(builder: StoreBuilder, tmp_path: Path) -> None:
+def test_a_new_scanner_sees_every_change_made_while_no_process_ran(builder: StoreBuilder, tmp_path: Path) -> None:
     """Edit with the same size, mtime only, add, delete, rename, a symlink: each found, the rest untouched,
     and the entries afterwards are those a scanner that saw every change made (in its order)."""
     for i in range(12):
