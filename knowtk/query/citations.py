@@ -37,6 +37,7 @@ MAX_EVIDENCE = 3
 EVIDENCE_MAX_BYTES = 16 * 1024 * 1024  # a cited file is read whole to check its lines: no more than this
 STATE_FOLDER = ".knowtk"
 _MARKS = re.compile(f"[{HIGHLIGHT_OPEN}{HIGHLIGHT_CLOSE}]")
+_SPACE, _WORD = re.compile(r"\s"), re.compile(r"\S")
 # read_regular's problem codes as evidence reasons
 _REASONS = {"not_regular_file": "not_regular_file", "file_too_large": "file_too_large"}
 
@@ -75,18 +76,23 @@ def spans(highlighted: str, original: str) -> list[tuple[int, int]] | None:
 
 
 def _window(text: str, first: tuple[int, int]) -> tuple[int, int]:
-    """A window of at most SNIPPET_UNITS UTF-16 units around the first match, cut at word boundaries."""
+    """A window of at most SNIPPET_UNITS UTF-16 units around the first match, cut at word boundaries.
+
+    Whitespace is what ``str.isspace`` says (the regex's ``\\s`` on a str is the same test), found in C.
+    """
     start = max(0, first[0] - CONTEXT_BEFORE)
     if start > 0:
-        space = next((i for i in range(start, first[0]) if text[i].isspace()), None)
-        start = space + 1 if space is not None else start
-    while start < first[0] and text[start].isspace():
-        start += 1
+        space = _SPACE.search(text, start, first[0])
+        start = space.start() + 1 if space is not None else start
+    words = _WORD.search(text, start, first[0])  # the first character that is not whitespace
+    start = words.start() if words is not None else first[0]
     end = min(len(text), start + SNIPPET_UNITS)
     while utf16_len(text[start:end]) > SNIPPET_UNITS:
         end -= 1
     if end < len(text):
-        cut = max((i for i in range(max(first[1], start), end) if text[i].isspace()), default=None)
+        low = max(first[1], start)
+        space = _SPACE.search(text[low:end][::-1]) if low < end else None  # the last whitespace, from the end
+        cut = end - 1 - space.start() if space is not None else None
         if cut is not None and cut > first[1]:
             end = cut
     return start, end
