@@ -1,6 +1,6 @@
 """Whole-process start-up: `knowtk grep` beside `rg` on one corpus, each query a fresh process.
 
-    python bench/startup.py [CORPUS] [--runs 3] [--state DIR] [--profile]
+    python bench/startup.py [CORPUS] [--runs 3] [--state DIR] [--phases] [--profile]
 
 CORPUS defaults to the PEPs corpus beside this repository (../shared/corpora/peps); any
 store works. Its state goes to a temporary folder (built once before timing), so the
@@ -10,7 +10,9 @@ median CPU time (user + system, of the child process: steadier than wall time on
 machine), with `python -c pass` as the interpreter's own floor, `import knowtk.cli` alone
 and `stat walk`, a whole Python process that walks the corpus with os.scandir and stats
 every file (what freshness cannot do without; issue 20's target is "stat walk + 0.3 s").
---profile adds `-X importtime` (the slowest imports) and cProfile of the first query
+--phases runs one more `knowtk grep` process that prints the CPU time of each part of its
+open path (imports, the scan cache, the walk, the image, the keyword mirror; a diagnosis: the
+wrappers cost a little). --profile adds `-X importtime` (the slowest imports) and cProfile of the first query
 of a new process (open the store, scan, snapshot, search), top functions by cumulative time.
 """
 
@@ -74,6 +76,7 @@ def main() -> None:
     ap.add_argument("corpus", nargs="?", default=str(DEFAULT))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--state", help="a state folder built before (kept afterwards)")
+    ap.add_argument("--phases", action="store_true", help="CPU time of each part of one new process's open path")
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     corpus = os.path.abspath(a.corpus)
@@ -100,11 +103,69 @@ def main() -> None:
                 f"   cpu median {statistics.median(cpus) * 1000:7.1f} ms"
             )
         print(f"  (load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+        if a.phases:
+            phases(kt)
         if a.profile:
             profile(corpus, state)
     finally:
         if not a.state:
             shutil.rmtree(state, ignore_errors=True)
+
+
+# the open path's parts, each timed by CPU time (process_time) around the function that does it
+PHASES = """
+import contextlib, io, sys, time
+start = time.process_time()
+import knowtk.cli
+imported = time.process_time()
+from knowtk.engine.engine import Engine
+from knowtk.index.fts import FtsProjection
+from knowtk.scan.cache import Scanner
+from knowtk.scan.changes import StatWalk
+from knowtk.snapshot.persist import ImageParts
+from knowtk.snapshot.safeguards import Safeguards
+spent = {}
+def timed(cls, name, label):
+    fn = getattr(cls, name)
+    def wrapper(*args, **kwargs):
+        t = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.process_time() - t
+    setattr(cls, name, wrapper)
+PARTS = [
+    (Engine, "__init__", "open the engine (state, safeguards, config)"),
+    (Safeguards, "__init__", "  of which the safeguards"),
+    (Engine, "_snapshot_now", "the snapshot (scan and image)"),
+    (Scanner, "_load_cache", "  the scan cache's rows"),
+    (StatWalk, "listing", "  the walk (stat of every file, watches placed)"),
+    (Engine, "_adopt_image", "  the image read and compared"),
+    (Engine, "_keyword_now", "the keyword projections reconciled"),
+    (FtsProjection, "_ensure", "  the keyword mirror loaded"),
+    (ImageParts, "get", "image parts inflated and parsed (any step)"),
+]
+for cls, name, label in PARTS:
+    timed(cls, name, label)
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        knowtk.cli.main(sys.argv[1:])
+    except SystemExit:
+        pass
+end = time.process_time()
+print(f"  imports (import knowtk.cli)  {(imported - start) * 1000:7.1f} ms")
+for _, _, label in PARTS:
+    if label in spent:
+        print(f"  {label:<50} {spent[label] * 1000:7.1f} ms")
+print(f"  the whole call, after the imports  {(end - imported) * 1000:7.1f} ms")
+"""
+
+
+def phases(kt: list[str]) -> None:
+    args = kt[kt.index("--store") :]
+    print("\nCPU time of one new process's parts (knowtk grep retro):")
+    res = subprocess.run([sys.executable, "-c", PHASES, *args, "grep", "retro"], capture_output=True, text=True)
+    print(res.stdout.rstrip() or res.stderr)
 
 
 def profile(corpus: str, state: str) -> None:
