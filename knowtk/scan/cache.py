@@ -72,9 +72,11 @@ class Scanner:
     @property
     def files(self) -> dict[str, FileEntry]:
         """path -> entry of every record file the scan knows (all made now, if the cache's rows were loaded lazily)."""
-        lazy = self._lazy
-        if lazy is not None:
-            self._files, self._lazy = lazy.whole(), None
+        if self._lazy is not None:
+            with self.lock:  # (the engine's lock: a record may be read outside a call, see entry())
+                lazy = self._lazy
+                if lazy is not None:
+                    self._files, self._lazy = lazy.whole(), None
         return self._files
 
     def file_count(self) -> int:
@@ -244,7 +246,8 @@ class Scanner:
         with self.lock:
             self.profiles = profiles
             paths = list(self._stats)
-            self._files, self._lazy = {}, None
+            self._files.clear()
+            self._lazy = None
             self._unsaved, self._unremoved = set(), set()
             self.token = None
             self.changes += 1
