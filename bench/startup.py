@@ -10,15 +10,17 @@ median CPU time (user + system, of the child process: steadier than wall time on
 machine), with `python -c pass` as the interpreter's own floor, `import knowtk.cli` alone
 and `stat walk`, a whole Python process that walks the corpus with os.scandir and stats
 every file (what freshness cannot do without; issue 20's target is "stat walk + 0.3 s").
---phases runs one more `knowtk grep` process that prints the CPU time of each part of its
-open path (imports, the scan cache, the walk, the image, the keyword mirror; a diagnosis: the
-wrappers cost a little). --profile adds `-X importtime` (the slowest imports) and cProfile of the first query
-of a new process (open the store, scan, snapshot, search), top functions by cumulative time.
+--phases runs `knowtk grep` in max(runs, 3) more processes, each timing the CPU time of the
+parts of its open path (imports, the scan cache, the walk, the image, the keyword mirror; a
+diagnosis: the wrappers cost a little), and prints the median of each. --profile adds
+`-X importtime` (the slowest imports) and cProfile of the first query of a new process (open
+the store, scan, snapshot, search), top functions by cumulative time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -76,7 +78,7 @@ def main() -> None:
     ap.add_argument("corpus", nargs="?", default=str(DEFAULT))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--state", help="a state folder built before (kept afterwards)")
-    ap.add_argument("--phases", action="store_true", help="CPU time of each part of one new process's open path")
+    ap.add_argument("--phases", action="store_true", help="CPU time of each part of a new process's open path")
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     corpus = os.path.abspath(a.corpus)
@@ -104,7 +106,7 @@ def main() -> None:
             )
         print(f"  (load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
         if a.phases:
-            phases(kt)
+            phases(kt, max(a.runs, 3))
         if a.profile:
             profile(corpus, state)
     finally:
@@ -153,19 +155,28 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit:
         pass
 end = time.process_time()
-print(f"  imports (import knowtk.cli)  {(imported - start) * 1000:7.1f} ms")
-for _, _, label in PARTS:
-    if label in spent:
-        print(f"  {label:<50} {spent[label] * 1000:7.1f} ms")
-print(f"  the whole call, after the imports  {(end - imported) * 1000:7.1f} ms")
+import json
+parts = {"imports (import knowtk.cli)": imported - start}
+parts.update((label, spent[label]) for _, _, label in PARTS if label in spent)
+parts["the whole call, after the imports"] = end - imported
+print(json.dumps(parts))
 """
 
 
-def phases(kt: list[str]) -> None:
+def phases(kt: list[str], runs: int) -> None:
+    """The CPU time of each part of a new process's open path: medians over ``runs`` processes."""
     args = kt[kt.index("--store") :]
-    print("\nCPU time of one new process's parts (knowtk grep retro):")
-    res = subprocess.run([sys.executable, "-c", PHASES, *args, "grep", "retro"], capture_output=True, text=True)
-    print(res.stdout.rstrip() or res.stderr)
+    found: dict[str, list[float]] = {}
+    for _ in range(runs):
+        res = subprocess.run([sys.executable, "-c", PHASES, *args, "grep", "retro"], capture_output=True, text=True)
+        if res.returncode != 0 or not res.stdout.strip():
+            print(res.stderr)
+            return
+        for label, seconds in json.loads(res.stdout.strip().splitlines()[-1]).items():
+            found.setdefault(label, []).append(seconds)
+    print(f"\nCPU time of a new process's parts (knowtk grep retro; median of {runs} processes):")
+    for label, values in found.items():
+        print(f"  {label:<50} {statistics.median(values) * 1000:7.1f} ms")
 
 
 def profile(corpus: str, state: str) -> None:
