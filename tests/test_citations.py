@@ -177,3 +177,89 @@ def test_attribution_and_origin(builder: StoreBuilder) -> None:
     ]
     assert list(hit["snippet"]) == ["text", "field", "start", "end", "lineStart", "lineEnd", "matchLocated"]
     assert list(hit["citation"]) == ["id", "path", "revision", "sha256", "lineStart", "lineEnd"]
+
+
+def _spans_by_character(highlighted: str, original: str) -> list[tuple[int, int]] | None:
+    """The reference: highlight() output read one character at a time (what ``spans`` did before issue 20)."""
+    from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+
+    out, plain, start, pos = [], [], None, 0
+    for ch in highlighted:
+        if ch == HIGHLIGHT_OPEN:
+            start = pos
+        elif ch == HIGHLIGHT_CLOSE and start is not None:
+            out.append((start, pos))
+            start = None
+        else:
+            plain.append(ch)
+            pos += 1
+    return out if "".join(plain) == original else None
+
+
+def test_spans_reads_only_the_marks_and_agrees_with_a_character_walk() -> None:
+    """Marks paired, nested, unclosed, a close mark alone (text), marks in the original, astral characters."""
+    import random
+
+    from knowtk.index.fts import HIGHLIGHT_CLOSE as C
+    from knowtk.index.fts import HIGHLIGHT_OPEN as O
+    from knowtk.query.citations import spans
+
+    cases = [
+        ("", ""),
+        ("plain", "plain"),
+        ("plain", "other"),
+        (f"a {O}zebra{C} b", "a zebra b"),
+        (f"{O}x{C}{O}y{C}", "xy"),
+        (f"{O}a{O}b{C}c{C}", "abc" + C),  # an open mark again moves the start; the second close is text
+        (f"{O}a{O}b{C}c{C}", "abc"),
+        (f"{C}a{O}b{C}", C + "ab"),  # a close mark first is part of the text
+        (f"{O}ab", "ab"),  # never closed: no span
+        (f"x{O}😀é{C}y", "x😀éy"),
+        (f"a {O}zebra{C} b", "a zebra c"),
+        (f"a {O}zebra{C} b", f"a {O}zebra b"),
+    ]
+    rng = random.Random(20)
+    alphabet = ["a", " ", "é", "😀", "\n", O, C]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 14)))
+        plain = "".join(ch for ch in text if ch not in (O, C))
+        cases.append((text, rng.choice([plain, plain + "a", plain.replace(" ", "", 1), text])))
+    for highlighted, original in cases:
+        assert spans(highlighted, original) == _spans_by_character(highlighted, original), (highlighted, original)
+
+
+def _window_by_character(text: str, first: tuple[int, int]) -> tuple[int, int]:
+    """The reference: the snippet window found one character at a time (what ``_window`` did before issue 20)."""
+    from knowtk.query.citations import CONTEXT_BEFORE, SNIPPET_UNITS, utf16_len
+
+    start = max(0, first[0] - CONTEXT_BEFORE)
+    if start > 0:
+        space = next((i for i in range(start, first[0]) if text[i].isspace()), None)
+        start = space + 1 if space is not None else start
+    while start < first[0] and text[start].isspace():
+        start += 1
+    end = min(len(text), start + SNIPPET_UNITS)
+    while utf16_len(text[start:end]) > SNIPPET_UNITS:
+        end -= 1
+    if end < len(text):
+        cut = max((i for i in range(max(first[1], start), end) if text[i].isspace()), default=None)
+        if cut is not None and cut > first[1]:
+            end = cut
+    return start, end
+
+
+def test_the_snippet_window_agrees_with_a_character_walk() -> None:
+    """Whitespace of every kind (tabs, no-break and ideographic spaces, line separators), astral text, long words."""
+    import random
+
+    from knowtk.query import citations
+
+    rng = random.Random(20)
+    alphabet = ["a", "b", " ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "\x1c", "😀", "é", "-"]
+    for _ in range(2000):
+        n = rng.choice([5, 50, 300, 700, 1500])
+        weights = [rng.random() for _ in alphabet]
+        text = "".join(rng.choices(alphabet, weights, k=n))
+        a = rng.randrange(0, n)
+        first = (a, min(n, a + rng.randrange(0, 30)))
+        assert citations._window(text, first) == _window_by_character(text, first), (text, first)

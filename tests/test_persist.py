@@ -855,3 +855,29 @@ def test_a_hand_edited_rows_table_under_a_true_looking_mark(tmp_path: Path, cloc
         assert_same([store], root, tmp_path / "ref", 1, "rows hand-edited")
     finally:
         store.close()
+
+
+def test_changed_keys_in_c_agree_with_a_key_by_key_comparison() -> None:
+    """Hashable and unhashable values, equal copies, keys added, changed and removed: the same keys, in order."""
+    import random
+
+    from knowtk.snapshot import persist
+
+    def by_key(old: dict, new: dict) -> tuple[list, list]:
+        changed = [k for k, v in new.items() if (was := old.get(k, persist._ABSENT)) is not v and was != v]
+        return changed, [k for k in old if k not in new]
+
+    rng = random.Random(20)
+    values = ["a", "b", ("x", 1), ("x", 2), 1, 1.0, None, frozenset({"q"}), ["list"], ["other"], {"d": 1}]
+    for _ in range(3000):
+        old = {f"k{i}": rng.choice(values) for i in rng.sample(range(30), rng.randrange(0, 12))}
+        new = dict(old)
+        for _ in range(rng.randrange(0, 5)):
+            key = f"k{rng.randrange(30)}"
+            if rng.random() < 0.3:
+                new.pop(key, None)
+            else:
+                new[key] = rng.choice(values)
+        if rng.random() < 0.5:  # the same values as other objects (a copy made by a build)
+            new = {k: (list(v) if isinstance(v, list) else v) for k, v in new.items()}
+        assert persist._changed_keys(old, new) == by_key(old, new), (old, new)

@@ -255,7 +255,7 @@ class Engine:
             write = (
                 snap is None
                 or (snap is self._adopted and bool(self._touched))
-                or self._image_drift >= max(IMAGE_DRIFT_FILES, len(self.scanner.files) // 20)
+                or self._image_drift >= max(IMAGE_DRIFT_FILES, self.scanner.file_count() // 20)
             )
             # the previous snapshot is the stored image (loaded, or the last one written): a patch of what changed
             base = snap if snap is not None and snap.image_key is not None else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,8 @@ CONTEXT_BEFORE = 120
 MAX_EVIDENCE = 3
 EVIDENCE_MAX_BYTES = 16 * 1024 * 1024  # a cited file is read whole to check its lines: no more than this
 STATE_FOLDER = ".knowtk"
+_MARKS = re.compile(f"[{HIGHLIGHT_OPEN}{HIGHLIGHT_CLOSE}]")
+_SPACE, _WORD = re.compile(r"\s"), re.compile(r"\S")
 # read_regular's problem codes as evidence reasons
 _REASONS = {"not_regular_file": "not_regular_file", "file_too_large": "file_too_large"}
 
@@ -44,36 +47,52 @@ def utf16_len(text: str) -> int:
 
 
 def spans(highlighted: str, original: str) -> list[tuple[int, int]] | None:
-    """Match spans (code point offsets into ``original``) from highlight() output; None if it doesn't line up."""
-    out, plain, start = [], [], None
-    pos = 0
-    for ch in highlighted:
-        if ch == HIGHLIGHT_OPEN:
-            start = pos
-        elif ch == HIGHLIGHT_CLOSE and start is not None:
-            out.append((start, pos))
+    """Match spans (code point offsets into ``original``) from highlight() output; None if it doesn't line up.
+
+    Only the marks are looked at (found by a regex in C): a close mark with no open one before it is text.
+    """
+    out: list[tuple[int, int]] = []
+    pieces: list[str] = []
+    start: int | None = None
+    removed = last = 0
+    for m in _MARKS.finditer(highlighted):
+        i = m.start()
+        if m.group() == HIGHLIGHT_OPEN:
+            start = i - removed
+        elif start is not None:
+            out.append((start, i - removed))
             start = None
         else:
-            plain.append(ch)
-            pos += 1
-    if "".join(plain) != original:
+            continue  # a close mark with no open one: part of the text
+        pieces.append(highlighted[last:i])
+        last = i + 1
+        removed += 1
+    if not removed:
+        return out if highlighted == original else None
+    pieces.append(highlighted[last:])
+    if len(highlighted) - removed != len(original) or "".join(pieces) != original:
         return None
     return out
 
 
 def _window(text: str, first: tuple[int, int]) -> tuple[int, int]:
-    """A window of at most SNIPPET_UNITS UTF-16 units around the first match, cut at word boundaries."""
+    """A window of at most SNIPPET_UNITS UTF-16 units around the first match, cut at word boundaries.
+
+    Whitespace is what ``str.isspace`` says (the regex's ``\\s`` on a str is the same test), found in C.
+    """
     start = max(0, first[0] - CONTEXT_BEFORE)
     if start > 0:
-        space = next((i for i in range(start, first[0]) if text[i].isspace()), None)
-        start = space + 1 if space is not None else start
-    while start < first[0] and text[start].isspace():
-        start += 1
+        space = _SPACE.search(text, start, first[0])
+        start = space.start() + 1 if space is not None else start
+    words = _WORD.search(text, start, first[0])  # the first character that is not whitespace
+    start = words.start() if words is not None else first[0]
     end = min(len(text), start + SNIPPET_UNITS)
     while utf16_len(text[start:end]) > SNIPPET_UNITS:
         end -= 1
     if end < len(text):
-        cut = max((i for i in range(max(first[1], start), end) if text[i].isspace()), default=None)
+        low = max(first[1], start)
+        space = _SPACE.search(text[low:end][::-1]) if low < end else None  # the last whitespace, from the end
+        cut = end - 1 - space.start() if space is not None else None
         if cut is not None and cut > first[1]:
             end = cut
     return start, end

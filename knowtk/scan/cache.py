@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from knowtk.model.profile import ProfileMap
@@ -51,7 +52,8 @@ class Scanner:
         self.state = state
         self.source: ChangeSource = source or StatWalk(root)
         self.max_file_bytes = max_file_bytes
-        self.files: dict[str, FileEntry] = {}
+        self._files: dict[str, FileEntry] = {}
+        self._lazy: _Lazy | None = None  # the cache's rows, each made an entry when first used (a new process)
         self._stats: dict[str, Stat] = {}
         self._touched: set[str] = set()  # paths changed in `files` and not yet returned by scan()
         self._unsaved: set[str] = set()  # paths whose entry is not yet in scan_files_v1
@@ -67,28 +69,63 @@ class Scanner:
         self.reads = 0  # files read since the engine started (observability for tests and benchmarks)
         self.parses = 0  # frontmatter parses since the engine started
 
+    @property
+    def files(self) -> dict[str, FileEntry]:
+        """path -> entry of every record file the scan knows (all made now, if the cache's rows were loaded lazily)."""
+        if self._lazy is not None:
+            with self.lock:  # (the engine's lock: a record may be read outside a call, see entry())
+                lazy = self._lazy
+                if lazy is not None:
+                    self._files, self._lazy = lazy.whole(), None
+        return self._files
+
+    def file_count(self) -> int:
+        """len(files), without making every entry."""
+        return len(self._lazy) if self._lazy is not None else len(self._files)
+
+    def _get(self, path: str) -> FileEntry | None:
+        lazy = self._lazy
+        return self._files.get(path) if lazy is None else lazy.get(path)
+
+    def _has(self, path: str) -> bool:
+        lazy = self._lazy
+        return path in self._files if lazy is None else lazy.has(path)
+
+    def _set(self, path: str, entry: FileEntry) -> None:
+        lazy = self._lazy
+        if lazy is None:
+            self._files[path] = entry
+        else:
+            lazy.set(path, entry)
+
+    def _pop(self, path: str) -> FileEntry | None:
+        lazy = self._lazy
+        return self._files.pop(path, None) if lazy is None else lazy.pop(path)
+
     def _load_cache(self) -> None:
         """Load what the walk compares against: (size, mtime, sha256) of every file seen before.
 
-        The frontmatter stays in the table until a query needs the record (``entry``), so a
-        new process on a large built store does not parse and validate every record first.
+        The rows are kept as they are (``_Lazy``): the walk compares against their stats, built in C,
+        and an entry is made only for a file a query or a change needs (or all, by ``files``). The
+        frontmatter stays in the table until a query needs the record (``entry``), so a new process
+        on a large built store does not parse and validate every record first.
         """
         conn = self.state.conn
         conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
         conn.execute(_CACHE_INDEX)
         with self.state.reading():
-            rows = conn.execute("SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1")
-            files, stats = self.files, self._stats
-            for path, size, mtime_ns, sha, problem_code, problem in rows:
-                stat = (size, mtime_ns)
-                if problem_code or sha is None:  # nothing to parse: complete now
-                    entry = FileEntry(stat, sha, None, 0, FileProblem(problem_code, problem) if problem_code else None)
-                    entry.rebuild(path)
-                else:
-                    entry = FileEntry(stat, sha)  # positional: 100k of these at 100k records
-                files[path] = entry
-                stats[path] = stat
+            rows = conn.execute(
+                "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1"
+            ).fetchall()
             self.loaded_token = self.token = _token(self.state)
+        if self._files or self._lazy is not None or self._stats:  # (never the case today) entries made one by one
+            for row in rows:
+                self._set(row[0], _made(row))
+                self._stats[row[0]] = (row[1], row[2])
+        elif rows:
+            paths = list(map(itemgetter(0), rows))  # the dicts built in C, no Python loop
+            self._stats = dict(zip(paths, map(itemgetter(1, 2), rows), strict=True))
+            self._lazy = _Lazy(dict(zip(paths, rows, strict=True)))
         self._loaded = True
 
     @property
@@ -98,7 +135,10 @@ class Scanner:
 
     def entry(self, path: str) -> FileEntry | None:
         """The entry of a file with its record built (filled from scan_files_v1 on first use)."""
-        entry = self.files.get(path)
+        entry = self._files.get(path) if self._lazy is None else None
+        if entry is None and self._lazy is not None:
+            with self.lock:  # made once, whichever thread asks first
+                entry = self._get(path)
         if entry is not None and not entry.filled:
             with self.lock:
                 if not entry.filled:
@@ -167,9 +207,9 @@ class Scanner:
         written = self._unsaved  # kept on self until committed, so that a failed write is made again
         removed = self._unremoved
         for path, st, loaded in progress(self._load(delta.changed), total=len(delta.changed), desc="knowtk: reading"):
-            entry = self.files.get(path)
+            entry = self._get(path)
             if loaded is None:  # vanished between the walk and the read
-                if path in self.files:
+                if self._has(path):
                     delta.removed.append(path)
                 continue
             fresh = loaded.entry
@@ -183,7 +223,7 @@ class Scanner:
             if entry is None or fresh.sha256 != entry.sha256 or fresh.problem != entry.problem:
                 touched.add(path)
                 fresh.rebuild(path)
-                self.files[path] = fresh
+                self._set(path, fresh)
                 self.changes += 1
             else:
                 entry.stat = st
@@ -191,7 +231,7 @@ class Scanner:
             written.add(path)
             removed.discard(path)
         for path in delta.removed:
-            if self.files.pop(path, None) is not None:
+            if self._pop(path) is not None:
                 touched.add(path)
                 self.changes += 1
             self._stats.pop(path, None)
@@ -206,7 +246,8 @@ class Scanner:
         with self.lock:
             self.profiles = profiles
             paths = list(self._stats)
-            self.files.clear()
+            self._files.clear()
+            self._lazy = None
             self._unsaved, self._unremoved = set(), set()
             self.token = None
             self.changes += 1
@@ -223,9 +264,8 @@ class Scanner:
     def mark_unsaved(self, paths: Iterable[str]) -> None:
         """Write these paths to scan_files_v1 again at the next ``save``: the entry of each path in
         ``files``, the removal of the others (a repair, when the table disagrees with the files)."""
-        files = self.files
         for path in paths:
-            if path in files:
+            if self._has(path):
                 self._unsaved.add(path)
             else:
                 self._unremoved.add(path)
@@ -243,17 +283,16 @@ class Scanner:
                     conn.execute(_CACHE_INDEX)
                     self._unsaved |= self.files.keys()
                 token = _token(self.state)
-                files = self.files
-                saved = [path for path in self._unsaved if path in files]
+                saved = [(path, entry) for path in self._unsaved if (entry := self._get(path)) is not None]
                 conn.executemany(
                     "INSERT OR REPLACE INTO scan_files_v1 "
                     "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (_cache_row(path, files[path]) for path in saved if files[path].filled),
+                    (_cache_row(path, entry) for path, entry in saved if entry.filled),
                 )
                 conn.executemany(  # the same content with a new stat: the row keeps its frontmatter
                     "UPDATE scan_files_v1 SET size = ?, mtime_ns = ? WHERE path = ? AND sha256 = ?",
-                    [(*files[p].stat, p, files[p].sha256) for p in saved if not files[p].filled],
+                    [(*entry.stat, path, entry.sha256) for path, entry in saved if not entry.filled],
                 )
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
                 self.state.set_meta(_TOKEN, str(token + 1))
@@ -269,7 +308,7 @@ class Scanner:
         paths, stats = list(changed), list(changed.values())
         known = []
         for path in paths:
-            entry = self.files.get(path)
+            entry = self._get(path)
             known.append(entry.sha256 if entry is not None and entry.problem is None else None)
         load = partial(load_file, self.root, self.max_file_bytes)
         names = [self.profiles.for_path(path) for path in paths]
@@ -300,7 +339,66 @@ class _Filled(Mapping[str, FileEntry]):
         return iter(self._scanner.files)
 
     def __len__(self) -> int:
-        return len(self._scanner.files)
+        return self._scanner.file_count()
+
+
+def _made(row: tuple[Any, ...]) -> FileEntry:
+    """The entry of one scan_files_v1 row (path, size, mtime_ns, sha256, problem_code, problem)."""
+    path, size, mtime_ns, sha, problem_code, problem = row
+    if problem_code or sha is None:  # nothing to parse: complete now
+        entry = FileEntry((size, mtime_ns), sha, None, 0, FileProblem(problem_code, problem) if problem_code else None)
+        entry.rebuild(path)
+        return entry
+    return FileEntry((size, mtime_ns), sha)  # filled from the row's frontmatter when its record is needed
+
+
+class _Lazy:
+    """A scanner's entries while they are the cache's rows: each made on first use, all by ``whole``.
+
+    ``whole`` gives the dict the rows would have made one by one and then been changed into: a
+    row's path keeps its place, a path set anew (or again after it was removed) comes after them all.
+    """
+
+    __slots__ = ("added", "made", "rows")
+
+    def __init__(self, rows: dict[str, tuple[Any, ...]]) -> None:
+        self.rows = rows  # path -> its row, for the paths still known from the cache
+        self.made: dict[str, FileEntry] = {}  # entries made or set, of rows' paths and of new ones
+        self.added = 0  # paths in made and not in rows
+
+    def __len__(self) -> int:
+        return len(self.rows) + self.added
+
+    def get(self, path: str) -> FileEntry | None:
+        entry = self.made.get(path)
+        if entry is None:
+            row = self.rows.get(path)
+            if row is not None:
+                entry = self.made[path] = _made(row)
+        return entry
+
+    def has(self, path: str) -> bool:
+        return path in self.rows or path in self.made
+
+    def set(self, path: str, entry: FileEntry) -> None:
+        if path not in self.rows and path not in self.made:
+            self.added += 1
+        self.made[path] = entry
+
+    def pop(self, path: str) -> FileEntry | None:
+        entry = self.get(path)
+        if entry is not None:
+            if self.rows.pop(path, None) is None:
+                self.added -= 1
+            del self.made[path]
+        return entry
+
+    def whole(self) -> dict[str, FileEntry]:
+        made = self.made
+        out = {path: made.pop(path) if path in made else _made(row) for path, row in self.rows.items()}
+        out.update(made)  # the paths set anew, in the order they were set
+        self.rows, self.made, self.added = {}, {}, 0
+        return out
 
 
 _TOKEN = "scan_token"  # knowtk_meta key: bumped by every write to scan_files_v1

@@ -287,8 +287,12 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[
         return changed, [k for k in keys if k not in new and k in old]
     if type(old) is dict and type(new) is dict and old == new:  # a copy the build left as it was: compared in C
         return [], []
-    get = old.get
-    changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
+    try:  # the differing items found in C (a set of each side's items), then put in new's order
+        differing = {k for k, _ in new.items() - old.items()}
+        changed = [k for k in new if k in differing] if differing else []
+    except TypeError:  # a value that cannot be hashed (a list): compared one by one
+        get = old.get
+        changed = [k for k, v in new.items() if (was := get(k, _ABSENT)) is not v and was != v]
     added = sum(1 for k in changed if k not in old)
     # len(new) = len(old) + added - removed: the keys of old are gone through only when some were removed
     removed = [k for k in old if k not in new] if len(old) + added != len(new) else []
