@@ -51,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import pct, rg_command, start_server, stop_server
+from run import compile_package, pct, rg_command, start_server, stop_server
 from startup import DEFAULT, QUERIES
 
 Run = Callable[[str], tuple[float, str]]
@@ -128,6 +128,7 @@ def main() -> None:
     ap.add_argument("--serve", action="store_true", help="also time knowtk with `knowtk serve` running")
     a = ap.parse_args()
     queries = a.queries or QUERIES
+    compile_package()  # what an installed package has (bench/run.py)
     tmp = tempfile.mkdtemp(prefix="knowtk-peers-")
     server = None
     try:

@@ -24,6 +24,9 @@ contract in pyproject.toml, checked by ``lint-imports``)::
     errors                            the one exception tree
 """
 
+import importlib
+import typing
+
 from knowtk.errors import (
     IdentityConflict,
     InvalidArgument,
@@ -38,9 +41,20 @@ from knowtk.errors import (
     StoreUnavailable,
     UnexpectedArgument,
 )
-from knowtk.results import Result
-from knowtk.store import Store, open_store
-from knowtk.workspace import Workspace
+
+if typing.TYPE_CHECKING:
+    from knowtk.results import Result
+    from knowtk.store import Store, open_store
+    from knowtk.workspace import Workspace
+
+# Imported at first use (PEP 562), so that ``import knowtk`` costs the exception tree alone: a command
+# line a running ``knowtk serve`` answers (docs/server.md) never loads the store it does not open.
+_LAZY = {
+    "Result": "knowtk.results",
+    "Store": "knowtk.store",
+    "open_store": "knowtk.store",
+    "Workspace": "knowtk.workspace",
+}
 
 __all__ = [
     "IdentityConflict",
@@ -64,3 +78,16 @@ __all__ = [
 
 #: The one version source: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
 __version__ = "0.3.0"
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knowtk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import subprocess
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +23,7 @@ def test_all_is_explicit_and_importable() -> None:
     assert len(knowtk.__all__) == len(set(knowtk.__all__))
     for name in knowtk.__all__:
         assert hasattr(knowtk, name), name
-    public = {n for n in vars(knowtk) if not n.startswith("_") and not isinstance(getattr(knowtk, n), type(knowtk))}
+    public = {n for n in dir(knowtk) if not n.startswith("_") and not isinstance(getattr(knowtk, n), type(knowtk))}
     assert public <= set(knowtk.__all__)
 
 
@@ -43,7 +45,7 @@ def test_exception_tree() -> None:
 
 
 def test_all_is_exactly_what_the_package_exports() -> None:
-    public = {n for n, v in vars(knowtk).items() if not n.startswith("_") and not isinstance(v, ModuleType)}
+    public = {n for n in dir(knowtk) if not n.startswith("_") and not isinstance(getattr(knowtk, n), ModuleType)}
     assert set(knowtk.__all__) == public | {"__version__"}
     assert set(knowtk.errors.__all__) <= set(knowtk.__all__)  # every error is reachable as knowtk.X
 
@@ -184,3 +186,15 @@ def test_a_closed_store_refuses_every_use_with_store_unavailable(builder: StoreB
     for use in uses:
         with pytest.raises(knowtk.StoreUnavailable, match="closed"):
             use()
+
+
+def test_import_knowtk_loads_the_store_at_first_use() -> None:
+    """``import knowtk`` is the exception tree alone; ``knowtk.Store`` imports the store when first read."""
+    code = (
+        "import sys, knowtk; before = 'knowtk.store' in sys.modules; store = knowtk.open_store; "
+        "from knowtk import Result, Workspace; print(before, 'knowtk.store' in sys.modules, store.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "knowtk.store"]
+    with pytest.raises(AttributeError, match="no_such_name"):
+        knowtk.no_such_name  # noqa: B018 - the attribute read is the test
