@@ -79,6 +79,7 @@ GREP_MODULES = {
     "knowtk.scan.watch",
     "knowtk.snapshot",
     "knowtk.snapshot.build",
+    "knowtk.snapshot.facets",  # the filter facets of the records (issue 20: a first filtered grep builds none)
     "knowtk.snapshot.model",
     "knowtk.snapshot.overlay",
     "knowtk.snapshot.persist",

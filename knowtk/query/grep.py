@@ -9,6 +9,7 @@ the filters, then by the earlier record's id), each record once.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from knowtk.engine.engine import Engine
@@ -33,7 +34,8 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.snapshot.model import Snapshot, in_scope
+from knowtk.snapshot.facets import in_folder
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
@@ -111,23 +113,44 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
 
     Whether a row passes depends on its record alone, so only the rows inserted since (a changed record is
     inserted again) and the records the snapshot changed (``changed_ids``: a file moved to another scope
-    keeps its row) are tested again; the others keep their answer.
+    keeps its row) are tested again; the others keep their answer. Without a time range the records'
+    facets answer (``Snapshot.facets``): a stored snapshot's records are not built for it.
     """
-    records, changed = snap.records, snap.changed_ids
+    changed = snap.changed_ids
     carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
     if carried is None or changed is None:
-        return {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+        ids = proj.ids
+        if flt.by_facets:
+            return {ids[rid] for rid in snap.facets().select(flt.criteria) if rid in ids}
+        records = snap.records
+        return {rowid for rid, rowid in ids.items() if flt.passes(records[rid])}
+    passes = _passes(snap, flt)
     before, deleted, inserted = carried
     found = before - deleted
     id_of = proj.id_of
-    found.update(rowid for rowid in inserted if flt.passes(records[id_of[rowid]]))
+    found.update(rowid for rowid in inserted if passes(id_of[rowid]))
     for rid in changed:
         rowid = proj.ids.get(rid)
-        if rowid is not None and flt.passes(records[rid]):
+        if rowid is not None and passes(rid):
             found.add(rowid)
         elif rowid is not None:
             found.discard(rowid)
     return found
+
+
+def _passes(snap: Snapshot, flt: RecordFilter) -> Callable[[str], bool]:
+    """id -> whether its record passes the filters: from its facets unless a time range needs the record."""
+    if flt.by_facets:
+        of, criteria = snap.facets().of, flt.criteria
+        return lambda rid: criteria.passes(of(rid))
+    records = snap.records
+    return lambda rid: flt.passes(records[rid])
+
+
+def _in_scope(snap: Snapshot, scope: tuple[str, ...]) -> Callable[[str], bool]:
+    """id -> whether its record's file lies in ``scope`` (from its facets)."""
+    of = snap.facets().of
+    return lambda rid: in_folder(of(rid).folder, scope)
 
 
 def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: FtsProjection) -> dict[int, str]:
@@ -138,16 +161,16 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
     if found is None:
         found = memo[key] = {}
         everything = not flt.scope and flt.is_trivial  # no record needs to be looked at (nor built)
+        passes = (lambda rid: True) if everything else _passes(snap, flt)
+        in_scope = (lambda rid: True) if not flt.scope else _in_scope(snap, flt.scope)
         for rid, rowid in history.ids.items():
             end = snap.chain_ends.get(rid)
             if (
                 end is not None
                 and end.current is not None
                 and end.current in main.ids
-                and (
-                    everything
-                    or (in_scope(snap.records[rid].path, flt.scope) and flt.passes(snap.records[end.current]))
-                )
+                and in_scope(rid)
+                and passes(end.current)
             ):
                 found[rowid] = end.current
     return found

@@ -16,6 +16,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Issue, Record
+from knowtk.snapshot.facets import Facets, RecordFacets
 
 __all__ = [
     "DEPENDENCY_MISSING",
@@ -135,6 +136,14 @@ class Snapshot:
             return r.sha256 if r is not None else None
 
         return sha256_of
+
+    def facets(self) -> Facets:
+        """The records' filter facets (folder, kind, type, tags); a stored snapshot's without building a record."""
+        records = self.records
+        if isinstance(records, dict):
+            return RecordFacets(records)
+        found: Facets = records.facets()  # StoredRecords, or Layered over them (knowtk.snapshot.persist, overlay)
+        return found
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
         table = self.unavailable_inactive if include_inactive else self.unavailable
