@@ -171,6 +171,20 @@ def edit(root: Path, step: int) -> None:
         deleted.unlink()
 
 
+def small_edit(root: Path) -> None:
+    """One record's type and tags changed, one moved to another folder (its row kept, its scope changed)."""
+    files = sorted(p for p in root.rglob("*.md") if ".knowtk" not in p.parts)
+    edited, moved = files[len(files) // 2], files[len(files) // 3]
+    text = edited.read_text(encoding="utf-8")
+    if text.startswith("---\n"):
+        text = re.sub(r"(?m)^(type|tags):.*$", "", text, count=2).replace(
+            "---\n", "---\ntype: memo\ntags: [small]\n", 1
+        )
+    edited.write_text(text, encoding="utf-8")
+    (root / "moved").mkdir(exist_ok=True)
+    moved.rename(root / "moved" / moved.name)
+
+
 # -- the tests -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(STORES))
 def test_filters_answer_from_facets_as_from_records(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,7 +212,10 @@ def test_filters_answer_from_facets_as_from_records(tmp_path: Path, name: str, m
     edit(root, 2)  # edits in this process: its changed records over the patched columns, allowed sets patched
     check(patched, root, tmp_path, "edited")
     assert isinstance(patched.snapshot().records, Layered)
+    small_edit(root)  # a few rows changed: each filter's row set is carried over, patched at the changed ids
+    check(patched, root, tmp_path, "carried")
     patched.close()
+
 
 def test_a_new_process_first_filtered_grep_builds_no_record(tmp_path: Path) -> None:
     root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
