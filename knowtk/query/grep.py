@@ -34,7 +34,6 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.snapshot.facets import in_folder
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -147,12 +146,6 @@ def _passes(snap: Snapshot, flt: RecordFilter) -> Callable[[str], bool]:
     return lambda rid: flt.passes(records[rid])
 
 
-def _in_scope(snap: Snapshot, scope: tuple[str, ...]) -> Callable[[str], bool]:
-    """id -> whether its record's file lies in ``scope`` (from its facets)."""
-    of = snap.facets().of
-    return lambda rid: in_folder(of(rid).folder, scope)
-
-
 def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: FtsProjection) -> dict[int, str]:
     """Superseded wording: history rowid -> the current record it leads to, where that one passes the filters."""
     memo = history.memo(snap.generation)
@@ -160,17 +153,19 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
     found = memo.get(key)
     if found is None:
         found = memo[key] = {}
-        everything = not flt.scope and flt.is_trivial  # no record needs to be looked at (nor built)
-        passes = (lambda rid: True) if everything else _passes(snap, flt)
-        in_scope = (lambda rid: True) if not flt.scope else _in_scope(snap, flt.scope)
+        # the current record passes the filters (main's allowed rows), the earlier one lies in the scope (history's
+        # rows in it): sets kept for this snapshot, and from facets, so that no record is built for them
+        passing = _allowed(main, snap, flt)  # None: everything passes
+        in_scope = _allowed(history, snap, RecordFilter(scope=flt.scope)) if flt.scope else None
+        ids = main.ids
         for rid, rowid in history.ids.items():
             end = snap.chain_ends.get(rid)
             if (
                 end is not None
                 and end.current is not None
-                and end.current in main.ids
-                and in_scope(rid)
-                and passes(end.current)
+                and end.current in ids
+                and (in_scope is None or rowid in in_scope)
+                and (passing is None or ids[end.current] in passing)
             ):
                 found[rowid] = end.current
     return found
