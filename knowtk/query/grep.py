@@ -119,8 +119,11 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
     carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
     if carried is None or changed is None:
         ids = proj.ids
-        if flt.by_facets:
-            return {ids[rid] for rid in snap.facets().select(flt.criteria) if rid in ids}
+        if flt.by_facets:  # the snapshot's matching ids (shared by its projections), or the rows' ids looked up
+            selected = snap.matching(flt.criteria)
+            if len(ids) < len(selected):
+                return {rowid for rid, rowid in ids.items() if rid in selected}
+            return {ids[rid] for rid in selected if rid in ids}
         records = snap.records
         return {rowid for rid, rowid in ids.items() if flt.passes(records[rid])}
     passes = _passes(snap, flt)

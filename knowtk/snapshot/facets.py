@@ -23,7 +23,7 @@ import base64
 import sys
 from array import array
 from bisect import bisect_right
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -86,7 +86,7 @@ class Facets:
         """One record's facets (KeyError: no such record)."""
         raise NotImplementedError
 
-    def select(self, criteria: Criteria) -> Iterator[str]:
+    def select(self, criteria: Criteria) -> list[str]:
         """The ids of the records whose facets pass ``criteria``, each once."""
         raise NotImplementedError
 
@@ -100,9 +100,9 @@ class RecordFacets(Facets):
     def of(self, rid: str) -> Facet:
         return facet_of(self.records[rid])
 
-    def select(self, criteria: Criteria) -> Iterator[str]:
+    def select(self, criteria: Criteria) -> list[str]:
         passes = criteria.passes
-        return (rid for rid, r in self.records.items() if passes(facet_of(r)))
+        return [rid for rid, r in self.records.items() if passes(facet_of(r))]
 
 
 SCALARS = ("folder", "kind", "type")  # one value per record; tags are a list per record
@@ -119,8 +119,8 @@ def _pack(values: Sequence[int]) -> list[str]:
     return [code, base64.b64encode(packed.tobytes()).decode("ascii")]
 
 
-def _unpack(data: Any, size: int | None, bound: int) -> array[int]:
-    """A packed column back (ValueError: not ``size`` values, or one not below ``bound``)."""
+def _unpack(data: Any, size: int | None) -> array[int]:
+    """A packed column back (ValueError: not ``size`` values)."""
     code, text = data
     if code not in _WIDTHS or array(code).itemsize != _WIDTHS[code]:
         raise ValueError(f"facet column typecode {code!r}")
@@ -128,8 +128,8 @@ def _unpack(data: Any, size: int | None, bound: int) -> array[int]:
     column.frombytes(base64.b64decode(text, validate=True))
     if sys.byteorder != "little":
         column.byteswap()
-    if (size is not None and len(column) != size) or (column and max(column) >= bound):
-        raise ValueError("a facet column does not match the stored ids or its vocabulary")
+    if size is not None and len(column) != size:  # (the part's digest vouches for the values)
+        raise ValueError("a facet column does not match the stored ids")
     return column
 
 
@@ -164,9 +164,9 @@ class FacetColumns(Facets):
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise ValueError(f"facet vocabulary {name!r} is not a list of strings")
         n = len(ids)
-        self.columns = {name: _unpack(data[name + "_at"], n, len(self.vocab[name])) for name in SCALARS}
-        self.tag_codes = _unpack(data["tags_at"], None, len(self.vocab["tags"]))
-        self.tag_ends = _unpack(data["tags_end"], n, len(self.tag_codes) + 1)
+        self.columns = {name: _unpack(data[name + "_at"], n) for name in SCALARS}
+        self.tag_codes = _unpack(data["tags_at"], None)
+        self.tag_ends = _unpack(data["tags_end"], n)
         if n and self.tag_ends[-1] != len(self.tag_codes):  # (the part's digest vouches for their order)
             raise ValueError("facet tag ends are out of order")
 
@@ -192,22 +192,29 @@ class FacetColumns(Facets):
             tuple(tags[code] for code in self.tag_codes[start : ends[i]]),
         )
 
-    def select(self, criteria: Criteria) -> Iterator[str]:
-        positions: Iterable[int] = range(len(self.ids))
+    def select(self, criteria: Criteria) -> list[str]:
+        ids = self.ids
+        positions: list[int] | None = None  # None: every position
         for name, wanted in zip(SCALARS, _wanted(criteria), strict=True):
-            if wanted is not None:
-                column = self.columns[name]
-                ok = {code for code, value in enumerate(self.vocab[name]) if wanted(value)}
+            if wanted is None:
+                continue
+            vocab, column = self.vocab[name], self.columns[name]
+            ok = {code for code, value in enumerate(vocab) if wanted(value)}
+            if len(ok) == len(vocab):
+                continue
+            if positions is None:
+                positions = [i for i, code in enumerate(column) if code in ok]
+            else:
                 positions = [i for i in positions if column[i] in ok]
         if criteria.tags is not None:
             tagged = self._tagged(criteria.tags)
-            positions = [i for i in positions if i in tagged]
-        ids, over = self.ids, self.over
+            positions = sorted(tagged) if positions is None else [i for i in positions if i in tagged]
+        found = list(ids) if positions is None else [ids[i] for i in positions]
+        over = self.over
         if over:
-            yield from (ids[i] for i in positions if ids[i] not in over)
-            yield from (rid for rid, f in over.items() if f is not None and criteria.passes(f))
-        else:
-            yield from (ids[i] for i in positions)
+            found = [rid for rid in found if rid not in over]
+            found += [rid for rid, f in over.items() if f is not None and criteria.passes(f)]
+        return found
 
     def _tagged(self, wanted: tuple[str, ...]) -> set[int]:
         """The positions of the records holding every tag of ``wanted``."""
@@ -247,8 +254,7 @@ class LayeredFacets(Facets):
             raise KeyError(rid)
         return self.base.of(rid)
 
-    def select(self, criteria: Criteria) -> Iterator[str]:
-        top, gone = self.top, self.gone
-        yield from (rid for rid in self.base.select(criteria) if rid not in top and rid not in gone)
-        passes = criteria.passes
-        yield from (rid for rid, r in top.items() if passes(facet_of(r)))
+    def select(self, criteria: Criteria) -> list[str]:
+        top, gone, passes = self.top, self.gone, criteria.passes
+        found = [rid for rid in self.base.select(criteria) if rid not in top and rid not in gone]
+        return found + [rid for rid, r in top.items() if passes(facet_of(r))]
