@@ -11,6 +11,8 @@ its built records' own fields, not by the code under test.
 
 from __future__ import annotations
 
+import json
+import random
 import re
 import shutil
 from collections import Counter
@@ -22,7 +24,7 @@ import pytest
 import knowtk
 from knowtk.query.common import RecordFilter
 from knowtk.snapshot import persist
-from knowtk.snapshot.facets import Facet
+from knowtk.snapshot.facets import Criteria, Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
 from knowtk.snapshot.persist import StoredRecords
@@ -250,3 +252,38 @@ def test_a_time_range_still_reads_the_records(tmp_path: Path) -> None:
     assert answer(loaded, "search", **args)["hits"]
     ref.close()
     loaded.close()
+
+
+def test_stored_columns_select_as_each_facet_passes() -> None:
+    """Random facets through the stored form (packed columns, flat tags) and patches over them: select and of
+    as ``Criteria.passes`` on each facet, for random criteria."""
+    rng = random.Random(7)
+    folders, tags = ["", "a", "a/b", "ab", "c/d/e"], ["x", "y", "z", "w"]
+
+    def one() -> Facet:
+        picked = tuple(rng.sample(tags, rng.randint(0, 3)))
+        return Facet(rng.choice(folders), rng.choice(["page", "claim"]), rng.choice(["t1", "t2", "t3"]), picked)
+
+    ids = [f"r{i}" for i in range(300)]
+    stored = {rid: one() for rid in ids}
+    over: dict[str, Facet | None] = {rid: (one() if rng.random() < 0.5 else None) for rid in rng.sample(ids, 30)}
+    over["new"] = one()
+    data = json.loads(json.dumps(encode_columns(stored[rid] for rid in ids)))
+    columns = FacetColumns(data, ids, dict(over))
+    current = {**stored, **over}
+    for rid, f in current.items():
+        if f is None:
+            with pytest.raises(KeyError):
+                columns.of(rid)
+        else:
+            assert columns.of(rid) == f
+    for _ in range(300):
+        criteria = Criteria(
+            scope=tuple(rng.sample(["a", "ab", "c", "c/d"], rng.randint(0, 2))),
+            kinds=rng.choice([None, ("page",), ("claim", "page")]),
+            types=rng.choice([None, frozenset({"t1"}), frozenset({"t2", "t3"}), frozenset({"none"})]),
+            tags=rng.choice([None, ("x",), ("x", "y"), ("y", "y"), ("absent",), ()]),
+        )
+        selected = columns.select(criteria)
+        assert len(selected) == len(set(selected))
+        assert set(selected) == {rid for rid, f in current.items() if f is not None and criteria.passes(f)}

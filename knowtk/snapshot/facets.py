@@ -225,9 +225,21 @@ class FacetColumns(Facets):
             code = code_of.get(tag)
             if code is None:
                 return set()
-            holding = {bisect_right(ends, j) for j, c in enumerate(codes) if c == code}
+            holding: set[int] = set()
+            at = _next(codes, code, 0)  # array.index scans in C: Python runs once per record holding the tag
+            while at >= 0:
+                holding.add(bisect_right(ends, at))
+                at = _next(codes, code, at + 1)
             found = holding if found is None else found & holding
         return found if found is not None else set(range(len(self.ids)))
+
+
+def _next(codes: array[int], code: int, start: int) -> int:
+    """The next index of ``code`` in ``codes`` from ``start``, or -1."""
+    try:
+        return codes.index(code, start)
+    except ValueError:
+        return -1
 
 
 def _wanted(criteria: Criteria) -> tuple[Any, ...]:
