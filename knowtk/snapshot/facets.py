@@ -2,19 +2,20 @@
 
 ``RecordFilter`` (knowtk.query.common) reads a record's folder (for the scope), kind, type and
 tags, all as the *built* record has them (a profile derives them from the file). Building every
-record of a stored snapshot to read four values cost a new process's first filtered query 5 s at
-100k records, so a snapshot gives them through ``Snapshot.facets()``:
+record of a stored snapshot to read four values cost a new process's first filtered query 5.8 s at
+100k records (cProfile), so a snapshot gives them through ``Snapshot.facets()``:
 
 - a snapshot whose records are all built (``RecordFacets``) reads them from the records;
 - a stored snapshot (``FacetColumns``) from the image part ``record_facets``
-  (knowtk.snapshot.persist): one column per facet, each a list of small ints into its vocabulary,
-  aligned with the stored ids, and the facets of the records a patch of the image set or removed
-  kept over them by id;
+  (knowtk.snapshot.persist): per facet its vocabulary and a column of indexes into it, aligned
+  with the stored ids and packed as a little-endian array (a record's tags: their indexes one
+  after the other, and where each record's end), and the facets of the records a patch of the
+  image set or removed kept over them by id;
 - a snapshot built on a stored one (``LayeredFacets``) from its own changed records over the
   stored columns, the way ``Layered`` keeps its records.
 
-``select`` answers a filter with one pass over the columns (each vocabulary entry tested once),
-``of`` gives one record's facets.
+``select`` answers a filter with one pass over the columns (each vocabulary entry tested once, a
+tag's holders found by ``array.index``), ``of`` gives one record's facets.
 """
 
 from __future__ import annotations
