@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
@@ -123,7 +123,9 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
             selected = snap.matching(flt.criteria)
             if len(ids) < len(selected):
                 return {rowid for rid, rowid in ids.items() if rid in selected}
-            return {ids[rid] for rid in selected if rid in ids}
+            rows: set[int | None] = set(map(ids.get, selected))  # (in C: about twice as fast as a comprehension)
+            rows.discard(None)
+            return cast(set[int], rows)
         records = snap.records
         return {rowid for rid, rowid in ids.items() if flt.passes(records[rid])}
     passes = _passes(snap, flt)
