@@ -506,7 +506,17 @@ def _parts(state_dir: Path) -> dict[str, str]:
         conn.close()
 
 
-PARTS = ["record_at", "record_sha", "lifecycle", "names", "paths", "unavailable", "index.claims", "index.expiring"]
+PARTS = [
+    "record_at",
+    "record_sha",
+    "record_facets",
+    "lifecycle",
+    "names",
+    "paths",
+    "unavailable",
+    "index.claims",
+    "index.expiring",
+]
 
 
 @pytest.mark.parametrize(

@@ -146,3 +146,31 @@ def test_a_common_word_asked_once_is_ranked_in_plain_python_with_the_same_answer
         [(h["id"], h["score"]) for h in a["hits"]] for a in arrays
     ]
     assert [a["total"] for a in plain] == [40, 40, 40]
+
+
+@pytest.mark.parametrize("lifecycle", ["active", "all"])
+def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kept(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
+) -> None:
+    """Filtered, a phrase many rows hold is scored in plain Python on its first ask in a process without numpy
+    (issue 20: a new process's first filtered query imported numpy for it); its counts are kept as arrays from
+    its second ask on; every ask answers as numpy does."""
+    from knowtk.index import bm25
+
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "many rows" for this store
+    for i in range(40):
+        builder.page(f"r{39 - i:02d}", "Same", "tied " * (i % 3 + 1) + "filler words", tags=["a"] if i % 2 else [])
+    builder.page("old", "Tied", "tied tied", status="superseded", superseded_by="r03", path="x/old.md")
+    args = {"query": "tied filler", "mode": "any", "tag": "a", "limit": 7, "lifecycle": lifecycle}
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: True)
+    expected = builder.open().call("knowledge_grep", args)
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)  # a new process: numpy not imported yet
+    store = builder.open()
+    first = store.call("knowledge_grep", args)
+    main = store.engine._keyword.main
+    assert not main.has_counts(("tied",))  # asked once: plain Python, nothing kept
+    second = store.call("knowledge_grep", args)
+    assert main.has_counts(("tied",))  # asked again: kept as arrays
+    for found in (first, second):
+        assert [(h["id"], h["score"]) for h in found["hits"]] == [(h["id"], h["score"]) for h in expected["hits"]]
+        assert found["total"] == expected["total"] > 7

@@ -57,8 +57,9 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     A common word matches most of the store; a page needs only its first k, so the rest
     are counted but never ordered. A query that ``bm25()`` scores alone (one source, nothing
     filtered out, its counts not kept) is ordered in plain Python unless arrays pay (``_arrays_pay``),
-    and a filtered one whose phrases fewer than ``KEEP_FROM_ROWS`` rows hold is scored in plain
-    Python too: the same doubles, the same order, and a new process answering it imports no numpy.
+    and a filtered one is scored in plain Python too where fewer than ``KEEP_FROM_ROWS`` rows hold
+    its phrases, or where a phrase is asked for the first time in a process without numpy: the same
+    doubles, the same order, and a new process answering it imports no numpy.
     """
     rows = sources[0].projection.native_rows(terms) if _native(sources, terms) else None
     if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
@@ -136,7 +137,10 @@ def _top_plain(keyed: list[Keyed], sources: list[Source], k: int | None) -> tupl
 
 
 def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | None:
-    """``filtered_bm25`` in plain Python, where fewer than ``KEEP_FROM_ROWS`` rows hold each phrase.
+    """``filtered_bm25`` in plain Python, where fewer than ``KEEP_FROM_ROWS`` rows hold each phrase, or
+    the phrase is asked for the first time in a process without numpy (like an unfiltered query's: a
+    common phrase's counts are kept as arrays from its second ask on, and importing numpy for one ask
+    cost a new process's first filtered query more than scoring it here).
 
     None otherwise (numpy then scores it). The same operations in the same order, so the same
     doubles (``tests/test_ranking_ties.py`` compares the two paths, ``tests/test_bm25.py`` both with ``bm25()``).
@@ -146,7 +150,9 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     for phrase in phrases:
         per_source = []
         for src in sources:
-            found = src.projection.plain_counts(phrase, KEEP_FROM_ROWS)
+            proj = src.projection
+            limit = KEEP_FROM_ROWS if arrays_loaded() or proj.asked_before(phrase) else sys.maxsize
+            found = proj.plain_counts(phrase, limit)
             if found is None:
                 return None
             allowed = src.allowed

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.args import FOLDERS, Param, bound, choice, strings, with_schema
-from knowtk.snapshot.model import Snapshot, in_scope
+from knowtk.snapshot.facets import Criteria, Facet, facet_of
+from knowtk.snapshot.model import Snapshot
 
 __all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
 
@@ -73,14 +75,22 @@ class RecordFilter:
         """True when every record passes (scope aside)."""
         return self.kinds is None and self.types is None and self.tags is None and self.time_field is None
 
+    @cached_property
+    def criteria(self) -> Criteria:
+        """The filters a record's facets answer: all of them but the time range."""
+        return Criteria(self.scope, self.kinds, self.types, self.tags)
+
+    @property
+    def by_facets(self) -> bool:
+        """True when a record's facets answer the filters (no time range): no record needs to be built."""
+        return self.time_field is None
+
+    def passes_facet(self, f: Facet) -> bool:
+        """Whether a record with these facets passes the filters; only when ``by_facets``."""
+        return self.criteria.passes(f)
+
     def passes(self, r: Record) -> bool:
-        if self.scope and not in_scope(r.path, self.scope):
-            return False
-        if self.kinds is not None and r.kind not in self.kinds:
-            return False
-        if self.types is not None and r.type not in self.types:
-            return False
-        if self.tags is not None and not all(t in r.tags for t in self.tags):
+        if not self.criteria.passes(facet_of(r)):
             return False
         if self.time_field is not None:
             value = r.dates.get(self.time_field)

@@ -9,7 +9,8 @@ the filters, then by the earlier record's id), each record once.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
@@ -33,7 +34,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.snapshot.model import Snapshot, in_scope
+from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
@@ -111,23 +112,43 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
 
     Whether a row passes depends on its record alone, so only the rows inserted since (a changed record is
     inserted again) and the records the snapshot changed (``changed_ids``: a file moved to another scope
-    keeps its row) are tested again; the others keep their answer.
+    keeps its row) are tested again; the others keep their answer. Without a time range the records'
+    facets answer (``Snapshot.facets``): a stored snapshot's records are not built for it.
     """
-    records, changed = snap.records, snap.changed_ids
+    changed = snap.changed_ids
     carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
     if carried is None or changed is None:
-        return {rowid for rid, rowid in proj.ids.items() if flt.passes(records[rid])}
+        ids = proj.ids
+        if flt.by_facets:  # the snapshot's matching ids (shared by its projections), or the rows' ids looked up
+            selected = snap.matching(flt.criteria)
+            if len(ids) < len(selected):
+                return {rowid for rid, rowid in ids.items() if rid in selected}
+            rows: set[int | None] = set(map(ids.get, selected))  # (in C: about twice as fast as a comprehension)
+            rows.discard(None)
+            return cast(set[int], rows)
+        records = snap.records
+        return {rowid for rid, rowid in ids.items() if flt.passes(records[rid])}
+    passes = _passes(snap, flt)
     before, deleted, inserted = carried
     found = before - deleted
     id_of = proj.id_of
-    found.update(rowid for rowid in inserted if flt.passes(records[id_of[rowid]]))
+    found.update(rowid for rowid in inserted if passes(id_of[rowid]))
     for rid in changed:
         rowid = proj.ids.get(rid)
-        if rowid is not None and flt.passes(records[rid]):
+        if rowid is not None and passes(rid):
             found.add(rowid)
         elif rowid is not None:
             found.discard(rowid)
     return found
+
+
+def _passes(snap: Snapshot, flt: RecordFilter) -> Callable[[str], bool]:
+    """id -> whether its record passes the filters: from its facets unless a time range needs the record."""
+    if flt.by_facets:
+        of, criteria = snap.facets().of, flt.criteria
+        return lambda rid: criteria.passes(of(rid))
+    records = snap.records
+    return lambda rid: flt.passes(records[rid])
 
 
 def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: FtsProjection) -> dict[int, str]:
@@ -137,17 +158,19 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
     found = memo.get(key)
     if found is None:
         found = memo[key] = {}
-        everything = not flt.scope and flt.is_trivial  # no record needs to be looked at (nor built)
+        # the current record passes the filters (main's allowed rows), the earlier one lies in the scope (history's
+        # rows in it): sets kept for this snapshot, and from facets, so that no record is built for them
+        passing = _allowed(main, snap, flt)  # None: everything passes
+        in_scope = _allowed(history, snap, RecordFilter(scope=flt.scope)) if flt.scope else None
+        ids = main.ids
         for rid, rowid in history.ids.items():
             end = snap.chain_ends.get(rid)
             if (
                 end is not None
                 and end.current is not None
-                and end.current in main.ids
-                and (
-                    everything
-                    or (in_scope(snap.records[rid].path, flt.scope) and flt.passes(snap.records[end.current]))
-                )
+                and end.current in ids
+                and (in_scope is None or rowid in in_scope)
+                and (passing is None or ids[end.current] in passing)
             ):
                 found[rowid] = end.current
     return found

@@ -16,6 +16,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Issue, Record
+from knowtk.snapshot.facets import Criteria, Facets, RecordFacets
 
 __all__ = [
     "DEPENDENCY_MISSING",
@@ -136,6 +137,28 @@ class Snapshot:
 
         return sha256_of
 
+    def facets(self) -> Facets:
+        """The records' filter facets (folder, kind, type, tags); a stored snapshot's without building a record."""
+        records = self.records
+        if isinstance(records, dict):
+            return RecordFacets(records)
+        found: Facets = records.facets()  # StoredRecords, or Layered over them (knowtk.snapshot.persist, overlay)
+        return found
+
+    @cached_property
+    def _matching(self) -> dict[Criteria, frozenset[str]]:
+        """criteria -> the ids ``matching()`` found (not a field: a stored snapshot gets one too)."""
+        return {}
+
+    def matching(self, criteria: Criteria) -> frozenset[str]:
+        """The ids of the records whose facets pass ``criteria``, kept for this snapshot (its projections share it)."""
+        found = self._matching.get(criteria)
+        if found is None:
+            if len(self._matching) >= MATCHING_KEPT:
+                self._matching.clear()
+            found = self._matching[criteria] = frozenset(self.facets().select(criteria))
+        return found
+
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
         table = self.unavailable_inactive if include_inactive else self.unavailable
         return rid in self.records and rid not in table
@@ -199,6 +222,7 @@ def in_scope(path: str, scope: tuple[str, ...]) -> bool:
     return any(path.startswith(prefix + "/") for prefix in scope)
 
 
+MATCHING_KEPT = 64  # the filters whose matching ids a snapshot keeps
 DIGEST_MOD = 1 << 128  # the folder sums behind fingerprint() are kept modulo this
 
 

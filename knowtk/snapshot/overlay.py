@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowtk.model.records import Record
+from knowtk.snapshot.facets import Facets, LayeredFacets
 
 __all__ = ["Former", "Grouped", "GroupedBuilder", "Layered"]
 
@@ -90,6 +91,10 @@ class Layered(Mapping[str, Record]):
             return None
         found: Record | Former | None = self.base.previous(rid)
         return found
+
+    def facets(self) -> Facets:
+        """The records' filter facets: this build's records over the stored facets (none built for them)."""
+        return LayeredFacets(self.base.facets(), self.top, self.gone)
 
     def sha256_of(self, rid: str) -> str | None:
         if rid in self.top:

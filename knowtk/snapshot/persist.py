@@ -42,6 +42,7 @@ from knowtk.model.datevalues import DateValue, parse_date_value
 from knowtk.model.records import Issue, Record
 from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
+from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
 from knowtk.snapshot.overlay import Former, Grouped, Layered
 from knowtk.snapshot.safeguards import Safeguards
@@ -59,7 +60,8 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 3  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches)
+FORMAT = 4  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
+# 4: record_facets)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
@@ -208,6 +210,8 @@ def write_image(
     at = [claims[rid][0] for rid in ids]
     texts["record_at"] = json.dumps([ids, at], ensure_ascii=False)
     texts["record_sha"] = json.dumps([paths[path] for path in at])
+    facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
+    texts["record_facets"] = json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False)
     data = {name: text.encode() for name, text in texts.items()}
     meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
     meta["parts"] = {name: hashlib.sha256(raw).hexdigest() for name, raw in data.items()}
@@ -367,7 +371,8 @@ def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list
         order = {rid: i for i, rid in enumerate(records)} if moved else {}
         put = sorted(moved, key=order.__getitem__)
     gone = sorted(rid for rid in ids if rid not in records and rid in base_records)
-    return {"set": [moved[rid] for rid in put], "del": gone}
+    facets = snap.facets()
+    return {"set": [moved[rid] for rid in put], "del": gone, "facets": [list(facets.of(rid)) for rid in put]}
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -430,6 +435,21 @@ class ImageParts:
                         sha[rid] = digest
         except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
             raise self.damaged("records", exc) from exc
+
+    def facets(self, ids: list[str]) -> FacetColumns:
+        """The stored records' facets (``ids``: as record_at holds them), with the patches' changes over them."""
+        columns = self.get("record_facets", lambda data: data)
+        try:
+            over: dict[str, Facet | None] = {}
+            for patch in self.patches():
+                change = patch["records"]
+                for rid in change["del"]:
+                    over[rid] = None
+                for (rid, _, _), (folder, kind, type_, tags) in zip(change["set"], change["facets"], strict=True):
+                    over[rid] = Facet(folder, kind, type_, tuple(tags))
+            return FacetColumns(columns, ids, over)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self.damaged("record_facets", exc) from exc
 
 
 class StoredSnapshot(Snapshot):
@@ -547,8 +567,18 @@ class StoredRecords(Mapping[str, Record]):
         return sha
 
     def parse_all(self) -> None:
-        """Parse the stored ids, paths and hashes now (raises ImageDamaged for a damaged part)."""
+        """Parse the stored ids, paths, hashes and facets now (raises ImageDamaged for a damaged part)."""
         self._sha  # noqa: B018 (parsed on first use, and the ids and paths with it)
+        self.facets()
+
+    def facets(self) -> FacetColumns:
+        """The stored records' filter facets, read from the image: no record is built for them."""
+        return self._facets
+
+    @cached_property
+    def _facets(self) -> FacetColumns:
+        where = self._where  # (sets _stored_ids when patches follow)
+        return self._parts.facets(self._stored_ids if self._stored_ids is not None else list(where))
 
     @property
     def ids(self) -> KeysView[str]:
