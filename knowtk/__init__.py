@@ -7,6 +7,7 @@
 Layers, top to bottom; a module imports only from its own layer or below (the import-linter
 contract in pyproject.toml, checked by ``lint-imports``)::
 
+    serve                             knowtk serve: the server the command line forwards its queries to
     cli | mcp | lab | notebook        front ends, independent of each other
     ui                                HTML and widget parts shared by notebook and lab
     workspace                         Workspace: a store and its linked stores, for knowl_query
