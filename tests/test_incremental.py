@@ -304,7 +304,9 @@ def test_layered_maps_keep_every_generation_and_collapse(
     for i in range(150):
         action = store.step()
         snap = engine.snapshot()
-        full = build_snapshot(engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at)
+        full = build_snapshot(
+            engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at
+        )
         expected = _tables(full)
         assert _tables(snap) == expected, (i, action)
         for name in ("lifecycle", "superseded_by"):

@@ -79,7 +79,9 @@ class _Build:
             self.records = dict(prev.records) if isinstance(prev.records, dict) else prev.records.overlay()
         # one entry per record, read at a few keys by an update: the previous maps under this build's changes
         self.lifecycle: Overlaid[str] = Overlaid.over(prev, "lifecycle") if prev else Overlaid(None, base={})
-        self.superseded_by: Overlaid[str | None] = Overlaid.over(prev, "superseded_by") if prev else Overlaid(None, base={})
+        self.superseded_by: Overlaid[str | None] = (
+            Overlaid.over(prev, "superseded_by") if prev else Overlaid(None, base={})
+        )
         self.names = GroupedBuilder(prev.names if prev else {})
         self.paths: dict[str, str] = dict(prev.paths) if prev else {}
         self.excluded: dict[str, str] = dict(prev.excluded) if prev else {}
