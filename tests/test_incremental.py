@@ -12,9 +12,9 @@ import pytest
 import knowtk
 from knowtk.engine.engine import Engine
 from knowtk.scan import pool
+from knowtk.snapshot import overlay
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
-from knowtk.snapshot import overlay
 from knowtk.snapshot.overlay import Overlaid
 from knowtk.snapshot.persist import StoredSnapshot
 from tests.helpers import StoreBuilder
