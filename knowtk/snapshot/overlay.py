@@ -252,9 +252,12 @@ class Overlaid(Mapping[str, _V]):
         base = self._base
         if base is None:
             load = self._load
-            assert load is not None
+            if load is None:  # another thread read it in between (it sets the base before it drops the loader)
+                base = self._base
+                assert base is not None
+                return base
             base = self._base = load()  # two threads may both load: the same stored table either way
-            self._load = None
+            self._load = None  # (which holds the previous snapshot)
         return base
 
     @property
