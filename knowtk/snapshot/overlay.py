@@ -275,7 +275,7 @@ class Overlaid(Mapping[str, _V]):
     def __getitem__(self, key: str) -> _V:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return self.base[key]
+            return (self._base or self.base)[key]
         if found is _GONE:
             raise KeyError(key)
         return found  # type: ignore[return-value]
@@ -283,26 +283,48 @@ class Overlaid(Mapping[str, _V]):
     def get(self, key: str, default: Any = None) -> Any:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return self.base.get(key, default)
+            return (self._base or self.base).get(key, default)
         return default if found is _GONE else found
 
     def __contains__(self, key: object) -> bool:
         found = self.top.get(key, _MISSING)  # type: ignore[call-overload]
         if found is _MISSING:
-            return key in self.base
+            return key in (self._base or self.base)
         return found is not _GONE
 
+    def flat(self) -> dict[str, _V]:
+        """One dict of the same items, in the same order (made in C: what a pass over every key reads)."""
+        merged = dict(self.base)
+        for key, found in self.top.items():
+            if found is _GONE:
+                merged.pop(key, None)
+            else:
+                merged[key] = found  # type: ignore[assignment]
+        return merged
+
     def __iter__(self) -> Iterator[str]:
-        top, base = self.top, self.base
-        for key in base:
-            if top.get(key) is not _GONE:
-                yield key
-        for key, found in top.items():
-            if found is not _GONE and key not in base:
-                yield key
+        return iter(self.flat() if self.top else self.base)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.flat() if self.top else self.base)
+
+    def keys(self) -> Any:
+        return (self.flat() if self.top else self.base).keys()
+
+    def items(self) -> Any:
+        return (self.flat() if self.top else self.base).items()
+
+    def values(self) -> Any:
+        return (self.flat() if self.top else self.base).values()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return (self.flat() if self.top else dict(self.base)) == (
+            other.flat() if isinstance(other, Overlaid) else dict(other)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __setitem__(self, key: str, value: _V) -> None:  # while a build makes it (a snapshot never changes)
         self.top[key] = value
@@ -315,11 +337,5 @@ class Overlaid(Mapping[str, _V]):
         """The finished map: this one, or one dict when the top has grown past an eighth of a read base."""
         top = self.top
         if len(top) > OVERLAID_MIN and len(top) * 8 > len(self.base):
-            merged = dict(self.base)
-            for key, found in top.items():
-                if found is _GONE:
-                    merged.pop(key, None)
-                else:
-                    merged[key] = found  # type: ignore[assignment]
-            return merged
+            return self.flat()
         return self
