@@ -118,6 +118,11 @@ def _zipped(lists: list[list[str]]) -> dict[str, str]:
     return dict(zip(keys, values, strict=True))
 
 
+def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A map json can write: an Overlaid as one dict (made in C), a dict as it is."""
+    return m.flat() if isinstance(m, Overlaid) else m
+
+
 def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
     out = {}
     for rid, text in d.items():
@@ -130,8 +135,8 @@ def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
 
 # part -> (what to store, how to read it back); "snapshot" parts are Snapshot fields, "index" parts SnapshotIndex fields
 SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]] = {
-    "lifecycle": (lambda s: dict(s.lifecycle), dict),
-    "superseded_by": (lambda s: dict(s.superseded_by), dict),
+    "lifecycle": (lambda s: _plain(s.lifecycle), dict),
+    "superseded_by": (lambda s: _plain(s.superseded_by), dict),
     "supersedes": (lambda s: s.supersedes, dict),
     "unavailable": (lambda s: s.unavailable, _pairs),
     "unavailable_inactive": (lambda s: s.unavailable_inactive, _pairs),
