@@ -9,10 +9,14 @@ import threading
 
 import pytest
 
+import knowtk
 from knowtk.engine.engine import Engine
 from knowtk.scan import pool
+from knowtk.snapshot import overlay
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
+from knowtk.snapshot.overlay import Overlaid
+from knowtk.snapshot.persist import StoredSnapshot
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
 
@@ -276,3 +280,86 @@ def test_parse_workers_that_cannot_start_fall_back_to_this_process(
     assert engine.scanner.reads == engine.scanner.parses == 73
     assert len(snap.records) > 0
     engine.close()
+
+
+def _tables(snap: Snapshot) -> dict:
+    return {name: getattr(snap, name) for name in COMPARED}
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_layered_maps_keep_every_generation_and_collapse(
+    builder: StoreBuilder, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update's per-record maps (lifecycle, superseded by) lie over the previous snapshot's, which
+    no later build changes: every snapshot kept still equals the full build of its own files after
+    the 150 that followed it; and past an eighth of the map, the layers become one dict again."""
+    monkeypatch.setattr(overlay, "OVERLAID_MIN", 4)  # a small store's layers collapse too
+    store = RandomStore(builder, seed)
+    for _ in range(30):
+        store.write(store.new_path(), f"r{store.serial}")
+    engine = Engine(builder.root)
+    kept: list[tuple[Snapshot, dict]] = []
+    layered = collapsed = 0
+    previous = engine.snapshot()
+    for i in range(150):
+        action = store.step()
+        snap = engine.snapshot()
+        full = build_snapshot(
+            engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at
+        )
+        expected = _tables(full)
+        assert _tables(snap) == expected, (i, action)
+        for name in ("lifecycle", "superseded_by"):
+            if snap is previous:  # the step changed nothing a snapshot holds
+                break
+            now, before = getattr(snap, name), getattr(previous, name)
+            if isinstance(now, Overlaid):
+                layered += 1
+                assert now is not before  # a build never writes into the previous snapshot's map
+                assert not isinstance(before, Overlaid) or now.top is not before.top
+            elif isinstance(before, Overlaid):
+                collapsed += 1
+        kept.append((snap, expected))
+        previous = snap
+    for i, (snap, expected) in enumerate(kept):  # what readers of an old snapshot see has not moved
+        assert _tables(snap) == expected, i
+        assert dict(snap.lifecycle) == dict(expected["lifecycle"]) and len(snap.lifecycle) == len(expected["lifecycle"])
+    assert layered > 100 and collapsed >= 2
+    engine.close()
+
+
+def test_the_first_change_of_a_new_process_copies_no_per_record_map(builder: StoreBuilder, tmp_path) -> None:
+    """A process that opened a stored snapshot and sees one edit parses no superseded_by table of the
+    image and copies no lifecycle (the first query parsed it: a hit shows its lifecycle); the new maps
+    lie over the stored ones, and it answers as a fresh build does."""
+    for i in range(40):
+        extra = {"status": "superseded", "superseded_by": f"r{i + 1}"} if i % 7 == 3 else {}
+        builder.page(f"r{i}", f"Record {i}", f"alpha words {i}", **extra)
+    state = tmp_path / "state"
+    first = knowtk.open_store(builder.root, state_dir=state)
+    first.call("knowledge_grep", {"query": "alpha"})
+    first.close()
+    store = knowtk.open_store(builder.root, state_dir=state)
+    store.call("knowledge_grep", {"query": "alpha"})
+    engine = store.engine
+    stored = engine._snapshot  # (not engine.snapshot(), which parses every part before it returns one)
+    assert isinstance(stored, StoredSnapshot)
+    assert "superseded_by" not in stored.parts.parsed
+    builder.page("r12", "Record 12", "alpha zebra words", revision=2)  # on no supersession chain
+    hits = store.call("knowledge_grep", {"query": "zebra"})["hits"]
+    assert [h["id"] for h in hits] == ["r12"]
+    assert "superseded_by" not in stored.parts.parsed
+    snap = engine._snapshot
+    assert snap is not None and snap.previous_generation == stored.generation
+    assert isinstance(snap.superseded_by, Overlaid) and not snap.superseded_by.loaded
+    assert set(snap.superseded_by.top) == {"r12"} and snap.superseded_by["r12"] is None
+    assert isinstance(snap.lifecycle, Overlaid) and snap.lifecycle.loaded
+    assert snap.lifecycle.shares_base(stored.lifecycle) and set(snap.lifecycle.top) == {"r12"}
+    fresh = knowtk.open_store(builder.root, state_dir=tmp_path / "fresh")
+    for args in ({"query": "alpha", "lifecycle": "all"}, {"query": "words", "limit": 50}):
+        assert store.call("knowledge_grep", args)["hits"] == fresh.call("knowledge_grep", args)["hits"]
+    engine.scanner.fill_all()  # a new process's entries are stubs until read: the full build needs them all
+    full = build_snapshot(engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at)
+    assert _tables(snap) == _tables(full)
+    fresh.close()
+    store.close()

@@ -315,6 +315,7 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
     A mapping a profile derived (``DERIVED_KEY``) also says which keys were derived, what the
     person wrote, and the issues the profile found (each with the line it names).
     """
+    _share_strings(meta)
     derivation, derived_meta = meta.get(DERIVED_KEY), meta
     if derivation is not None:
         meta = {k: v for k, v in meta.items() if k != DERIVED_KEY}
@@ -330,6 +331,46 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
         return None, [*read.issues, Issue(path, rid, refused.code, refused.message)]
     record.frontmatter = derived_meta  # (with DERIVED_KEY: Record.derived, Record.written read it)
     return record, read.issues
+
+
+# string values that many records repeat (a kind, a tag, an author, a person's id): one object each
+_SHARED_VALUES = ("kind", "type", "status", "origin", "author", "relation", "from", "to", "owner", "source", "category")
+_SHARED_LISTS = ("tags", "entities", "depends_on")
+
+
+def _share_strings(meta: dict[str, Any]) -> None:
+    """Intern, in place, a frontmatter mapping's keys and the values records repeat.
+
+    A mapping read back from the scan cache (JSON, one document per file) has its own copy of
+    every key ("id", "kind", "title"...) and of every repeated value: at 100k records some
+    100 MB that interning returns. The keys are replaced (same order) only while they are not
+    interned yet, that is on a mapping nothing else holds: one that a record already shares
+    keeps its table; a value is replaced by an equal string, which no reader can tell.
+    """
+    if not meta:
+        return
+    first = next(iter(meta))
+    if isinstance(first, str) and sys.intern(first) is not first:
+        _intern_keys(meta)
+        fields = meta.get("fields")
+        if isinstance(fields, dict) and fields:
+            _intern_keys(fields)
+    for name in _SHARED_VALUES:
+        value = meta.get(name)
+        if type(value) is str:
+            meta[name] = sys.intern(value)
+    for name in _SHARED_LISTS:
+        items = meta.get(name)
+        if type(items) is list:
+            for i, item in enumerate(items):
+                if type(item) is str:
+                    items[i] = sys.intern(item)
+
+
+def _intern_keys(mapping: dict[str, Any]) -> None:
+    items = list(mapping.items())
+    mapping.clear()
+    mapping.update((sys.intern(k) if type(k) is str else k, v) for k, v in items)
 
 
 class _NotARecord(Exception):

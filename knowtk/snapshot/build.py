@@ -15,6 +15,7 @@ records), plus a few dictionary copies, not a pass over every record.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -36,7 +37,7 @@ from knowtk.snapshot.model import (
     is_expired,
     normalize_name,
 )
-from knowtk.snapshot.overlay import Former, GroupedBuilder
+from knowtk.snapshot.overlay import Former, GroupedBuilder, Overlaid
 from knowtk.snapshot.safeguards import Safeguards
 
 __all__ = ["build_snapshot"]
@@ -76,8 +77,11 @@ class _Build:
         self.records: Any = {}  # a dict, or Layered when the previous snapshot was loaded from state.sqlite
         if prev is not None:
             self.records = dict(prev.records) if isinstance(prev.records, dict) else prev.records.overlay()
-        self.lifecycle: dict[str, str] = dict(prev.lifecycle) if prev else {}
-        self.superseded_by: dict[str, str | None] = dict(prev.superseded_by) if prev else {}
+        # one entry per record, read at a few keys by an update: the previous maps under this build's changes
+        self.lifecycle: Overlaid[str] = Overlaid.over(prev, "lifecycle") if prev else Overlaid(None, base={})
+        self.superseded_by: Overlaid[str | None] = (
+            Overlaid.over(prev, "superseded_by") if prev else Overlaid(None, base={})
+        )
         self.names = GroupedBuilder(prev.names if prev else {})
         self.paths: dict[str, str] = dict(prev.paths) if prev else {}
         self.excluded: dict[str, str] = dict(prev.excluded) if prev else {}
@@ -208,8 +212,8 @@ class _Build:
                     referrers.discard(ref, rid)
             r = records.get(rid)
             if r is None:
-                self.lifecycle.pop(rid, None)
-                self.superseded_by.pop(rid, None)
+                self.lifecycle.discard(rid)
+                self.superseded_by.discard(rid)
                 ix.guard_issues.pop(rid, None)
                 ix.expiring.pop(rid, None)
                 ix.superseded.discard(rid)
@@ -268,7 +272,7 @@ class _Build:
         ix.referrers = self.referrers.finish()
         expired = {rid for rid, when in ix.expiring.items() if is_expired(when, now)}
         unavailable_inactive, unavailable = self._availability(expired)
-        supersedes = self._supersedes()
+        supersedes = self._supersedes(before)
         chain_ends, chain_issues = self._chain_ends(before, unavailable)
         changed_ids = None
         if prev is not None:
@@ -284,8 +288,8 @@ class _Build:
             evaluated_at=now,
             config=config,
             records=self.records,
-            lifecycle=self.lifecycle,
-            superseded_by=self.superseded_by,
+            lifecycle=self.lifecycle.finish(),
+            superseded_by=self.superseded_by.finish(),
             supersedes=supersedes,
             unavailable=unavailable,
             unavailable_inactive=unavailable_inactive,
@@ -315,14 +319,28 @@ class _Build:
             strict.setdefault(rid, (EXPIRED, None))
         return unavailable_inactive, _propagate(strict, ix.referrers)
 
-    def _supersedes(self) -> dict[str, list[str]]:
-        """id -> the ids it supersedes, in id order."""
-        supersedes: dict[str, list[str]] = defaultdict(list)
-        for rid in sorted(self.ix.superseded):
-            by = self.superseded_by[rid]
+    def _supersedes(self, before: Mapping[str, object]) -> dict[str, list[str]]:
+        """id -> the ids it supersedes, in id order (keys in the order of their first id, as a full build
+        makes it). An update moves only the ids whose lifecycle or superseded_by it may have changed."""
+        superseded, superseded_by, prev = self.ix.superseded, self.superseded_by, self.prev
+        if prev is None or not before:
+            starts: Iterable[str] = sorted(superseded) if prev is None else ()
+            supersedes: dict[str, list[str]] = defaultdict(list)
+            for rid in starts:
+                by = superseded_by[rid]
+                if by:
+                    supersedes[by].append(rid)
+            return dict(supersedes) if prev is None else prev.supersedes
+        lists = {by: list(rids) for by, rids in prev.supersedes.items()}  # small: the superseded records
+        was = {rid: by for by, rids in lists.items() for rid in rids if rid in before}
+        for rid in before:
+            old = was.get(rid)
+            if old is not None:
+                lists[old].remove(rid)
+            by = superseded_by.get(rid) if rid in superseded else None
             if by:
-                supersedes[by].append(rid)
-        return dict(supersedes)
+                insort(lists.setdefault(by, []), rid)
+        return dict(sorted(((by, rids) for by, rids in lists.items() if rids), key=lambda item: item[1][0]))
 
     def _chain_ends(
         self, before: Mapping[str, object], unavailable: Mapping[str, tuple[str, str | None]]

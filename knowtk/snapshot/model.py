@@ -92,8 +92,8 @@ class Snapshot:
     evaluated_at: datetime  # the instant expiry was judged at
     config: StoreConfig
     records: dict[str, Record]  # valid records with a unique id
-    lifecycle: dict[str, str]  # effective lifecycle after the safeguards
-    superseded_by: dict[str, str | None]
+    lifecycle: Mapping[str, str]  # effective lifecycle after the safeguards (a dict, or an Overlaid after an update)
+    superseded_by: Mapping[str, str | None]
     supersedes: dict[str, list[str]]  # id -> the ids whose superseded_by is this one
     unavailable: dict[str, tuple[str, str | None]]  # id -> (reason, detail); expired counts
     unavailable_inactive: dict[str, tuple[str, str | None]]  # the same with expired assertions allowed

@@ -6,14 +6,14 @@ previous one (``GroupedBuilder`` makes the next), and ``Former`` what is left of
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from knowtk.model.records import Record
 from knowtk.snapshot.facets import Facets, LayeredFacets
 
-__all__ = ["Former", "Grouped", "GroupedBuilder", "Layered"]
+__all__ = ["OVERLAID_MIN", "Former", "Grouped", "GroupedBuilder", "Layered", "Overlaid"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,3 +209,138 @@ class GroupedBuilder(Grouped):
             return merged
         self.top = dict(top)  # the finished map keeps its own: later changes of this build do not reach it
         return Grouped(base, top)
+
+
+OVERLAID_MIN = 64  # an Overlaid top of this many keys or fewer is kept apart whatever the base's size
+_GONE = object()  # an Overlaid key removed over its base
+_MISSING = object()
+_V = TypeVar("_V")
+
+
+class Overlaid(Mapping[str, _V]):
+    """key -> value: the previous snapshot's map (the base, never changed, read only when needed) under
+    the keys a build set or removed since (the top).
+
+    A build copies only the top, not the base: a map with one entry per record (lifecycle,
+    superseded by) costs what the change touched. The base of a snapshot read back from
+    state.sqlite is its stored table, parsed on the first read of a key the top does not hold
+    (``load``): the first change of a new process does not parse a table it only writes to.
+    The top's share is bounded: past an eighth of the base, ``finish`` returns one dict again.
+    """
+
+    __slots__ = ("_base", "_load", "top")
+
+    def __init__(
+        self,
+        load: Callable[[], Mapping[str, _V]] | None,
+        top: dict[str, object] | None = None,
+        *,
+        base: Mapping[str, _V] | None = None,
+    ) -> None:
+        self._base: Mapping[str, _V] | None = base
+        self._load: Callable[[], Mapping[str, _V]] | None = load if base is None else None
+        self.top: dict[str, object] = top if top is not None else {}
+
+    @classmethod
+    def over(cls, owner: object, name: str) -> Overlaid[_V]:
+        """The next build's map over ``owner``'s attribute ``name`` (a dict, an Overlaid, or a stored table
+        not parsed yet: then it is read only when a key outside the top is)."""
+        parsed = vars(owner).get(name, _MISSING)
+        if isinstance(parsed, Overlaid):
+            return cls(parsed._load, dict(parsed.top), base=parsed._base)
+        if parsed is _MISSING:
+            return cls(lambda: getattr(owner, name))
+        return cls(None, base=parsed)
+
+    @property
+    def base(self) -> Mapping[str, _V]:
+        base = self._base
+        if base is None:
+            load = self._load
+            if load is None:  # another thread read it in between (it sets the base before it drops the loader)
+                base = self._base
+                assert base is not None
+                return base
+            base = self._base = load()  # two threads may both load: the same stored table either way
+            self._load = None  # (which holds the previous snapshot)
+        return base
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the base was read (a map whose base was never read differs from it only in the top)."""
+        return self._base is not None
+
+    def shares_base(self, other: object) -> bool:
+        """Whether ``other`` is this map's base (read now if it was not), or an Overlaid over the same base."""
+        base = self.base
+        if isinstance(other, Overlaid):
+            return other._base is base
+        return other is base
+
+    def __getitem__(self, key: str) -> _V:
+        found = self.top.get(key, _MISSING)
+        if found is _MISSING:
+            return (self._base or self.base)[key]
+        if found is _GONE:
+            raise KeyError(key)
+        return found  # type: ignore[return-value]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self.top.get(key, _MISSING)
+        if found is _MISSING:
+            return (self._base or self.base).get(key, default)
+        return default if found is _GONE else found
+
+    def __contains__(self, key: object) -> bool:
+        found = self.top.get(key, _MISSING)  # type: ignore[call-overload]
+        if found is _MISSING:
+            return key in (self._base or self.base)
+        return found is not _GONE
+
+    def flat(self) -> dict[str, _V]:
+        """One dict of the same items, in the same order (made in C: what a pass over every key reads)."""
+        merged = dict(self.base)
+        for key, found in self.top.items():
+            if found is _GONE:
+                merged.pop(key, None)
+            else:
+                merged[key] = found  # type: ignore[assignment]
+        return merged
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.flat() if self.top else self.base)
+
+    def __len__(self) -> int:
+        return len(self.flat() if self.top else self.base)
+
+    def keys(self) -> Any:
+        return (self.flat() if self.top else self.base).keys()
+
+    def items(self) -> Any:
+        return (self.flat() if self.top else self.base).items()
+
+    def values(self) -> Any:
+        return (self.flat() if self.top else self.base).values()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return (self.flat() if self.top else dict(self.base)) == (
+            other.flat() if isinstance(other, Overlaid) else dict(other)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __setitem__(self, key: str, value: _V) -> None:  # while a build makes it (a snapshot never changes)
+        self.top[key] = value
+
+    def discard(self, key: str) -> None:
+        """Remove ``key`` if present (the base is not read: a key it does not hold stays absent)."""
+        self.top[key] = _GONE
+
+    def finish(self) -> Mapping[str, _V]:
+        """The finished map: this one, or one dict when the top has grown past an eighth of a read base."""
+        top = self.top
+        if len(top) > OVERLAID_MIN and len(top) * 8 > len(self.base):
+            return self.flat()
+        return self

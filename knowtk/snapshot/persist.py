@@ -44,7 +44,7 @@ from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import Former, Grouped, Layered
+from knowtk.snapshot.overlay import Former, Grouped, Layered, Overlaid
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
@@ -120,6 +120,11 @@ def _zipped(lists: list[list[str]]) -> dict[str, str]:
     return dict(zip(keys, values, strict=True))
 
 
+def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A map json can write: an Overlaid as one dict (made in C), a dict as it is."""
+    return m.flat() if isinstance(m, Overlaid) else m
+
+
 def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
     out = {}
     for rid, text in d.items():
@@ -132,8 +137,8 @@ def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
 
 # part -> (what to store, how to read it back); "snapshot" parts are Snapshot fields, "index" parts SnapshotIndex fields
 SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]] = {
-    "lifecycle": (lambda s: s.lifecycle, dict),
-    "superseded_by": (lambda s: s.superseded_by, dict),
+    "lifecycle": (lambda s: _plain(s.lifecycle), dict),
+    "superseded_by": (lambda s: _plain(s.superseded_by), dict),
     "supersedes": (lambda s: s.supersedes, dict),
     "unavailable": (lambda s: s.unavailable, _pairs),
     "unavailable_inactive": (lambda s: s.unavailable_inactive, _pairs),
@@ -287,6 +292,10 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[
     """(keys set or changed, keys removed) from ``old`` to ``new``; values compared by identity, then equality."""
     if isinstance(new, Grouped) and (new.base is old or (isinstance(old, Grouped) and old.base is new.base)):
         keys = set(new.top) | (set(old.top) if isinstance(old, Grouped) else set())  # only these can differ
+        changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
+        return changed, [k for k in keys if k not in new and k in old]
+    if isinstance(new, Overlaid) and new.shares_base(old):
+        keys = set(new.top) | (set(old.top) if isinstance(old, Overlaid) else set())  # only these can differ
         changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
         return changed, [k for k in keys if k not in new and k in old]
     if type(old) is dict and type(new) is dict and old == new:  # a copy the build left as it was: compared in C
