@@ -57,6 +57,7 @@ __all__ = [
     "FtsProjection",
     "ProjectionChanged",
     "QueryTerms",
+    "rowid_list",
     "tokenize_query",
 ]
 
@@ -761,14 +762,51 @@ class FtsProjection:
             raise self._out_of_step()
         return out
 
-    def _plain_counts(self, rows: list[tuple[int, float]]) -> dict[int, float] | None:
+    def hit_count(self, phrase: tuple[str, ...], among: str | None = None) -> int:
+        """How many rows hold the phrase: in the whole table (``among`` None, the n_hit of ``bm25()``'s IDF),
+        or among the rows ``among`` lists (``rowid_list``), counted by SQLite without scoring them."""
+        sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?"
+        if among is None:
+            return int(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchone()[0])
+        # the unary + keeps FTS5 on one pass over the phrase's rows (without it: one rowid lookup per listed row)
+        sql += " AND +rowid IN (SELECT value FROM json_each(?))"
+        return int(self.conn.execute(sql, ('"' + " ".join(phrase) + '"', among)).fetchone()[0])
+
+    def matches_among(self, terms: QueryTerms, among: str) -> set[int]:
+        """The rows among those ``among`` lists (``rowid_list``) that match the query's whole expression."""
+        sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+        return {r for (r,) in self.conn.execute(sql, (terms.expression, among))}
+
+    def counts_among(self, phrase: tuple[str, ...], among: str, *, hits: int) -> dict[int, float]:
+        """rowid -> weighted count of the phrase, for the rows among those ``among`` lists that hold it.
+
+        ``bm25()`` is computed only for the rows that pass the WHERE, and its value for a row is the one the
+        whole table's query gives (FTS5 takes N, avgdl and the phrase's row count from the whole table), so
+        the counts are solved as ``plain_counts`` solves them, with ``hits`` (``hit_count(phrase)``, the rows
+        holding it in the whole table) as the IDF's n_hit.
+        """
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+        )
+        rows = self.conn.execute(sql, ('"' + " ".join(phrase) + '"', among)).fetchall()
+        out = self._plain_counts(rows, hits=hits)
+        if out is None:
+            raise self._out_of_step()
+        return out
+
+    def _plain_counts(self, rows: list[tuple[int, float]], *, hits: int | None = None) -> dict[int, float] | None:
+        """rowid -> count solved from ``bm25()`` of one phrase; ``hits``: the rows holding it in the whole
+        table when ``rows`` are only some of them (else all of them). None if out of step."""
         if not rows:
             return {}
         n_rows = len(self.tokens)
         if not n_rows or not self.total_tokens:
             return None
         avgdl = float(self.total_tokens) / float(n_rows)
-        idf = math.log((n_rows - len(rows) + 0.5) / (len(rows) + 0.5))
+        n_hit = len(rows) if hits is None else hits
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         out: dict[int, float] = {}
         for rowid, score in rows:
@@ -956,6 +994,12 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
     finally:
         conn.execute("PRAGMA writable_schema = RESET")
         conn.execute("PRAGMA writable_schema = OFF")
+
+
+def rowid_list(rowids: Iterable[int]) -> str:
+    """Rowids as a JSON array, the ``among`` of ``hit_count``, ``matches_among`` and ``counts_among``: SQLite reads
+    it with ``json_each`` (a query never writes a table for it, not even a TEMP one)."""
+    return "[" + ",".join(map(str, rowids)) + "]"
 
 
 def columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
