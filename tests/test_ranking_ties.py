@@ -209,6 +209,9 @@ def _common_store(builder: StoreBuilder) -> None:
             tags=tags,
         )
         builder.page(f"new{i}", "Replacement", "other words", path=f"{folder}/new{i}.md", kind=kind, tags=tags)
+    for i in range(30):  # a folder of its own: indexed in order, its rows are a range of rowids
+        body = " ".join(rng.choices(WORDS, k=rng.randint(3, 20)))
+        builder.page(f"w{i:02d}", " ".join(rng.choices(WORDS, k=2)), body, path=f"w/w{i:02d}.md", tags=["a"])
 
 
 def _random_filters(rng: random.Random, n: int) -> list[dict]:
@@ -218,7 +221,7 @@ def _random_filters(rng: random.Random, n: int) -> list[dict]:
         if rng.random() < 0.5:
             f["kind"] = rng.choice(["page", "claim"])
         if rng.random() < 0.5:
-            f["scope"] = rng.choice(["x", "y", "y/z"])
+            f["scope"] = rng.choice(["x", "y", "y/z", "w"])
         if rng.random() < 0.3:
             f["tag"] = rng.choice(["a", "b", "c"])
         if rng.random() < 0.3:
@@ -244,7 +247,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     row count): bit for bit the scores and order of counting every row holding the word, in plain Python
     and with numpy."""
     from knowtk.index import bm25
-    from knowtk.index.fts import FtsProjection
+    from knowtk.index.fts import Among, FtsProjection
 
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "a common word" for this store: most words are
@@ -257,11 +260,20 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     narrowed: list[str] = []
     counts_among = FtsProjection.counts_among
 
-    def spy(self: FtsProjection, phrase: tuple[str, ...], among: str, *, hits: int) -> dict[int, float]:
+    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among, *, hits: int) -> dict[int, float]:
         narrowed.append(" ".join(phrase))
         return counts_among(self, phrase, among, hits=hits)
 
     monkeypatch.setattr(FtsProjection, "counts_among", spy)
+    clauses: set[str] = set()
+    rows_among = bm25.rows_among
+
+    def among_spy(rowids: set[int]) -> Among:
+        among = rows_among(rowids)
+        clauses.add(among.clause.split()[1])  # BETWEEN (a range of rowids) or IN (a list)
+        return among
+
+    monkeypatch.setattr(bm25, "rows_among", among_spy)
     answers = {}
     for path in ("narrowed", "plain", "numpy"):
         if path != "narrowed":
@@ -270,6 +282,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
         answers[path] = _asked(builder, calls)
         if path == "narrowed":
             assert {"alpha", "beta", "gamma"} <= set(narrowed)  # the new path was taken
+            assert clauses == {"BETWEEN", "IN"}  # some filters keep to a range of rowids (a folder, indexed in order)
     assert sum(len(a) > 1 for a in answers["narrowed"]) > len(calls) // 2
     assert answers["narrowed"] == answers["plain"] == answers["numpy"]
 

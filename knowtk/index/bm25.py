@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from knowtk.index.fts import K1, B, FtsProjection, QueryTerms, columns, rowid_list
+from knowtk.index.fts import K1, Among, B, FtsProjection, QueryTerms, columns, rows_among
 
 if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches), not with knowtk
     import numpy as np
@@ -152,7 +152,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     hits: list[list[int]] = []  # per phrase, per source: how many allowed rows hold it
     later: list[list[tuple[int, int]]] = [[] for _ in sources]  # per source: (phrase, whole-table row count) of
     # phrases whose counts only the candidates need (``_first_ask``)
-    among: dict[int, str] = {}  # per source: its allowed rows for SQLite (``rowid_list``), made once
+    among: dict[int, Among] = {}  # per source: its allowed rows for SQLite (``rows_among``), made once
     for p, phrase in enumerate(phrases):
         per_source, held = [], []
         for i, src in enumerate(sources):
@@ -192,7 +192,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     for i, src in enumerate(sources):
         candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
         for p, whole in later[i] if candidates else ():  # counted for the candidates alone
-            counts[p][i] = src.projection.counts_among(phrases[p], rowid_list(candidates), hits=whole)
+            counts[p][i] = src.projection.counts_among(phrases[p], rows_among(candidates), hits=whole)
         for rowid in candidates:
             d = max(float(src.projection.tokens.get(rowid, -1)), 0.0)
             score = 0.0
@@ -204,7 +204,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
 
 
 def _first_ask(
-    src: Source, phrase: tuple[str, ...], terms: QueryTerms, among: dict[int, str], i: int
+    src: Source, phrase: tuple[str, ...], terms: QueryTerms, among: dict[int, Among], i: int
 ) -> tuple[int, dict[int, float] | None, int] | None:
     """(allowed rows holding the phrase, their counts, rows holding it in the whole table) of a common phrase
     asked over a filter for the first time, counted by SQLite over the allowed rows alone; None: counted as
@@ -224,7 +224,7 @@ def _first_ask(
     if whole < KEEP_FROM_ROWS:
         return None  # few rows hold it: reading them all costs no more
     if i not in among:
-        among[i] = rowid_list(allowed)
+        among[i] = rows_among(allowed)
     if terms.mode == "all" and len(terms.phrases) > 1:
         return proj.hit_count(phrase, among[i]), None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)
@@ -232,7 +232,7 @@ def _first_ask(
 
 
 def _candidates(
-    src: Source, terms: QueryTerms, found: list[dict[int, float]], later: list[tuple[int, int]], among: str | None
+    src: Source, terms: QueryTerms, found: list[dict[int, float]], later: list[tuple[int, int]], among: Among | None
 ) -> set[int]:
     """The source's rows that match: the allowed rows matching the whole expression where some phrase's
     counts are known only for them (``later``), else from the rows each phrase's counts hold."""
