@@ -193,13 +193,16 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
         for p, whole in later[i] if candidates else ():  # counted for the candidates alone
             counts[p][i] = src.projection.counts_among(phrases[p], rows_among(candidates), hits=whole)
+        tokens, id_of = src.projection.tokens, src.projection.id_of
+        found = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         for rowid in candidates:
-            d = max(float(src.projection.tokens.get(rowid, -1)), 0.0)
+            d = max(float(tokens.get(rowid, -1)), 0.0)
+            norm = K1 * (1 - B + B * d / avgdl)  # the same double for every phrase of the row
             score = 0.0
-            for p in range(len(phrases)):
-                f = counts[p][i].get(rowid, 0.0)
-                score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-            keyed.append((-score, src.projection.id_of[rowid], rowid, i))
+            for weight, held in found:
+                f = held.get(rowid, 0.0)
+                score += weight * ((f * (K1 + 1.0)) / (f + norm))
+            keyed.append((-score, id_of[rowid], rowid, i))
     return keyed
 
 
