@@ -196,7 +196,8 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         tokens, id_of = src.projection.tokens, src.projection.id_of
         found = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         for rowid in candidates:
-            d = max(float(tokens.get(rowid, -1)), 0.0)
+            size = tokens.get(rowid, -1)
+            d = float(size) if size > 0 else 0.0  # max(float(size), 0.0)
             norm = K1 * (1 - B + B * d / avgdl)  # the same double for every phrase of the row
             score = 0.0
             for weight, held in found:

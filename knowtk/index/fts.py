@@ -810,12 +810,13 @@ class FtsProjection:
         idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         out: dict[int, float] = {}
+        tokens, k1, b = self.tokens, K1, B  # locals: the same values, looked up faster
         for rowid, score in rows:
-            size = self.tokens.get(rowid)
+            size = tokens.get(rowid)
             if size is None:  # a row the mirror does not hold
                 return None
             s = -score / idf
-            f = K1 * (1 - B + B * float(size) / avgdl) * s / (K1 + 1.0 - s)
+            f = k1 * (1 - b + b * float(size) / avgdl) * s / (k1 + 1.0 - s)
             count = float(round(f))
             if count < 1 or abs(f - count) > 1e-3:
                 return None  # the table changed under the mirror (another process)
