@@ -295,6 +295,7 @@ def test_a_common_word_first_asked_over_a_filter_is_bm25_over_only_the_filtered_
     from knowtk.index import bm25
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "NARROW_SHARE", 1.0)  # every filter counts over its rows alone, even a wide one
     build_random_store(builder, 80, seed=7)
     res = builder.open().call("knowledge_grep", {"query": query, "mode": mode, "limit": 50, **filters})
     expected = reference_scores(builder, keep, expression)

@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches),
 __all__ = ["Match", "Scored", "Source", "filtered_bm25", "rank", "top_matches"]
 
 KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
+# a filter allowing up to this share of the rows counts a common phrase over them alone on its first ask
+# (``_first_ask``); past it, one pass over every row holding the phrase costs less
+NARROW_SHARE = 0.5
 
 
 @dataclass(slots=True)
@@ -222,7 +225,9 @@ def _first_ask(
     counts as arrays, as before.
     """
     proj, allowed = src.projection, src.allowed
-    if allowed is None or proj.has_counts(phrase) or proj.asked_before(phrase):
+    if allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens) or len(phrase) > 1:
+        return None  # a phrase of several words: counting it in the whole table is a pass over its rows already
+    if proj.has_counts(phrase) or proj.asked_before(phrase):
         return None
     whole = proj.hit_count(phrase)
     if whole < KEEP_FROM_ROWS:
