@@ -197,14 +197,14 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         for p, whole in later[i] if candidates else ():  # counted for the candidates alone
             counts[p][i] = src.projection.counts_among(phrases[p], rows_among(candidates), hits=whole)
         tokens, id_of = src.projection.tokens, src.projection.id_of
-        found = [(idf[p], counts[p][i]) for p in range(len(phrases))]
+        weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         for rowid in candidates:
             size = tokens.get(rowid, -1)
             d = float(size) if size > 0 else 0.0  # max(float(size), 0.0)
             norm = K1 * (1 - B + B * d / avgdl)  # the same double for every phrase of the row
             score = 0.0
-            for weight, held in found:
-                f = held.get(rowid, 0.0)
+            for weight, per_row in weighted:
+                f = per_row.get(rowid, 0.0)
                 score += weight * ((f * (K1 + 1.0)) / (f + norm))
             keyed.append((-score, id_of[rowid], rowid, i))
     return keyed
@@ -221,7 +221,7 @@ def _first_ask(
     (issue 20): here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
     only the rows that need a count. In mode ``all`` with several phrases those are the candidates (the
     allowed rows matching the whole expression), known later: the counts are then None, and
-    ``_filtered_plain`` asks ``counts_among`` for the candidates' alone. The phrase's second ask keeps its
+    ``_filtered_plain`` asks ``counts_among`` for the candidates alone. The phrase's second ask keeps its
     counts as arrays, as before.
     """
     proj, allowed = src.projection, src.allowed
