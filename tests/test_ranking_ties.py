@@ -324,3 +324,31 @@ def test_threads_asking_common_words_over_filters_at_once_answer_as_alone(
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(ask, range(len(calls))))
     assert [got[i] for i in range(len(calls))] == expected
+
+
+def test_a_wide_filter_or_a_phrase_of_words_counts_every_row_holding_it_as_before(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past NARROW_SHARE of the rows allowed, or for a phrase of several words, one pass over the phrase's
+    rows costs less than counting the allowed ones: not narrowed, the same answers."""
+    from knowtk.index import bm25
+    from knowtk.index.fts import FtsProjection
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    narrowed: list[tuple[str, ...]] = []
+    counts_among = FtsProjection.counts_among
+    monkeypatch.setattr(
+        FtsProjection,
+        "counts_among",
+        lambda self, phrase, among, *, hits: narrowed.append(phrase) or counts_among(self, phrase, among, hits=hits),
+    )
+    claims = {"query": "alpha", "mode": "any", "limit": 50, "kind": "claim"}  # under half the rows, over a fifth
+    for args in (claims, {"query": "beta gamma", "mode": "phrase", "limit": 50, "scope": "w"}):
+        monkeypatch.setattr(bm25, "NARROW_SHARE", 0.2)
+        got = builder.open().call("knowledge_grep", args)
+        assert narrowed == [] and got["total"] > 0
+        monkeypatch.setattr(bm25, "NARROW_SHARE", 0.5)
+        assert builder.open().call("knowledge_grep", args)["hits"] == got["hits"]
+        assert narrowed == ([("alpha",)] if args is claims else [])  # a phrase of words never is
+        narrowed.clear()
