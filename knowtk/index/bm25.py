@@ -222,11 +222,12 @@ def _first_ask(
     only the rows that need a count. In mode ``all`` with several phrases those are the candidates (the
     allowed rows matching the whole expression), known later: the counts are then None, and
     ``_filtered_plain`` asks ``counts_among`` for the candidates alone. The phrase's second ask keeps its
-    counts as arrays, as before.
+    counts as arrays, as before. Not for a filter allowing more than ``NARROW_SHARE`` of the rows, nor a
+    phrase of several words (counting it in the whole table is a pass over its rows, matching positions).
     """
     proj, allowed = src.projection, src.allowed
     if allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens) or len(phrase) > 1:
-        return None  # a phrase of several words: counting it in the whole table is a pass over its rows already
+        return None
     if proj.has_counts(phrase) or proj.asked_before(phrase):
         return None
     whole = proj.hit_count(phrase)
