@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tests.helpers import StoreBuilder
+from tests.test_bm25 import CASES, QUERIES, WORDS, build_random_store, reference_scores
 
 
 @pytest.mark.parametrize("filters", [{}, {"kind": "claim"}, {"lifecycle": "all"}])
@@ -174,3 +178,177 @@ def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kep
     for found in (first, second):
         assert [(h["id"], h["score"]) for h in found["hits"]] == [(h["id"], h["score"]) for h in expected["hits"]]
         assert found["total"] == expected["total"] > 7
+
+
+# issue 20, a filtered first call with a common word: the allowed rows alone are counted (bm25._first_ask)
+COMMON_QUERIES = [
+    ("alpha beta gamma", "all"),
+    ("alpha", "all"),
+    ("beta cafe", "any"),
+    ("gamma sigma omega", "any"),
+    ("beta gamma", "phrase"),
+    ("alpha absentword", "all"),
+    ("absentword theta", "any"),
+]
+
+
+def _common_store(builder: StoreBuilder) -> None:
+    build_random_store(builder, 150, seed=23)  # 13 words: each is in most of the rows
+    rng = random.Random(29)
+    for i in range(40):  # superseded records (their own projection), and wording that leads to replacements
+        body = " ".join(rng.choices(WORDS, k=rng.randint(3, 20)))
+        folder, kind, tags = rng.choice(["x", "y", "y/z"]), rng.choice(["page", "claim"]), rng.sample("abc", 1)
+        builder.page(
+            f"old{i}",
+            "Alpha beta",
+            body,
+            status="superseded",
+            superseded_by=f"new{i}",
+            path=f"{folder}/old{i}.md",
+            kind=kind,
+            tags=tags,
+        )
+        builder.page(f"new{i}", "Replacement", "other words", path=f"{folder}/new{i}.md", kind=kind, tags=tags)
+    for i in range(30):  # a folder of its own: indexed in order, its rows are a range of rowids
+        body = " ".join(rng.choices(WORDS, k=rng.randint(3, 20)))
+        builder.page(f"w{i:02d}", " ".join(rng.choices(WORDS, k=2)), body, path=f"w/w{i:02d}.md", tags=["a"])
+
+
+def _random_filters(rng: random.Random, n: int) -> list[dict]:
+    out: list[dict] = []
+    for _ in range(n):
+        f: dict = {}
+        if rng.random() < 0.5:
+            f["kind"] = rng.choice(["page", "claim"])
+        if rng.random() < 0.5:
+            f["scope"] = rng.choice(["x", "y", "y/z", "w"])
+        if rng.random() < 0.3:
+            f["tag"] = rng.choice(["a", "b", "c"])
+        if rng.random() < 0.3:
+            f["type"] = rng.choice(["note", "decision", "meeting"])
+        out.append(f or {"kind": "claim"})
+    return out
+
+
+def _asked(builder: StoreBuilder, calls: list[dict]) -> list[list[tuple[str, float]]]:
+    """Each call as the first query of its own store (nothing kept, nothing asked before): (id, score) pages."""
+    out = []
+    for args in calls:
+        res = builder.open().call("knowledge_grep", args)
+        out.append([(h["id"], h["score"]) for h in res["hits"]] + [("total", float(res["total"]))])
+    return out
+
+
+@pytest.mark.parametrize("lifecycle", ["active", "all", "superseded"])
+def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
+) -> None:
+    """Counted over the allowed rows alone (bm25() of the candidates, the IDF solved with the whole table's
+    row count): bit for bit the scores and order of counting every row holding the word, in plain Python
+    and with numpy."""
+    from knowtk.index import bm25
+    from knowtk.index.fts import Among, FtsProjection
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "a common word" for this store: most words are
+    rng = random.Random(lifecycle)
+    calls = [
+        {"query": q, "mode": m, "limit": 50, "lifecycle": lifecycle, **f}
+        for q, m in COMMON_QUERIES
+        for f in _random_filters(rng, 3)
+    ]
+    narrowed: list[str] = []
+    counts_among = FtsProjection.counts_among
+
+    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among, *, hits: int) -> dict[int, float]:
+        narrowed.append(" ".join(phrase))
+        return counts_among(self, phrase, among, hits=hits)
+
+    monkeypatch.setattr(FtsProjection, "counts_among", spy)
+    clauses: set[str] = set()
+    rows_among = bm25.rows_among
+
+    def among_spy(rowids: set[int]) -> Among:
+        among = rows_among(rowids)
+        clauses.add(among.clause.split()[1])  # BETWEEN (a range of rowids) or IN (a list)
+        return among
+
+    monkeypatch.setattr(bm25, "rows_among", among_spy)
+    answers = {}
+    for path in ("narrowed", "plain", "numpy"):
+        if path != "narrowed":
+            monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
+        monkeypatch.setattr(bm25, "arrays_loaded", lambda path=path: path == "numpy")
+        answers[path] = _asked(builder, calls)
+        if path == "narrowed":
+            assert {"alpha", "beta", "gamma"} <= set(narrowed)  # the new path was taken
+            assert clauses == {"BETWEEN", "IN"}  # some filters keep to a range of rowids (a folder, indexed in order)
+    assert sum(len(a) > 1 for a in answers["narrowed"]) > len(calls) // 2
+    assert answers["narrowed"] == answers["plain"] == answers["numpy"]
+
+
+@pytest.mark.parametrize(("filters", "keep"), [c for c in CASES if c[0]])
+@pytest.mark.parametrize(("query", "mode", "expression"), QUERIES)
+def test_a_common_word_first_asked_over_a_filter_is_bm25_over_only_the_filtered_records(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, filters: dict, keep, query: str, mode: str, expression: str
+) -> None:
+    from knowtk.index import bm25
+
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "NARROW_SHARE", 1.0)  # every filter counts over its rows alone, even a wide one
+    build_random_store(builder, 80, seed=7)
+    res = builder.open().call("knowledge_grep", {"query": query, "mode": mode, "limit": 50, **filters})
+    expected = reference_scores(builder, keep, expression)
+    assert res["total"] == len(expected)
+    assert [(h["id"], h["score"]) for h in res["hits"]] == expected[:50]  # bit for bit
+
+
+def test_threads_asking_common_words_over_filters_at_once_answer_as_alone(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowtk.index import bm25
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
+    rng = random.Random(5)
+    calls = [{"query": q, "mode": m, "limit": 50, **f} for q, m in COMMON_QUERIES for f in _random_filters(rng, 2)]
+    expected = _asked(builder, calls)
+    store = builder.open()
+    got: dict[int, list[tuple[str, float]]] = {}
+
+    def ask(i: int) -> None:
+        res = store.call("knowledge_grep", calls[i])
+        got[i] = [(h["id"], h["score"]) for h in res["hits"]] + [("total", float(res["total"]))]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(ask, range(len(calls))))
+    assert [got[i] for i in range(len(calls))] == expected
+
+
+def test_a_wide_filter_or_a_phrase_of_words_counts_every_row_holding_it_as_before(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past NARROW_SHARE of the rows allowed, or for a phrase of several words, one pass over the phrase's
+    rows costs less than counting the allowed ones: not narrowed, the same answers."""
+    from knowtk.index import bm25
+    from knowtk.index.fts import FtsProjection
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    narrowed: list[tuple[str, ...]] = []
+    counts_among = FtsProjection.counts_among
+    monkeypatch.setattr(
+        FtsProjection,
+        "counts_among",
+        lambda self, phrase, among, *, hits: narrowed.append(phrase) or counts_among(self, phrase, among, hits=hits),
+    )
+    claims = {"query": "alpha", "mode": "any", "limit": 50, "kind": "claim"}  # under half the rows, over a fifth
+    for args in (claims, {"query": "beta gamma", "mode": "phrase", "limit": 50, "scope": "w"}):
+        monkeypatch.setattr(bm25, "NARROW_SHARE", 0.2)
+        got = builder.open().call("knowledge_grep", args)
+        assert narrowed == [] and got["total"] > 0
+        monkeypatch.setattr(bm25, "NARROW_SHARE", 0.5)
+        assert builder.open().call("knowledge_grep", args)["hits"] == got["hits"]
+        assert narrowed == ([("alpha",)] if args is claims else [])  # a phrase of words never is
+        narrowed.clear()
