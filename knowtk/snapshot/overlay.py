@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from knowtk.model.records import Record
 from knowtk.snapshot.facets import Facets, LayeredFacets
 
-__all__ = ["OVERLAID_MIN", "Former", "Grouped", "GroupedBuilder", "Layered", "Overlaid"]
+__all__ = ["ABSENT", "OVERLAID_MIN", "UNKNOWN", "Former", "Grouped", "GroupedBuilder", "Layered", "Lazy", "Overlaid"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,94 @@ class Layered(Mapping[str, Record]):
         return found
 
 
+ABSENT = object()  # what a probe answers for a key the map does not hold
+UNKNOWN = object()  # ... and for a key it cannot tell without the map
+_LV = TypeVar("_LV")
+
+
+class Lazy(Mapping[str, _LV]):
+    """A stored table not parsed yet: ``load`` parses it (once) when a reader needs more than ``probe`` tells.
+
+    ``probe(key)`` answers one key from what is parsed already (the value, ``ABSENT``, or ``UNKNOWN``):
+    an update reads the old values at the keys it changes, not the table (a stored snapshot's probes:
+    ``knowtk.snapshot.persist``). A pass over every key, or a key the probe cannot tell, loads it.
+    """
+
+    __slots__ = ("_load", "_probe", "_value")
+
+    def __init__(self, load: Callable[[], Mapping[str, _LV]], probe: Callable[[str], Any] | None = None) -> None:
+        self._load: Callable[[], Mapping[str, _LV]] | None = load
+        self._probe = probe
+        self._value: Mapping[str, _LV] | None = None
+
+    @classmethod
+    def over(cls, owner: object, name: str) -> Any:
+        """``owner``'s attribute ``name``: as it is when parsed, else a Lazy reading it (and its probe, if any)."""
+        parsed = vars(owner).get(name, _MISSING)
+        if parsed is not _MISSING:
+            return parsed
+        probe = getattr(owner, "probe", None)
+        return cls(lambda: getattr(owner, name), probe(name) if probe is not None else None)
+
+    @property
+    def value(self) -> Mapping[str, _LV]:
+        value = self._value
+        if value is None:
+            load = self._load
+            if load is None:  # another thread loaded it in between (it sets the value before it drops the loader)
+                value = self._value
+                assert value is not None
+                return value
+            value = self._value = load()
+            self._load = None
+        return value
+
+    @property
+    def loaded(self) -> bool:
+        return self._value is not None
+
+    def _probed(self, key: object) -> Any:
+        if self._value is None and self._probe is not None and isinstance(key, str):
+            return self._probe(key)
+        return UNKNOWN
+
+    def __getitem__(self, key: str) -> _LV:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return self.value[key]
+        if found is ABSENT:
+            raise KeyError(key)
+        return found  # type: ignore[no-any-return]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return self.value.get(key, default)
+        return default if found is ABSENT else found
+
+    def __contains__(self, key: object) -> bool:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return key in self.value
+        return found is not ABSENT
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+def unwrap(m: Any) -> Any:
+    """A map as its reader sees it: a Lazy's table (parsed now), any other map itself."""
+    return m.value if isinstance(m, Lazy) else m
+
+
+def _unread(m: object) -> bool:
+    """Whether ``m`` is a Lazy table not parsed yet."""
+    return isinstance(m, Lazy) and not m.loaded
+
+
 class Grouped(Mapping[str, list[str]]):
     """key -> sorted list of ids: a shared map (never changed) under the keys changed since (None: removed).
 
@@ -163,6 +251,12 @@ class GroupedBuilder(Grouped):
 
     __slots__ = ("_own",)
 
+    @classmethod
+    def over(cls, owner: object, name: str) -> GroupedBuilder:
+        """The next build's map over ``owner``'s attribute ``name`` (a stored table not parsed yet: read only
+        where its probe cannot tell a key the build changes)."""
+        return cls(Lazy.over(owner, name))
+
     def __init__(self, source: Mapping[str, list[str]]) -> None:
         if isinstance(source, Grouped):
             super().__init__(source.base, dict(source.top))
@@ -198,7 +292,7 @@ class GroupedBuilder(Grouped):
             else:
                 del top[key]
         self._own = set()
-        if len(top) * 8 > len(base):  # too many changes to keep apart: one map again
+        if (len(top) > OVERLAID_MIN or not _unread(base)) and len(top) * 8 > len(base):  # too many changes to keep apart: one map again
             merged = dict(base)
             for key, found in top.items():
                 if found is None:
@@ -249,6 +343,8 @@ class Overlaid(Mapping[str, _V]):
         if isinstance(parsed, Overlaid):
             return cls(parsed._load, dict(parsed.top), base=parsed._base)
         if parsed is _MISSING:
+            if getattr(owner, "probe", None) is not None and owner.probe(name) is not None:  # type: ignore[attr-defined]
+                return cls(None, base=Lazy.over(owner, name))  # a key the build changes is probed, not parsed
             return cls(lambda: getattr(owner, name))
         return cls(None, base=parsed)
 
@@ -268,19 +364,19 @@ class Overlaid(Mapping[str, _V]):
     @property
     def loaded(self) -> bool:
         """Whether the base was read (a map whose base was never read differs from it only in the top)."""
-        return self._base is not None
+        return self._base is not None and not _unread(self._base)
 
     def shares_base(self, other: object) -> bool:
         """Whether ``other`` is this map's base (read now if it was not), or an Overlaid over the same base."""
-        base = self.base
+        base = unwrap(self.base)
         if isinstance(other, Overlaid):
-            return other._base is base
+            return unwrap(other.base) is base
         return other is base
 
     def __getitem__(self, key: str) -> _V:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return (self._base or self.base)[key]
+            return (self.base if self._base is None else self._base)[key]
         if found is _GONE:
             raise KeyError(key)
         return found  # type: ignore[return-value]
@@ -288,18 +384,18 @@ class Overlaid(Mapping[str, _V]):
     def get(self, key: str, default: Any = None) -> Any:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return (self._base or self.base).get(key, default)
+            return (self.base if self._base is None else self._base).get(key, default)
         return default if found is _GONE else found
 
     def __contains__(self, key: object) -> bool:
         found = self.top.get(key, _MISSING)  # type: ignore[call-overload]
         if found is _MISSING:
-            return key in (self._base or self.base)
+            return key in (self.base if self._base is None else self._base)
         return found is not _GONE
 
     def flat(self) -> dict[str, _V]:
         """One dict of the same items, in the same order (made in C: what a pass over every key reads)."""
-        merged = dict(self.base)
+        merged = dict(unwrap(self.base))
         for key, found in self.top.items():
             if found is _GONE:
                 merged.pop(key, None)
@@ -308,24 +404,24 @@ class Overlaid(Mapping[str, _V]):
         return merged
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.flat() if self.top else self.base)
+        return iter(self.flat() if self.top else unwrap(self.base))
 
     def __len__(self) -> int:
-        return len(self.flat() if self.top else self.base)
+        return len(self.flat() if self.top else unwrap(self.base))
 
     def keys(self) -> Any:
-        return (self.flat() if self.top else self.base).keys()
+        return (self.flat() if self.top else unwrap(self.base)).keys()
 
     def items(self) -> Any:
-        return (self.flat() if self.top else self.base).items()
+        return (self.flat() if self.top else unwrap(self.base)).items()
 
     def values(self) -> Any:
-        return (self.flat() if self.top else self.base).values()
+        return (self.flat() if self.top else unwrap(self.base)).values()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
-        return (self.flat() if self.top else dict(self.base)) == (
+        return (self.flat() if self.top else dict(unwrap(self.base))) == (
             other.flat() if isinstance(other, Overlaid) else dict(other)
         )
 

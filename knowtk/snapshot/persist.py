@@ -44,7 +44,7 @@ from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import Former, Grouped, Layered, Overlaid
+from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Former, Grouped, Layered, Overlaid, unwrap
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
@@ -150,10 +150,10 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
     "names": (lambda s: dict(s.names), dict),
     "issues": (lambda s: _issues(s.issues), lambda rows: list(_read_issues(rows))),
     "excluded": (lambda s: s.excluded, dict),
-    "paths": (lambda s: s.paths, dict),
+    "paths": (lambda s: _plain(s.paths), dict),
 }
 INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any]]] = {
-    "id_at": (lambda x: x.id_at, dict),
+    "id_at": (lambda x: _plain(x.id_at), dict),
     "claims": (lambda x: dict(x.claims), dict),
     "referrers": (lambda x: dict(x.referrers), dict),
     "base": (lambda x: x.base, _pairs),
@@ -290,7 +290,9 @@ _ABSENT = object()
 
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(keys set or changed, keys removed) from ``old`` to ``new``; values compared by identity, then equality."""
-    if isinstance(new, Grouped) and (new.base is old or (isinstance(old, Grouped) and old.base is new.base)):
+    if isinstance(new, Grouped) and (
+        unwrap(new.base) is old or (isinstance(old, Grouped) and unwrap(old.base) is unwrap(new.base))
+    ):
         keys = set(new.top) | (set(old.top) if isinstance(old, Grouped) else set())  # only these can differ
         changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
         return changed, [k for k in keys if k not in new and k in old]
@@ -480,9 +482,22 @@ class StoredSnapshot(Snapshot):
         self.valid_until = datetime.fromisoformat(valid_until) if valid_until else None
         self.changed_ids = None
         self.previous_generation = None
-        self.index = StoredIndex(parts)
         self.image_key = meta["key"]
         self.records = StoredRecords(parts, scanner, self)
+        self.index = StoredIndex(parts, self.records)
+
+    def probe(self, name: str) -> Callable[[str], Any] | None:
+        """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
+        record's file hash, from the record at that path (``UNKNOWN`` for a file that is no record)."""
+        if name != "paths":
+            return None
+        records = self.records
+
+        def sha_at(path: str) -> Any:
+            rid = records.at_path.get(path)
+            return UNKNOWN if rid is None else records.sha256_of(rid)
+
+        return sha_at
 
     def parse_all(self) -> None:
         """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good."""
@@ -502,8 +517,36 @@ class StoredIndex(SnapshotIndex):
 
     parts: ImageParts
 
-    def __init__(self, parts: ImageParts) -> None:  # not the dataclass __init__: the tables are parsed on first use
-        self.parts = parts
+    def __init__(self, parts: ImageParts, records: StoredRecords) -> None:  # not the dataclass __init__: the tables
+        self.parts, self.stored_records = parts, records  # are parsed on first use
+
+    def probe(self, name: str) -> Callable[[str], Any] | None:
+        """How an update reads one key of ``id_at`` or ``claims`` without parsing it (None for another table):
+        a path with a valid id is a record's (record_at) or a duplicated id's (dup_issues names its files)."""
+        records = self.stored_records
+        if name == "id_at":
+
+            def id_at(path: str) -> Any:
+                rid = records.at_path.get(path)
+                if rid is not None:
+                    return rid
+                for rid, issues in self.dup_issues.items():
+                    if any(i.path == path for i in issues):
+                        return rid
+                return ABSENT
+
+            return id_at
+        if name == "claims":
+
+            def claims(rid: str) -> Any:
+                path = records.path_of(rid)
+                if path is not None:
+                    return [path]
+                issues = self.dup_issues.get(rid)
+                return ABSENT if issues is None else [i.path for i in issues]
+
+            return claims
+        return None
 
     def __getattr__(self, name: str) -> Any:
         return _stored_attribute(self, name, INDEX_PARTS, "index.")
@@ -588,6 +631,15 @@ class StoredRecords(Mapping[str, Record]):
     def _facets(self) -> FacetColumns:
         where = self._where  # (sets _stored_ids when patches follow)
         return self._parts.facets(self._stored_ids if self._stored_ids is not None else list(where))
+
+    @cached_property
+    def at_path(self) -> dict[str, str]:
+        """path -> id of every record (record_at inverted): an update's probe of the file it changed."""
+        return {path: rid for rid, path in self._where.items()}
+
+    def path_of(self, rid: str) -> str | None:
+        """The path of record ``rid``, or None."""
+        return self._where.get(rid)
 
     @property
     def ids(self) -> KeysView[str]:
