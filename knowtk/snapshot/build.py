@@ -19,6 +19,7 @@ from bisect import insort
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from knowtk.model.config import StoreConfig
@@ -82,7 +83,7 @@ class _Build:
         self.superseded_by: Overlaid[str | None] = (
             Overlaid.over(prev, "superseded_by") if prev else Overlaid(None, base={})
         )
-        self.names = GroupedBuilder(prev.names if prev else {})
+        self.names = GroupedBuilder.over(prev, "names") if prev else GroupedBuilder({})
         # path -> sha256 and path -> id: the previous maps too (a stored one is probed at the changed paths)
         self.paths: Overlaid[str] = Overlaid.over(prev, "paths") if prev else Overlaid(None, base={})
         self.excluded: dict[str, str] = dict(prev.excluded) if prev else {}
@@ -101,7 +102,7 @@ class _Build:
             dep_issues=dict(ix.dep_issues) if ix else {},
         )
         self.claims = GroupedBuilder.over(ix, "claims") if ix else GroupedBuilder({})
-        self.referrers = GroupedBuilder(ix.referrers if ix else {})
+        self.referrers = GroupedBuilder.over(ix, "referrers") if ix else GroupedBuilder({})
 
     def run(self, touched: Iterable[str], config: StoreConfig, generation: int) -> Snapshot:
         """Take in the touched files, then what follows from them, step by step."""
@@ -206,11 +207,9 @@ class _Build:
             if rid in records and rid not in before:
                 before[rid] = records[rid]
         for rid, old in before.items():
-            if old is not None:
-                for key in _name_keys(old):
-                    names.discard(key, rid)
-                for ref in old.references:
-                    referrers.discard(ref, rid)
+            if old is not None:  # (a stored map not parsed yet drops the id whole: the old keys are not read)
+                names.take_back(rid, partial(_name_keys, old))
+                referrers.take_back(rid, partial(getattr, old, "references"))
             r = records.get(rid)
             if r is None:
                 self.lifecycle.discard(rid)

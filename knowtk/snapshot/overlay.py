@@ -6,24 +6,69 @@ previous one (``GroupedBuilder`` makes the next), and ``Former`` what is left of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from knowtk.model.records import Record
 from knowtk.snapshot.facets import Facets, LayeredFacets
 
-__all__ = ["ABSENT", "OVERLAID_MIN", "UNKNOWN", "Former", "Grouped", "GroupedBuilder", "Layered", "Lazy", "Overlaid"]
+__all__ = [
+    "ABSENT",
+    "DEFERRED_MAX",
+    "OVERLAID_MIN",
+    "UNKNOWN",
+    "Deferred",
+    "Former",
+    "Grouped",
+    "GroupedBuilder",
+    "Layered",
+    "Lazy",
+    "Overlaid",
+]
 
 
-@dataclass(frozen=True, slots=True)
 class Former:
     """What a build needs of a record whose file has changed since a stored snapshot was written
-    (its content is gone): the names and references to take back."""
+    (its content is gone): the names and references to take back; with ``find``, found when first read
+    (a pass over the stored name and reference maps, which a build that drops the id whole never makes)."""
 
-    id: str
-    name_keys: frozenset[str]
-    references: tuple[str, ...]
+    __slots__ = ("_find", "_found", "id")
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 (the record's field name)
+        name_keys: frozenset[str] = frozenset(),
+        references: tuple[str, ...] = (),
+        *,
+        find: Callable[[], tuple[frozenset[str], tuple[str, ...]]] | None = None,
+    ) -> None:
+        self.id, self._find = id, find
+        self._found = (name_keys, references) if find is None else None
+
+    def _keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        found = self._found
+        if found is None:
+            assert self._find is not None
+            found = self._found = self._find()
+        return found
+
+    @property
+    def name_keys(self) -> frozenset[str]:
+        return self._keys()[0]
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        return self._keys()[1]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Former):
+            return NotImplemented
+        return self.id == other.id and self._keys() == other._keys()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Former({self.id!r})"
 
 
 class Layered(Mapping[str, Record]):
@@ -151,6 +196,11 @@ class Lazy(Mapping[str, _LV]):
     def loaded(self) -> bool:
         return self._value is not None
 
+    @property
+    def probed(self) -> bool:
+        """Whether a key can be told without the table (some keys at least)."""
+        return self._probe is not None
+
     def _probed(self, key: object) -> Any:
         if self._value is None and self._probe is not None and isinstance(key, str):
             return self._probe(key)
@@ -191,6 +241,77 @@ def unwrap(m: Any) -> Any:
 def _unread(m: object) -> bool:
     """Whether ``m`` is a Lazy table not parsed yet."""
     return isinstance(m, Lazy) and not m.loaded
+
+
+DEFERRED_MAX = 1024  # ids dropped over a stored table not parsed yet past which a build parses it
+
+
+class Deferred(Mapping[str, list[str]]):
+    """key -> sorted ids over a stored table not parsed yet (``lazy``): the ids dropped from every key of it
+    since (``void``: a changed record's old names or references, unknown without the table) and the ids
+    added per key since. The first change of a new process neither parses the table nor needs the old
+    record; a reader of a key parses it then (``get``), and the next build over a parsed one copies it whole.
+    """
+
+    __slots__ = ("_flat", "added", "lazy", "void")
+
+    def __init__(self, lazy: Lazy[list[str]], void: set[str] | frozenset[str], added: dict[str, list[str]]) -> None:
+        self.lazy, self.void, self.added = lazy, void, added
+        self._flat: dict[str, list[str]] | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found: list[str] = self.lazy.get(key, [])
+        void = self.void
+        if void:
+            found = [i for i in found if i not in void]
+        more = self.added.get(key)
+        if more:
+            found = sorted([*found, *more])
+        return found if found else default
+
+    def __getitem__(self, key: str) -> list[str]:
+        found: list[str] | None = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def flat(self) -> dict[str, list[str]]:
+        """One dict of the same items, in the order a Grouped keeps them (the table's keys, then new ones)."""
+        flat = self._flat
+        if flat is None:
+            base, void, added = unwrap(self.lazy), self.void, self.added
+            flat = {}
+            for key, ids in base.items():
+                if void and not void.isdisjoint(ids):
+                    ids = [i for i in ids if i not in void]
+                more = added.get(key)
+                if more:
+                    ids = sorted([*ids, *more])
+                if ids:
+                    flat[key] = ids
+            for key, more in added.items():
+                if more and key not in base:
+                    flat[key] = sorted(more)
+            self._flat = flat
+        return flat
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.flat())
+
+    def __len__(self) -> int:
+        return len(self.flat())
+
+    def keys(self) -> Any:
+        return self.flat().keys()
+
+    def items(self) -> Any:
+        return self.flat().items()
+
+    def values(self) -> Any:
+        return self.flat().values()
 
 
 class Grouped(Mapping[str, list[str]]):
@@ -249,20 +370,44 @@ class Grouped(Mapping[str, list[str]]):
 class GroupedBuilder(Grouped):
     """Builds the next key -> sorted list map from the previous one; a list is copied before its first change."""
 
-    __slots__ = ("_own",)
+    __slots__ = ("_deferred", "_own")
 
     @classmethod
     def over(cls, owner: object, name: str) -> GroupedBuilder:
         """The next build's map over ``owner``'s attribute ``name`` (a stored table not parsed yet: read only
-        where its probe cannot tell a key the build changes)."""
+        where its probe cannot tell a key the build changes; without a probe, deferred: see ``Deferred``)."""
         return cls(Lazy.over(owner, name))
 
     def __init__(self, source: Mapping[str, list[str]]) -> None:
+        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+        self._deferred = False
+        if isinstance(source, Deferred):
+            if _unread(source.lazy) and len(source.void) <= DEFERRED_MAX:  # this build's own copy of the changes
+                added = {key: list(ids) for key, ids in source.added.items()}
+                super().__init__(Deferred(source.lazy, set(source.void), added), {})
+                self._deferred = True
+                return
+            source = source.flat()
         if isinstance(source, Grouped):
             super().__init__(source.base, dict(source.top))
+        elif isinstance(source, Lazy) and not source.loaded and not source.probed:
+            super().__init__(Deferred(source, set(), {}), {})
+            self._deferred = True
         else:
             super().__init__(source, {})
-        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+
+    def take_back(self, rid: str, keys: Callable[[], Iterable[str]]) -> None:
+        """Remove ``rid`` from its ``keys`` (those of the record it was); deferred, from every key, keys unread."""
+        base = self.base
+        if self._deferred and isinstance(base, Deferred):
+            assert isinstance(base.void, set)
+            base.void.add(rid)
+            for ids in base.added.values():
+                if rid in ids:
+                    ids.remove(rid)
+            return
+        for key in keys():
+            self.discard(key, rid)
 
     def _mine(self, key: str) -> list[str]:
         if key not in self._own:
@@ -273,9 +418,14 @@ class GroupedBuilder(Grouped):
         return mine
 
     def add(self, key: str, value: str) -> None:
+        base = self.base
+        if self._deferred and isinstance(base, Deferred):
+            base.added.setdefault(key, []).append(value)
+            return
         self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
 
     def discard(self, key: str, value: str) -> None:
+        assert not self._deferred, "a deferred map takes an id back whole (take_back)"
         if self.get(key) is not None:
             items = self._mine(key)
             if value in items:
@@ -283,6 +433,9 @@ class GroupedBuilder(Grouped):
 
     def finish(self) -> Mapping[str, list[str]]:
         top, base = self.top, self.base
+        if self._deferred and isinstance(base, Deferred):  # the finished map keeps its own copies
+            added = {key: sorted(ids) for key, ids in base.added.items() if ids}
+            return Deferred(base.lazy, frozenset(base.void), added)
         for key in self._own:
             items = top[key]
             if items:

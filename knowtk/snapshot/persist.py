@@ -44,7 +44,7 @@ from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Former, Grouped, Layered, Overlaid, unwrap
+from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Deferred, Former, Grouped, Layered, Overlaid, unwrap
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
@@ -121,8 +121,8 @@ def _zipped(lists: list[list[str]]) -> dict[str, str]:
 
 
 def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A map json can write: an Overlaid as one dict (made in C), a dict as it is."""
-    return m.flat() if isinstance(m, Overlaid) else m
+    """A map json can write: an Overlaid or a Deferred as one dict, a dict as it is."""
+    return m.flat() if isinstance(m, Overlaid | Deferred) else m
 
 
 def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
@@ -147,7 +147,7 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
         lambda s: {k: [e.current, e.reason, list(e.via)] for k, e in s.chain_ends.items()},
         lambda d: {k: ChainEnd(c, r, tuple(v)) for k, (c, r, v) in d.items()},
     ),
-    "names": (lambda s: dict(s.names), dict),
+    "names": (lambda s: dict(_plain(s.names)), dict),
     "issues": (lambda s: _issues(s.issues), lambda rows: list(_read_issues(rows))),
     "excluded": (lambda s: s.excluded, dict),
     "paths": (lambda s: _plain(s.paths), dict),
@@ -155,7 +155,7 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
 INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any]]] = {
     "id_at": (lambda x: _plain(x.id_at), dict),
     "claims": (lambda x: dict(x.claims), dict),
-    "referrers": (lambda x: dict(x.referrers), dict),
+    "referrers": (lambda x: dict(_plain(x.referrers)), dict),
     "base": (lambda x: x.base, _pairs),
     "expiring": (lambda x: {k: v.text for k, v in x.expiring.items()}, _dates),
     "superseded": (lambda x: sorted(x.superseded), set),
@@ -719,12 +719,16 @@ class StoredRecords(Mapping[str, Record]):
             return self[rid]
         except SnapshotOutdated:
             pass
+        return Former(rid, find=lambda: self._former(rid))  # found only if the build reads them
+
+    def _former(self, rid: str) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The names and references the stored snapshot has ``rid`` under."""
         self._outdated += 1
         if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
             index = self._snap.index
             assert index is not None
             named = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
-            return Former(rid, named, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
+            return named, tuple(ref for ref, ids in index.referrers.items() if rid in ids)
         if self._formers is None:  # the stored name and reference maps, inverted once
             index = self._snap.index
             assert index is not None
@@ -737,7 +741,7 @@ class StoredRecords(Mapping[str, Record]):
                 for i in ids:
                     refs.setdefault(i, []).append(ref)
             self._formers = (keys, refs)
-        return Former(rid, frozenset(self._formers[0].get(rid, ())), tuple(self._formers[1].get(rid, ())))
+        return frozenset(self._formers[0].get(rid, ())), tuple(self._formers[1].get(rid, ()))
 
 
 class Image:
