@@ -271,7 +271,7 @@ class _Build:
         ix, now, prev = self.ix, self.now, self.prev
         ix.referrers = self.referrers.finish()
         expired = {rid for rid, when in ix.expiring.items() if is_expired(when, now)}
-        unavailable_inactive, unavailable = self._availability(expired)
+        unavailable_inactive, unavailable = self._availability(expired, before)
         supersedes = self._supersedes(before)
         chain_ends, chain_issues = self._chain_ends(before, unavailable)
         changed_ids = None
@@ -307,17 +307,40 @@ class _Build:
         return snapshot
 
     def _availability(
-        self, expired: set[str]
+        self, expired: set[str], before: Mapping[str, object]
     ) -> tuple[dict[str, tuple[str, str | None]], dict[str, tuple[str, str | None]]]:
-        """(unavailable with expired assertions allowed, unavailable with them counted): the same map without any."""
-        ix = self.ix
-        unavailable_inactive = _propagate(ix.base, ix.referrers)
+        """(unavailable with expired assertions allowed, unavailable with them counted): the same map without any.
+
+        The previous snapshot's maps are kept when nothing they were made from changed (the same records
+        unavailable on their own, no changed record in them or depending on one of them): the referrers are
+        then not read.
+        """
+        ix, prev = self.ix, self.prev
+        same = prev is not None and prev.index is not None and list(ix.base.items()) == list(prev.index.base.items())
+        if same and prev is not None and self._outside(before, prev.unavailable_inactive):
+            unavailable_inactive = prev.unavailable_inactive
+        else:
+            unavailable_inactive = _propagate(ix.base, ix.referrers)
         if not expired:
             return unavailable_inactive, unavailable_inactive
+        if same and prev is not None and prev.expired == expired and self._outside(before, prev.unavailable):
+            return unavailable_inactive, prev.unavailable
         strict = dict(ix.base)
         for rid in sorted(expired):
             strict.setdefault(rid, (EXPIRED, None))
         return unavailable_inactive, _propagate(strict, ix.referrers)
+
+    def _outside(self, before: Iterable[str], reached: Mapping[str, object]) -> bool:
+        """Whether no changed record was reached from the records unavailable on their own (``reached``), nor
+        names one reached: over the same such records, the walk (``_propagate``) goes the same way again."""
+        records = self.records
+        for rid in before:
+            if rid in reached:
+                return False
+            r = records.get(rid)
+            if r is not None and any(ref in reached for ref in r.references):
+                return False
+        return True
 
     def _supersedes(self, before: Mapping[str, object]) -> dict[str, list[str]]:
         """id -> the ids it supersedes, in id order (keys in the order of their first id, as a full build

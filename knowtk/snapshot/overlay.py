@@ -29,10 +29,11 @@ __all__ = [
 
 class Former:
     """What a build needs of a record whose file has changed since a stored snapshot was written
-    (its content is gone): the names and references to take back; with ``find``, found when first read
-    (a pass over the stored name and reference maps, which a build that drops the id whole never makes)."""
+    (its content is gone): the names and references to take back; with ``find``, each found when first
+    read (``find("names")``, ``find("references")``: a pass over that stored map, which a build that
+    drops the id whole never makes)."""
 
-    __slots__ = ("_find", "_found", "id")
+    __slots__ = ("_find", "_names", "_references", "id")
 
     def __init__(
         self,
@@ -40,30 +41,32 @@ class Former:
         name_keys: frozenset[str] = frozenset(),
         references: tuple[str, ...] = (),
         *,
-        find: Callable[[], tuple[frozenset[str], tuple[str, ...]]] | None = None,
+        find: Callable[[str], Any] | None = None,
     ) -> None:
         self.id, self._find = id, find
-        self._found = (name_keys, references) if find is None else None
-
-    def _keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
-        found = self._found
-        if found is None:
-            assert self._find is not None
-            found = self._found = self._find()
-        return found
+        self._names: frozenset[str] | None = name_keys if find is None else None
+        self._references: tuple[str, ...] | None = references if find is None else None
 
     @property
     def name_keys(self) -> frozenset[str]:
-        return self._keys()[0]
+        found = self._names
+        if found is None:
+            assert self._find is not None
+            found = self._names = frozenset(self._find("names"))
+        return found
 
     @property
     def references(self) -> tuple[str, ...]:
-        return self._keys()[1]
+        found = self._references
+        if found is None:
+            assert self._find is not None
+            found = self._references = tuple(self._find("references"))
+        return found
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Former):
             return NotImplemented
-        return self.id == other.id and self._keys() == other._keys()
+        return (self.id, self.name_keys, self.references) == (other.id, other.name_keys, other.references)
 
     __hash__ = None  # type: ignore[assignment]
 

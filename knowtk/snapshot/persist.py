@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Container, Iterator, KeysView, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -488,14 +488,17 @@ class StoredSnapshot(Snapshot):
 
     def probe(self, name: str) -> Callable[[str], Any] | None:
         """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
-        record's file hash, from the record at that path (``UNKNOWN`` for a file that is no record)."""
+        record's file hash, from the record at that path; every other file scanned is excluded (its hash:
+        ``UNKNOWN``); any other path was not scanned (``ABSENT``)."""
         if name != "paths":
             return None
         records = self.records
 
         def sha_at(path: str) -> Any:
             rid = records.at_path.get(path)
-            return UNKNOWN if rid is None else records.sha256_of(rid)
+            if rid is not None:
+                return records.sha256_of(rid)
+            return UNKNOWN if path in self.excluded else ABSENT
 
         return sha_at
 
@@ -572,10 +575,10 @@ class StoredRecords(Mapping[str, Record]):
         self._records: dict[str, Record] = {}
         self._loads = 0
         self._complete = False
-        self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
+        self._formers: dict[str, dict[str, list[str]]] = {}  # "names", "references": the stored map inverted
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
-        self._outdated = 0  # records asked for by `previous` whose file changed since
+        self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
 
     @property
@@ -719,29 +722,24 @@ class StoredRecords(Mapping[str, Record]):
             return self[rid]
         except SnapshotOutdated:
             pass
-        return Former(rid, find=lambda: self._former(rid))  # found only if the build reads them
+        return Former(rid, find=lambda which: self._former(rid, which))  # found only if the build reads them
 
-    def _former(self, rid: str) -> tuple[frozenset[str], tuple[str, ...]]:
-        """The names and references the stored snapshot has ``rid`` under."""
-        self._outdated += 1
-        if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
-            index = self._snap.index
-            assert index is not None
-            named = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
-            return named, tuple(ref for ref, ids in index.referrers.items() if rid in ids)
-        if self._formers is None:  # the stored name and reference maps, inverted once
-            index = self._snap.index
-            assert index is not None
-            keys: dict[str, set[str]] = {}
-            refs: dict[str, list[str]] = {}
-            for key, ids in self._snap.names.items():
+    def _former(self, rid: str, which: str) -> Iterable[str]:
+        """The keys the stored snapshot has ``rid`` under in its names (``which``: "names") or its referrers."""
+        index = self._snap.index
+        assert index is not None
+        grouped: Mapping[str, list[str]] = self._snap.names if which == "names" else index.referrers
+        self._outdated[which] = count = self._outdated.get(which, 0) + 1
+        inverted = self._formers.get(which)
+        if inverted is None and count <= FORMER_SCANS:  # a few: each a pass over the map
+            return [key for key, ids in grouped.items() if rid in ids]
+        if inverted is None:  # the stored map, inverted once
+            inverted = {}
+            for key, ids in grouped.items():
                 for i in ids:
-                    keys.setdefault(i, set()).add(key)
-            for ref, ids in index.referrers.items():
-                for i in ids:
-                    refs.setdefault(i, []).append(ref)
-            self._formers = (keys, refs)
-        return frozenset(self._formers[0].get(rid, ())), tuple(self._formers[1].get(rid, ()))
+                    inverted.setdefault(i, []).append(key)
+            self._formers[which] = inverted
+        return inverted.get(rid, ())
 
 
 class Image:
