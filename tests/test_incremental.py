@@ -418,7 +418,9 @@ def test_edits_over_a_stored_image_parse_no_per_record_map_and_stay_exact(
             assert snap.previous_generation == stored.generation
             assert not LAZY_PARTS & stored.parts.parsed.keys(), sorted(stored.parts.parsed)
         engine.scanner.fill_all()  # (a new process's entries are stubs until read: the full build needs them)
-        full = build_snapshot(engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at)
+        full = build_snapshot(
+            engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at
+        )
         expected = _tables(full)
         assert dict(snap.records) == expected.pop("records"), i  # (an old stored record is gone once its file is)
         kept.append((snap, expected, _index_tables(full)))

@@ -37,7 +37,7 @@ class Former:
 
     def __init__(
         self,
-        id: str,  # noqa: A002 (the record's field name)
+        id: str,
         name_keys: frozenset[str] = frozenset(),
         references: tuple[str, ...] = (),
         *,
@@ -215,7 +215,7 @@ class Lazy(Mapping[str, _LV]):
             return self.value[key]
         if found is ABSENT:
             raise KeyError(key)
-        return found  # type: ignore[no-any-return]
+        return found
 
     def get(self, key: str, default: Any = None) -> Any:
         found = self._probed(key)
@@ -448,7 +448,9 @@ class GroupedBuilder(Grouped):
             else:
                 del top[key]
         self._own = set()
-        if (len(top) > OVERLAID_MIN or not _unread(base)) and len(top) * 8 > len(base):  # too many changes to keep apart: one map again
+        if (len(top) > OVERLAID_MIN or not _unread(base)) and len(top) * 8 > len(
+            base
+        ):  # too many changes to keep apart: one map again
             merged = dict(base)
             for key, found in top.items():
                 if found is None:
@@ -551,7 +553,7 @@ class Overlaid(Mapping[str, _V]):
 
     def flat(self) -> dict[str, _V]:
         """One dict of the same items, in the same order (made in C: what a pass over every key reads)."""
-        merged = dict(unwrap(self.base))
+        merged: dict[str, _V] = dict(unwrap(self.base))
         for key, found in self.top.items():
             if found is _GONE:
                 merged.pop(key, None)
