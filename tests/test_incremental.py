@@ -14,7 +14,7 @@ import pytest
 import knowtk
 from knowtk.engine.engine import Engine
 from knowtk.scan import pool
-from knowtk.snapshot import overlay
+from knowtk.snapshot import overlay, persist
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Deferred, Overlaid
@@ -429,4 +429,32 @@ def test_edits_over_a_stored_image_parse_no_per_record_map_and_stay_exact(
     for i, (snap, expected, expected_index) in enumerate(kept):  # read now: what the chain left in each is exact
         assert {name: getattr(snap, name) for name in expected} == expected, i
         assert _index_tables(snap) == expected_index, i
+    opened.close()
+
+
+def test_a_record_hash_read_where_it_lies_equals_the_parsed_one(
+    builder: StoreBuilder, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored image's record hashes read one by one (record_sha not parsed), over patches too, are the
+    parsed table's."""
+    monkeypatch.setattr(persist, "PATCH_SHARE", 1)  # a small image is patched too
+    for i in range(30):
+        builder.page(f"r{i}", f"Record {i}", f"alpha words {i}")
+    state = tmp_path / "state"
+    for step in range(3):  # a whole image, then patches: files changed while no process ran
+        if step:
+            builder.page(f"r{step}", f"Record {step}", f"alpha beta {step}", revision=2)
+            builder.page(f"n{step}", f"New {step}", "alpha new")
+        opened = knowtk.open_store(builder.root, state_dir=state)
+        opened.call("knowledge_grep", {"query": "alpha"})
+        opened.close()
+    opened = knowtk.open_store(builder.root, state_dir=state)
+    opened.call("knowledge_grep", {"query": "alpha"})
+    stored = opened.engine._snapshot
+    assert isinstance(stored, StoredSnapshot) and stored.parts.meta["patches"]
+    records = stored.records
+    points = {rid: records._sha_point(rid) for rid in records.ids}
+    assert "record_sha" not in stored.parts.parsed
+    assert points == records._sha and len(points) == 32
+    assert records._sha_point("nowhere") is None
     opened.close()

@@ -70,6 +70,7 @@ BULK_AFTER = 2000
 # records whose file changed since the image, taken back by a pass over the names and referrers each,
 # past which both maps are inverted once (a few edits made while no process ran cost a few passes)
 FORMER_SCANS = 8
+SHA_POINTS = 32  # record hashes read where they lie past which record_sha is parsed whole
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -395,13 +396,28 @@ class ImageParts:
         self.meta, self.texts, self.on_damage = meta, texts, on_damage
         self.parsed: dict[str, Any] = {}
         self._patches: list[dict[str, Any]] | None = None
+        self._inflated: dict[str, bytes] = {}  # parts read by ``inflated`` and not parsed yet
 
-    def _json(self, name: str, digest: str | None) -> Any:
+    def _bytes(self, name: str, digest: str | None) -> bytes:
         raw = self.texts.get(name)
         data = inflate_bytes(raw) if isinstance(raw, bytes) else None
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             raise ValueError("missing, or its digest differs")
-        return json.loads(data)
+        return data
+
+    def _json(self, name: str, digest: str | None) -> Any:
+        data = self._inflated.pop(name, None)
+        return json.loads(data if data is not None else self._bytes(name, digest))
+
+    def inflated(self, name: str) -> bytes:
+        """A part's JSON text as stored (its digest checked; the patches not applied), kept until it is parsed."""
+        data = self._inflated.get(name)
+        if data is None:
+            try:
+                data = self._inflated[name] = self._bytes(name, self.meta["parts"].get(name))
+            except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
+                raise self.damaged(name, exc) from exc
+        return data
 
     def patches(self) -> list[dict[str, Any]]:
         """The patches written since the parts, in order (each parsed and checked once)."""
@@ -580,6 +596,8 @@ class StoredRecords(Mapping[str, Record]):
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
         self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
+        self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
+        self._patched_sha: dict[str, str] | None = None
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -672,7 +690,7 @@ class StoredRecords(Mapping[str, Record]):
         # while `current`, the scanner holds exactly the files the image was built from (no hash to compare)
         if (
             entry is None
-            or (not self.current and entry.sha256 != self._sha[rid])
+            or (not self.current and entry.sha256 != self.sha256_of(rid))
             or entry.record is None
             or entry.record.id != rid
         ):
@@ -712,7 +730,34 @@ class StoredRecords(Mapping[str, Record]):
         return Layered(self)
 
     def sha256_of(self, rid: str) -> str | None:
+        if "_sha" not in vars(self) and self._points < SHA_POINTS:  # not parsed: one hash read where it lies
+            self._points += 1
+            found = self._sha_point(rid)
+            if found is not UNKNOWN:
+                return found  # type: ignore[no-any-return]
         return self._sha.get(rid)
+
+    def _sha_point(self, rid: str) -> Any:
+        """One record's file hash read from record_sha without parsing it (a JSON list of hashes, each 64
+        characters: the n-th at a known offset), the patches' over it; ``UNKNOWN`` for a list of another shape."""
+        where = self._where  # (sets _stored_ids when patches follow)
+        if rid not in where:
+            return None
+        if self._patched_sha is None:
+            patched: dict[str, str] = {}
+            self._parts.records(where, patched)  # the hashes the patches set, last one kept
+            self._patched_sha = patched
+        found = self._patched_sha.get(rid)
+        if found is not None:
+            return found
+        ids = self._stored_ids if self._stored_ids is not None else list(where)
+        text = self._parts.inflated("record_sha")
+        if len(text) != 68 * len(ids) or not text.startswith(b'["'):
+            return UNKNOWN
+        at = 2 + 68 * ids.index(rid)
+        if text[at - 1 : at] != b'"' or text[at + 64 : at + 65] != b'"':
+            return UNKNOWN
+        return text[at : at + 64].decode("ascii")
 
     def previous(self, rid: str) -> Record | Former | None:
         """The stored record, or (its file changed since) the names and references a build takes back."""
