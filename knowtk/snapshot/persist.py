@@ -734,7 +734,7 @@ class StoredRecords(Mapping[str, Record]):
             self._points += 1
             found = self._sha_point(rid)
             if found is not UNKNOWN:
-                return found  # type: ignore[no-any-return]
+                return found
         return self._sha.get(rid)
 
     def _sha_point(self, rid: str) -> Any:
