@@ -511,7 +511,7 @@ class StoredSnapshot(Snapshot):
         records = self.records
 
         def sha_at(path: str) -> Any:
-            rid = records.at_path.get(path)
+            rid = records.id_at_path(path)
             if rid is not None:
                 return records.sha256_of(rid)
             return UNKNOWN if path in self.excluded else ABSENT
@@ -546,7 +546,7 @@ class StoredIndex(SnapshotIndex):
         if name == "id_at":
 
             def id_at(path: str) -> Any:
-                rid = records.at_path.get(path)
+                rid = records.id_at_path(path)
                 if rid is not None:
                     return rid
                 for rid, issues in self.dup_issues.items():
@@ -657,6 +657,15 @@ class StoredRecords(Mapping[str, Record]):
     def at_path(self) -> dict[str, str]:
         """path -> id of every record (record_at inverted): an update's probe of the file it changed."""
         return {path: rid for rid, path in self._where.items()}
+
+    def id_at_path(self, path: str) -> str | None:
+        """The id of the stored record at ``path`` (None: none): the id the file claims now when the stored
+        record of that id is at that path (a file claims one id), else found in ``at_path``."""
+        entry = self._scanner.entry(path)
+        rid = entry.record.id if entry is not None and entry.record is not None else None
+        if rid is not None and self._where.get(rid) == path:
+            return rid
+        return self.at_path.get(path)
 
     def path_of(self, rid: str) -> str | None:
         """The path of record ``rid``, or None."""
