@@ -565,7 +565,14 @@ class Overlaid(Mapping[str, _V]):
         return iter(self.flat() if self.top else unwrap(self.base))
 
     def __len__(self) -> int:
-        return len(self.flat() if self.top else unwrap(self.base))
+        base = unwrap(self.base)
+        count = len(base)
+        for key, found in self.top.items():  # (the top only: no dict made for a count)
+            if found is _GONE:
+                count -= key in base
+            else:
+                count += key not in base
+        return count
 
     def keys(self) -> Any:
         return (self.flat() if self.top else unwrap(self.base)).keys()
