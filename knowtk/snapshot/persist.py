@@ -598,6 +598,7 @@ class StoredRecords(Mapping[str, Record]):
         self._sha_patched = False
         self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
         self._patched_sha: dict[str, str] | None = None
+        self._point_ids: list[str] | None = None  # the ids in record_sha's order, for those reads (no patches)
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -759,7 +760,9 @@ class StoredRecords(Mapping[str, Record]):
         found = self._patched_sha.get(rid)
         if found is not None:
             return found
-        ids = self._stored_ids if self._stored_ids is not None else list(where)
+        ids = self._stored_ids if self._stored_ids is not None else self._point_ids
+        if ids is None:  # no patches: the ids in their stored order
+            ids = self._point_ids = list(where)
         text = self._parts.inflated("record_sha")
         if len(text) != 68 * len(ids) or not text.startswith(b'["'):
             return UNKNOWN
