@@ -4,18 +4,20 @@ build, a parallel first scan equals a serial one, and filtered BM25 stays exact 
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import threading
+import time
 
 import pytest
 
 import knowtk
 from knowtk.engine.engine import Engine
 from knowtk.scan import pool
-from knowtk.snapshot import overlay
+from knowtk.snapshot import overlay, persist
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
-from knowtk.snapshot.overlay import Overlaid
+from knowtk.snapshot.overlay import Deferred, Overlaid
 from knowtk.snapshot.persist import StoredSnapshot
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
@@ -363,3 +365,96 @@ def test_the_first_change_of_a_new_process_copies_no_per_record_map(builder: Sto
     assert _tables(snap) == _tables(full)
     fresh.close()
     store.close()
+
+
+LAZY_PARTS = {"paths", "names", "index.id_at", "index.claims", "index.referrers"}
+
+
+def _index_tables(snap: Snapshot) -> dict:
+    ix = snap.index
+    assert ix is not None
+    maps = ("id_at", "claims", "referrers", "base", "expiring", "folders", "file_issues", "dup_issues")
+    out: dict = {name: dict(getattr(ix, name)) for name in maps}
+    out["superseded"] = set(ix.superseded)
+    return out
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_edits_over_a_stored_image_parse_no_per_record_map_and_stay_exact(
+    builder: StoreBuilder, seed: int, tmp_path
+) -> None:
+    """A new process over a stored image: its first change (an edit) parses none of the per-record maps
+    (paths, names, id_at, claims, referrers; probed at the changed keys or deferred), and neither do the
+    60 random edits after it (none reads them: each is answered by a grep); every snapshot of the chain,
+    read only at the end, equals the full build of its own files, index included."""
+    store = RandomStore(builder, seed)
+    for _ in range(40):
+        store.write(store.new_path(), f"r{store.serial}")
+    builder.write("knowtk.yaml", "name: x")  # (without it, a store with issues counts its files for a hint)
+    for path in builder.root.rglob("*.md"):  # (a file written the second it is scanned is read again after)
+        os.utime(path, (time.time() - 60, time.time() - 60))
+    state = tmp_path / "state"
+    first = knowtk.open_store(builder.root, state_dir=state)
+    first.call("knowledge_grep", {"query": "alpha"})
+    first.close()
+    opened = knowtk.open_store(builder.root, state_dir=state)
+    opened.call("knowledge_grep", {"query": "alpha"})
+    engine = opened.engine
+    stored = engine._snapshot
+    assert isinstance(stored, StoredSnapshot)
+    assert not LAZY_PARTS & stored.parts.parsed.keys()  # (the files are as the image was built from them)
+    # an edit of a record's text, on no walk of the unavailable records (which would read the referrers)
+    edited = next(p for p, rid in sorted(store.paths.items()) if rid and rid not in stored.unavailable)
+    (builder.root / edited).write_text((builder.root / edited).read_text() + "\nzebra words\n")
+    kept: list[tuple[Snapshot, dict, dict]] = []
+    deferred = 0  # builds over a names map still deferred (not parsed)
+    for i in range(61):
+        if i:
+            store.step()
+        opened.call("knowledge_grep", {"query": "alpha"})
+        snap = engine._snapshot
+        assert snap is not None
+        if i == 0:  # the first change: one edit, not one of these parts parsed
+            assert snap.previous_generation == stored.generation
+            assert not LAZY_PARTS & stored.parts.parsed.keys(), sorted(stored.parts.parsed)
+        engine.scanner.fill_all()  # (a new process's entries are stubs until read: the full build needs them)
+        full = build_snapshot(
+            engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at
+        )
+        expected = _tables(full)
+        assert dict(snap.records) == expected.pop("records"), i  # (an old stored record is gone once its file is)
+        kept.append((snap, expected, _index_tables(full)))
+        deferred += isinstance(snap.names, Deferred) and not snap.names.lazy.loaded
+    assert deferred >= 2
+    for i, (snap, expected, expected_index) in enumerate(kept):  # read now: what the chain left in each is exact
+        assert {name: getattr(snap, name) for name in expected} == expected, i
+        assert _index_tables(snap) == expected_index, i
+    opened.close()
+
+
+def test_a_record_hash_read_where_it_lies_equals_the_parsed_one(
+    builder: StoreBuilder, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored image's record hashes read one by one (record_sha not parsed), over patches too, are the
+    parsed table's."""
+    monkeypatch.setattr(persist, "PATCH_SHARE", 1)  # a small image is patched too
+    for i in range(30):
+        builder.page(f"r{i}", f"Record {i}", f"alpha words {i}")
+    state = tmp_path / "state"
+    for step in range(3):  # a whole image, then patches: files changed while no process ran
+        if step:
+            builder.page(f"r{step}", f"Record {step}", f"alpha beta {step}", revision=2)
+            builder.page(f"n{step}", f"New {step}", "alpha new")
+        opened = knowtk.open_store(builder.root, state_dir=state)
+        opened.call("knowledge_grep", {"query": "alpha"})
+        opened.close()
+    opened = knowtk.open_store(builder.root, state_dir=state)
+    opened.call("knowledge_grep", {"query": "alpha"})
+    stored = opened.engine._snapshot
+    assert isinstance(stored, StoredSnapshot) and stored.parts.meta["patches"]
+    records = stored.records
+    points = {rid: records._sha_point(rid) for rid in records.ids}
+    assert "record_sha" not in stored.parts.parsed
+    assert points == records._sha and len(points) == 32
+    assert records._sha_point("nowhere") is None
+    opened.close()

@@ -70,3 +70,55 @@ def test_the_next_build_copies_the_top_and_collapses_past_an_eighth(monkeypatch:
         "r1": "superseded",
         **{f"r{i}": "withdrawn" for i in range(2, 7)},
     }
+
+
+def _never() -> list[str]:
+    raise AssertionError("a deferred map reads no old keys")
+
+
+def test_a_probed_lazy_table_is_parsed_only_for_a_key_its_probe_cannot_tell() -> None:
+    loads: list[int] = []
+
+    def load() -> dict:
+        loads.append(1)
+        return {"p1": "r1", "p2": "r2", "odd": "r9"}
+
+    def probe(key: str) -> object:
+        return {"p1": "r1", "p2": "r2"}.get(key, overlay.UNKNOWN if key == "odd" else overlay.ABSENT)
+
+    m: Overlaid[str] = Overlaid(None, base=overlay.Lazy(load, probe))
+    m["p3"] = "r3"
+    m.discard("p2")
+    assert m.get("p1") == "r1" and "p2" not in m and "nowhere" not in m and m["p3"] == "r3"
+    assert not loads and not m.loaded
+    assert m["odd"] == "r9" and loads == [1] and m.loaded
+    assert dict(m) == {"p1": "r1", "odd": "r9", "p3": "r3"} and loads == [1]
+
+
+def test_a_deferred_map_keeps_every_generation_without_reading_its_table() -> None:
+    """Ids taken back whole and added per key over a table not parsed: each finished map reads as its
+    own generation (a later build changes none), and none parsed the table until one was read."""
+    loads: list[int] = []
+
+    def load() -> dict:
+        loads.append(1)
+        return {"a": ["1", "2"], "b": ["2"], "d": ["4"]}
+
+    first = overlay.GroupedBuilder(overlay.Lazy(load))
+    first.take_back("2", _never)  # record 2 changed: its old keys are not known, nor needed
+    first.add("c", "2")
+    first.add("a", "2")
+    one = first.finish()
+    second = overlay.GroupedBuilder(one)
+    second.take_back("1", _never)
+    second.take_back("2", _never)  # changed again: its additions of the first build go too
+    second.add("a", "3")
+    two = second.finish()
+    assert isinstance(one, overlay.Deferred) and isinstance(two, overlay.Deferred) and not loads
+    assert dict(one) == {"a": ["1", "2"], "d": ["4"], "c": ["2"]} and list(one) == ["a", "d", "c"]
+    assert dict(two) == {"a": ["3"], "d": ["4"]} and "b" not in two and two.get("c") is None
+    assert one["a"] == ["1", "2"] and "b" not in one and len(one) == 3 and loads == [1]
+    third = overlay.GroupedBuilder(two)  # the table is parsed now: a plain layered map again
+    assert not third._deferred
+    third.discard("d", "4")
+    assert dict(third.finish()) == {"a": ["3"]} and dict(two) == {"a": ["3"], "d": ["4"]}

@@ -19,6 +19,7 @@ from bisect import insort
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from knowtk.model.config import StoreConfig
@@ -82,11 +83,13 @@ class _Build:
         self.superseded_by: Overlaid[str | None] = (
             Overlaid.over(prev, "superseded_by") if prev else Overlaid(None, base={})
         )
-        self.names = GroupedBuilder(prev.names if prev else {})
-        self.paths: dict[str, str] = dict(prev.paths) if prev else {}
+        self.names = GroupedBuilder.over(prev, "names") if prev else GroupedBuilder({})
+        # path -> sha256 and path -> id: the previous maps too (a stored one is probed at the changed paths)
+        self.paths: Overlaid[str] = Overlaid.over(prev, "paths") if prev else Overlaid(None, base={})
         self.excluded: dict[str, str] = dict(prev.excluded) if prev else {}
+        self.id_at: Overlaid[str] = Overlaid.over(ix, "id_at") if ix else Overlaid(None, base={})
         self.ix = SnapshotIndex(
-            id_at=dict(ix.id_at) if ix else {},
+            id_at=self.id_at,
             claims={},  # GroupedBuilder below
             referrers={},
             base=dict(ix.base) if ix else {},
@@ -98,8 +101,8 @@ class _Build:
             guard_issues=dict(ix.guard_issues) if ix else {},
             dep_issues=dict(ix.dep_issues) if ix else {},
         )
-        self.claims = GroupedBuilder(ix.claims if ix else {})
-        self.referrers = GroupedBuilder(ix.referrers if ix else {})
+        self.claims = GroupedBuilder.over(ix, "claims") if ix else GroupedBuilder({})
+        self.referrers = GroupedBuilder.over(ix, "referrers") if ix else GroupedBuilder({})
 
     def run(self, touched: Iterable[str], config: StoreConfig, generation: int) -> Snapshot:
         """Take in the touched files, then what follows from them, step by step."""
@@ -114,9 +117,7 @@ class _Build:
         ix, files, paths, excluded = self.ix, self.files, self.paths, self.excluded
         ids: set[str] = set()
         sums: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))  # folder of a file -> change to its sums
-        id_at = ix.id_at
-        # a key is replaced in place, not removed and added again: a dict with removed keys in it is
-        # copied key by key (4 ms per 100k) instead of as one block (1 ms), and the next build copies it
+        id_at = self.id_at
         for path in touched:
             folder = path.rpartition("/")[0]
             entry = files.get(path)
@@ -125,7 +126,7 @@ class _Build:
                 ids.add(old_id)
                 self.claims.discard(old_id, path)
                 if entry is None or entry.record is None:
-                    del id_at[path]
+                    id_at.discard(path)
             old_sha = paths.get(path)
             if old_sha is not None:
                 n, total = sums[folder]
@@ -134,7 +135,7 @@ class _Build:
             excluded.pop(path, None)
             if entry is None:  # removed
                 if old_sha is not None:
-                    del paths[path]
+                    paths.discard(path)
                 continue
             paths[path] = entry.sha256 or ""
             n, total = sums[folder]
@@ -148,6 +149,7 @@ class _Build:
                 self.claims.add(rid, path)
                 ids.add(rid)
         ix.claims = self.claims.finish()
+        ix.id_at = id_at.finish()
         self._folder_sums(sums)
         return ids
 
@@ -205,11 +207,9 @@ class _Build:
             if rid in records and rid not in before:
                 before[rid] = records[rid]
         for rid, old in before.items():
-            if old is not None:
-                for key in _name_keys(old):
-                    names.discard(key, rid)
-                for ref in old.references:
-                    referrers.discard(ref, rid)
+            if old is not None:  # (a stored map not parsed yet drops the id whole: the old keys are not read)
+                names.take_back(rid, partial(_name_keys, old))
+                referrers.take_back(rid, partial(getattr, old, "references"))
             r = records.get(rid)
             if r is None:
                 self.lifecycle.discard(rid)
@@ -271,7 +271,7 @@ class _Build:
         ix, now, prev = self.ix, self.now, self.prev
         ix.referrers = self.referrers.finish()
         expired = {rid for rid, when in ix.expiring.items() if is_expired(when, now)}
-        unavailable_inactive, unavailable = self._availability(expired)
+        unavailable_inactive, unavailable = self._availability(expired, before)
         supersedes = self._supersedes(before)
         chain_ends, chain_issues = self._chain_ends(before, unavailable)
         changed_ids = None
@@ -298,7 +298,7 @@ class _Build:
             names=self.names.finish(),
             issues=self._issues(config, chain_issues),
             excluded=self.excluded,
-            paths=self.paths,
+            paths=self.paths.finish(),
             valid_until=self._next_expiry(expired),
             changed_ids=changed_ids,
             previous_generation=prev.generation if prev is not None else None,
@@ -307,17 +307,40 @@ class _Build:
         return snapshot
 
     def _availability(
-        self, expired: set[str]
+        self, expired: set[str], before: Mapping[str, object]
     ) -> tuple[dict[str, tuple[str, str | None]], dict[str, tuple[str, str | None]]]:
-        """(unavailable with expired assertions allowed, unavailable with them counted): the same map without any."""
-        ix = self.ix
-        unavailable_inactive = _propagate(ix.base, ix.referrers)
+        """(unavailable with expired assertions allowed, unavailable with them counted): the same map without any.
+
+        The previous snapshot's maps are kept when nothing they were made from changed (the same records
+        unavailable on their own, no changed record in them or depending on one of them): the referrers are
+        then not read.
+        """
+        ix, prev = self.ix, self.prev
+        same = prev is not None and prev.index is not None and list(ix.base.items()) == list(prev.index.base.items())
+        if same and prev is not None and self._outside(before, prev.unavailable_inactive):
+            unavailable_inactive = prev.unavailable_inactive
+        else:
+            unavailable_inactive = _propagate(ix.base, ix.referrers)
         if not expired:
             return unavailable_inactive, unavailable_inactive
+        if same and prev is not None and prev.expired == expired and self._outside(before, prev.unavailable):
+            return unavailable_inactive, prev.unavailable
         strict = dict(ix.base)
         for rid in sorted(expired):
             strict.setdefault(rid, (EXPIRED, None))
         return unavailable_inactive, _propagate(strict, ix.referrers)
+
+    def _outside(self, before: Iterable[str], reached: Mapping[str, object]) -> bool:
+        """Whether no changed record was reached from the records unavailable on their own (``reached``), nor
+        names one reached: over the same such records, the walk (``_propagate``) goes the same way again."""
+        records = self.records
+        for rid in before:
+            if rid in reached:
+                return False
+            r = records.get(rid)
+            if r is not None and any(ref in reached for ref in r.references):
+                return False
+        return True
 
     def _supersedes(self, before: Mapping[str, object]) -> dict[str, list[str]]:
         """id -> the ids it supersedes, in id order (keys in the order of their first id, as a full build

@@ -67,7 +67,7 @@ class SnapshotIndex:
     the same order however the snapshot was reached (one full build or many updates).
     """
 
-    id_at: dict[str, str]  # path -> the id its frontmatter claims (files with a valid id)
+    id_at: Mapping[str, str]  # path -> the id its frontmatter claims (files with a valid id; a dict, or an Overlaid)
     claims: Mapping[str, list[str]]  # id -> the paths claiming it
     referrers: Mapping[str, list[str]]  # id -> the records whose references name it
     base: dict[str, tuple[str, str | None]]  # records unavailable on their own: withdrawn, or a dependency missing
@@ -102,7 +102,7 @@ class Snapshot:
     names: Mapping[str, list[str]]  # normalised title or alias -> ids
     issues: list[Issue]
     excluded: dict[str, str]  # path -> reason code, for files that are not records
-    paths: dict[str, str]  # path -> sha256 of every scanned file
+    paths: Mapping[str, str]  # path -> sha256 of every scanned file (a dict, or an Overlaid after an update)
     valid_until: datetime | None  # the next expiry: the snapshot must be re-evaluated then
     # ids whose record, lifecycle, expiry or availability may differ from generation `previous_generation`
     # (None: this is a full build); lets projections update only those

@@ -6,24 +6,72 @@ previous one (``GroupedBuilder`` makes the next), and ``Former`` what is left of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from knowtk.model.records import Record
 from knowtk.snapshot.facets import Facets, LayeredFacets
 
-__all__ = ["OVERLAID_MIN", "Former", "Grouped", "GroupedBuilder", "Layered", "Overlaid"]
+__all__ = [
+    "ABSENT",
+    "DEFERRED_MAX",
+    "OVERLAID_MIN",
+    "UNKNOWN",
+    "Deferred",
+    "Former",
+    "Grouped",
+    "GroupedBuilder",
+    "Layered",
+    "Lazy",
+    "Overlaid",
+]
 
 
-@dataclass(frozen=True, slots=True)
 class Former:
     """What a build needs of a record whose file has changed since a stored snapshot was written
-    (its content is gone): the names and references to take back."""
+    (its content is gone): the names and references to take back; with ``find``, each found when first
+    read (``find("names")``, ``find("references")``: a pass over that stored map, which a build that
+    drops the id whole never makes)."""
 
-    id: str
-    name_keys: frozenset[str]
-    references: tuple[str, ...]
+    __slots__ = ("_find", "_names", "_references", "id")
+
+    def __init__(
+        self,
+        id: str,
+        name_keys: frozenset[str] = frozenset(),
+        references: tuple[str, ...] = (),
+        *,
+        find: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.id, self._find = id, find
+        self._names: frozenset[str] | None = name_keys if find is None else None
+        self._references: tuple[str, ...] | None = references if find is None else None
+
+    @property
+    def name_keys(self) -> frozenset[str]:
+        found = self._names
+        if found is None:
+            assert self._find is not None
+            found = self._names = frozenset(self._find("names"))
+        return found
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        found = self._references
+        if found is None:
+            assert self._find is not None
+            found = self._references = tuple(self._find("references"))
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Former):
+            return NotImplemented
+        return (self.id, self.name_keys, self.references) == (other.id, other.name_keys, other.references)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Former({self.id!r})"
 
 
 class Layered(Mapping[str, Record]):
@@ -105,6 +153,170 @@ class Layered(Mapping[str, Record]):
         return found
 
 
+ABSENT = object()  # what a probe answers for a key the map does not hold
+UNKNOWN = object()  # ... and for a key it cannot tell without the map
+_LV = TypeVar("_LV")
+
+
+class Lazy(Mapping[str, _LV]):
+    """A stored table not parsed yet: ``load`` parses it (once) when a reader needs more than ``probe`` tells.
+
+    ``probe(key)`` answers one key from what is parsed already (the value, ``ABSENT``, or ``UNKNOWN``):
+    an update reads the old values at the keys it changes, not the table (a stored snapshot's probes:
+    ``knowtk.snapshot.persist``). A pass over every key, or a key the probe cannot tell, loads it.
+    """
+
+    __slots__ = ("_load", "_probe", "_value")
+
+    def __init__(self, load: Callable[[], Mapping[str, _LV]], probe: Callable[[str], Any] | None = None) -> None:
+        self._load: Callable[[], Mapping[str, _LV]] | None = load
+        self._probe = probe
+        self._value: Mapping[str, _LV] | None = None
+
+    @classmethod
+    def over(cls, owner: object, name: str) -> Any:
+        """``owner``'s attribute ``name``: as it is when parsed, else a Lazy reading it (and its probe, if any)."""
+        parsed = vars(owner).get(name, _MISSING)
+        if parsed is not _MISSING:
+            return parsed
+        probe = getattr(owner, "probe", None)
+        return cls(lambda: getattr(owner, name), probe(name) if probe is not None else None)
+
+    @property
+    def value(self) -> Mapping[str, _LV]:
+        value = self._value
+        if value is None:
+            load = self._load
+            if load is None:  # another thread loaded it in between (it sets the value before it drops the loader)
+                value = self._value
+                assert value is not None
+                return value
+            value = self._value = load()
+            self._load = None
+        return value
+
+    @property
+    def loaded(self) -> bool:
+        return self._value is not None
+
+    @property
+    def probed(self) -> bool:
+        """Whether a key can be told without the table (some keys at least)."""
+        return self._probe is not None
+
+    def _probed(self, key: object) -> Any:
+        if self._value is None and self._probe is not None and isinstance(key, str):
+            return self._probe(key)
+        return UNKNOWN
+
+    def __getitem__(self, key: str) -> _LV:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return self.value[key]
+        if found is ABSENT:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return self.value.get(key, default)
+        return default if found is ABSENT else found
+
+    def __contains__(self, key: object) -> bool:
+        found = self._probed(key)
+        if found is UNKNOWN:
+            return key in self.value
+        return found is not ABSENT
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+def unwrap(m: Any) -> Any:
+    """A map as its reader sees it: a Lazy's table (parsed now), any other map itself."""
+    return m.value if isinstance(m, Lazy) else m
+
+
+def _unread(m: object) -> bool:
+    """Whether ``m`` is a Lazy table not parsed yet."""
+    return isinstance(m, Lazy) and not m.loaded
+
+
+DEFERRED_MAX = 1024  # ids dropped over a stored table not parsed yet past which a build parses it
+
+
+class Deferred(Mapping[str, list[str]]):
+    """key -> sorted ids over a stored table not parsed yet (``lazy``): the ids dropped from every key of it
+    since (``void``: a changed record's old names or references, unknown without the table) and the ids
+    added per key since. The first change of a new process neither parses the table nor needs the old
+    record; a reader of a key parses it then (``get``), and the next build over a parsed one copies it whole.
+    """
+
+    __slots__ = ("_flat", "added", "lazy", "void")
+
+    def __init__(self, lazy: Lazy[list[str]], void: set[str] | frozenset[str], added: dict[str, list[str]]) -> None:
+        self.lazy, self.void, self.added = lazy, void, added
+        self._flat: dict[str, list[str]] | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found: list[str] = self.lazy.get(key, [])
+        void = self.void
+        if void:
+            found = [i for i in found if i not in void]
+        more = self.added.get(key)
+        if more:
+            found = sorted([*found, *more])
+        return found if found else default
+
+    def __getitem__(self, key: str) -> list[str]:
+        found: list[str] | None = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def flat(self) -> dict[str, list[str]]:
+        """One dict of the same items, in the order a Grouped keeps them (the table's keys, then new ones)."""
+        flat = self._flat
+        if flat is None:
+            base, void, added = unwrap(self.lazy), self.void, self.added
+            flat = {}
+            for key, ids in base.items():
+                if void and not void.isdisjoint(ids):
+                    ids = [i for i in ids if i not in void]
+                more = added.get(key)
+                if more:
+                    ids = sorted([*ids, *more])
+                if ids:
+                    flat[key] = ids
+            for key, more in added.items():
+                if more and key not in base:
+                    flat[key] = sorted(more)
+            self._flat = flat
+        return flat
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.flat())
+
+    def __len__(self) -> int:
+        return len(self.flat())
+
+    def keys(self) -> Any:
+        return self.flat().keys()
+
+    def items(self) -> Any:
+        return self.flat().items()
+
+    def values(self) -> Any:
+        return self.flat().values()
+
+
 class Grouped(Mapping[str, list[str]]):
     """key -> sorted list of ids: a shared map (never changed) under the keys changed since (None: removed).
 
@@ -161,14 +373,44 @@ class Grouped(Mapping[str, list[str]]):
 class GroupedBuilder(Grouped):
     """Builds the next key -> sorted list map from the previous one; a list is copied before its first change."""
 
-    __slots__ = ("_own",)
+    __slots__ = ("_deferred", "_own")
+
+    @classmethod
+    def over(cls, owner: object, name: str) -> GroupedBuilder:
+        """The next build's map over ``owner``'s attribute ``name`` (a stored table not parsed yet: read only
+        where its probe cannot tell a key the build changes; without a probe, deferred: see ``Deferred``)."""
+        return cls(Lazy.over(owner, name))
 
     def __init__(self, source: Mapping[str, list[str]]) -> None:
+        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+        self._deferred = False
+        if isinstance(source, Deferred):
+            if _unread(source.lazy) and len(source.void) <= DEFERRED_MAX:  # this build's own copy of the changes
+                added = {key: list(ids) for key, ids in source.added.items()}
+                super().__init__(Deferred(source.lazy, set(source.void), added), {})
+                self._deferred = True
+                return
+            source = source.flat()
         if isinstance(source, Grouped):
             super().__init__(source.base, dict(source.top))
+        elif isinstance(source, Lazy) and not source.loaded and not source.probed:
+            super().__init__(Deferred(source, set(), {}), {})
+            self._deferred = True
         else:
             super().__init__(source, {})
-        self._own: set[str] = set()  # keys whose list is this build's copy (appended to, sorted by finish())
+
+    def take_back(self, rid: str, keys: Callable[[], Iterable[str]]) -> None:
+        """Remove ``rid`` from its ``keys`` (those of the record it was); deferred, from every key, keys unread."""
+        base = self.base
+        if self._deferred and isinstance(base, Deferred):
+            assert isinstance(base.void, set)
+            base.void.add(rid)
+            for ids in base.added.values():
+                if rid in ids:
+                    ids.remove(rid)
+            return
+        for key in keys():
+            self.discard(key, rid)
 
     def _mine(self, key: str) -> list[str]:
         if key not in self._own:
@@ -179,9 +421,14 @@ class GroupedBuilder(Grouped):
         return mine
 
     def add(self, key: str, value: str) -> None:
+        base = self.base
+        if self._deferred and isinstance(base, Deferred):
+            base.added.setdefault(key, []).append(value)
+            return
         self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
 
     def discard(self, key: str, value: str) -> None:
+        assert not self._deferred, "a deferred map takes an id back whole (take_back)"
         if self.get(key) is not None:
             items = self._mine(key)
             if value in items:
@@ -189,6 +436,9 @@ class GroupedBuilder(Grouped):
 
     def finish(self) -> Mapping[str, list[str]]:
         top, base = self.top, self.base
+        if self._deferred and isinstance(base, Deferred):  # the finished map keeps its own copies
+            added = {key: sorted(ids) for key, ids in base.added.items() if ids}
+            return Deferred(base.lazy, frozenset(base.void), added)
         for key in self._own:
             items = top[key]
             if items:
@@ -198,7 +448,9 @@ class GroupedBuilder(Grouped):
             else:
                 del top[key]
         self._own = set()
-        if len(top) * 8 > len(base):  # too many changes to keep apart: one map again
+        if (len(top) > OVERLAID_MIN or not _unread(base)) and len(top) * 8 > len(
+            base
+        ):  # too many changes to keep apart: one map again
             merged = dict(base)
             for key, found in top.items():
                 if found is None:
@@ -249,6 +501,8 @@ class Overlaid(Mapping[str, _V]):
         if isinstance(parsed, Overlaid):
             return cls(parsed._load, dict(parsed.top), base=parsed._base)
         if parsed is _MISSING:
+            if getattr(owner, "probe", None) is not None and owner.probe(name) is not None:  # type: ignore[attr-defined]
+                return cls(None, base=Lazy.over(owner, name))  # a key the build changes is probed, not parsed
             return cls(lambda: getattr(owner, name))
         return cls(None, base=parsed)
 
@@ -268,19 +522,19 @@ class Overlaid(Mapping[str, _V]):
     @property
     def loaded(self) -> bool:
         """Whether the base was read (a map whose base was never read differs from it only in the top)."""
-        return self._base is not None
+        return self._base is not None and not _unread(self._base)
 
     def shares_base(self, other: object) -> bool:
         """Whether ``other`` is this map's base (read now if it was not), or an Overlaid over the same base."""
-        base = self.base
+        base = unwrap(self.base)
         if isinstance(other, Overlaid):
-            return other._base is base
+            return unwrap(other.base) is base
         return other is base
 
     def __getitem__(self, key: str) -> _V:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return (self._base or self.base)[key]
+            return (self.base if self._base is None else self._base)[key]
         if found is _GONE:
             raise KeyError(key)
         return found  # type: ignore[return-value]
@@ -288,18 +542,18 @@ class Overlaid(Mapping[str, _V]):
     def get(self, key: str, default: Any = None) -> Any:
         found = self.top.get(key, _MISSING)
         if found is _MISSING:
-            return (self._base or self.base).get(key, default)
+            return (self.base if self._base is None else self._base).get(key, default)
         return default if found is _GONE else found
 
     def __contains__(self, key: object) -> bool:
         found = self.top.get(key, _MISSING)  # type: ignore[call-overload]
         if found is _MISSING:
-            return key in (self._base or self.base)
+            return key in (self.base if self._base is None else self._base)
         return found is not _GONE
 
     def flat(self) -> dict[str, _V]:
         """One dict of the same items, in the same order (made in C: what a pass over every key reads)."""
-        merged = dict(self.base)
+        merged: dict[str, _V] = dict(unwrap(self.base))
         for key, found in self.top.items():
             if found is _GONE:
                 merged.pop(key, None)
@@ -308,24 +562,31 @@ class Overlaid(Mapping[str, _V]):
         return merged
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.flat() if self.top else self.base)
+        return iter(self.flat() if self.top else unwrap(self.base))
 
     def __len__(self) -> int:
-        return len(self.flat() if self.top else self.base)
+        base = unwrap(self.base)
+        count = len(base)
+        for key, found in self.top.items():  # (the top only: no dict made for a count)
+            if found is _GONE:
+                count -= key in base
+            else:
+                count += key not in base
+        return count
 
     def keys(self) -> Any:
-        return (self.flat() if self.top else self.base).keys()
+        return (self.flat() if self.top else unwrap(self.base)).keys()
 
     def items(self) -> Any:
-        return (self.flat() if self.top else self.base).items()
+        return (self.flat() if self.top else unwrap(self.base)).items()
 
     def values(self) -> Any:
-        return (self.flat() if self.top else self.base).values()
+        return (self.flat() if self.top else unwrap(self.base)).values()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
-        return (self.flat() if self.top else dict(self.base)) == (
+        return (self.flat() if self.top else dict(unwrap(self.base))) == (
             other.flat() if isinstance(other, Overlaid) else dict(other)
         )
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Container, Iterator, KeysView, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -44,7 +44,7 @@ from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import Former, Grouped, Layered, Overlaid
+from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Deferred, Former, Grouped, Layered, Overlaid, unwrap
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
@@ -70,6 +70,7 @@ BULK_AFTER = 2000
 # records whose file changed since the image, taken back by a pass over the names and referrers each,
 # past which both maps are inverted once (a few edits made while no process ran cost a few passes)
 FORMER_SCANS = 8
+SHA_POINTS = 32  # record hashes read where they lie past which record_sha is parsed whole
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -121,8 +122,8 @@ def _zipped(lists: list[list[str]]) -> dict[str, str]:
 
 
 def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A map json can write: an Overlaid as one dict (made in C), a dict as it is."""
-    return m.flat() if isinstance(m, Overlaid) else m
+    """A map json can write: an Overlaid or a Deferred as one dict, a dict as it is."""
+    return m.flat() if isinstance(m, Overlaid | Deferred) else m
 
 
 def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
@@ -147,15 +148,15 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
         lambda s: {k: [e.current, e.reason, list(e.via)] for k, e in s.chain_ends.items()},
         lambda d: {k: ChainEnd(c, r, tuple(v)) for k, (c, r, v) in d.items()},
     ),
-    "names": (lambda s: dict(s.names), dict),
+    "names": (lambda s: dict(_plain(s.names)), dict),
     "issues": (lambda s: _issues(s.issues), lambda rows: list(_read_issues(rows))),
     "excluded": (lambda s: s.excluded, dict),
-    "paths": (lambda s: s.paths, dict),
+    "paths": (lambda s: _plain(s.paths), dict),
 }
 INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any]]] = {
-    "id_at": (lambda x: x.id_at, dict),
+    "id_at": (lambda x: _plain(x.id_at), dict),
     "claims": (lambda x: dict(x.claims), dict),
-    "referrers": (lambda x: dict(x.referrers), dict),
+    "referrers": (lambda x: dict(_plain(x.referrers)), dict),
     "base": (lambda x: x.base, _pairs),
     "expiring": (lambda x: {k: v.text for k, v in x.expiring.items()}, _dates),
     "superseded": (lambda x: sorted(x.superseded), set),
@@ -290,7 +291,9 @@ _ABSENT = object()
 
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(keys set or changed, keys removed) from ``old`` to ``new``; values compared by identity, then equality."""
-    if isinstance(new, Grouped) and (new.base is old or (isinstance(old, Grouped) and old.base is new.base)):
+    if isinstance(new, Grouped) and (
+        unwrap(new.base) is old or (isinstance(old, Grouped) and unwrap(old.base) is unwrap(new.base))
+    ):
         keys = set(new.top) | (set(old.top) if isinstance(old, Grouped) else set())  # only these can differ
         changed = [k for k in keys if k in new and old.get(k, _ABSENT) != new[k]]
         return changed, [k for k in keys if k not in new and k in old]
@@ -393,13 +396,28 @@ class ImageParts:
         self.meta, self.texts, self.on_damage = meta, texts, on_damage
         self.parsed: dict[str, Any] = {}
         self._patches: list[dict[str, Any]] | None = None
+        self._inflated: dict[str, bytes] = {}  # parts read by ``inflated`` and not parsed yet
 
-    def _json(self, name: str, digest: str | None) -> Any:
+    def _bytes(self, name: str, digest: str | None) -> bytes:
         raw = self.texts.get(name)
         data = inflate_bytes(raw) if isinstance(raw, bytes) else None
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             raise ValueError("missing, or its digest differs")
-        return json.loads(data)
+        return data
+
+    def _json(self, name: str, digest: str | None) -> Any:
+        data = self._inflated.pop(name, None)
+        return json.loads(data if data is not None else self._bytes(name, digest))
+
+    def inflated(self, name: str) -> bytes:
+        """A part's JSON text as stored (its digest checked; the patches not applied), kept until it is parsed."""
+        data = self._inflated.get(name)
+        if data is None:
+            try:
+                data = self._inflated[name] = self._bytes(name, self.meta["parts"].get(name))
+            except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
+                raise self.damaged(name, exc) from exc
+        return data
 
     def patches(self) -> list[dict[str, Any]]:
         """The patches written since the parts, in order (each parsed and checked once)."""
@@ -480,9 +498,25 @@ class StoredSnapshot(Snapshot):
         self.valid_until = datetime.fromisoformat(valid_until) if valid_until else None
         self.changed_ids = None
         self.previous_generation = None
-        self.index = StoredIndex(parts)
         self.image_key = meta["key"]
         self.records = StoredRecords(parts, scanner, self)
+        self.index = StoredIndex(parts, self.records)
+
+    def probe(self, name: str) -> Callable[[str], Any] | None:
+        """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
+        record's file hash, from the record at that path; every other file scanned is excluded (its hash:
+        ``UNKNOWN``); any other path was not scanned (``ABSENT``)."""
+        if name != "paths":
+            return None
+        records = self.records
+
+        def sha_at(path: str) -> Any:
+            rid = records.id_at_path(path)
+            if rid is not None:
+                return records.sha256_of(rid)
+            return UNKNOWN if path in self.excluded else ABSENT
+
+        return sha_at
 
     def parse_all(self) -> None:
         """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good."""
@@ -502,8 +536,36 @@ class StoredIndex(SnapshotIndex):
 
     parts: ImageParts
 
-    def __init__(self, parts: ImageParts) -> None:  # not the dataclass __init__: the tables are parsed on first use
-        self.parts = parts
+    def __init__(self, parts: ImageParts, records: StoredRecords) -> None:  # not the dataclass __init__: the tables
+        self.parts, self.stored_records = parts, records  # are parsed on first use
+
+    def probe(self, name: str) -> Callable[[str], Any] | None:
+        """How an update reads one key of ``id_at`` or ``claims`` without parsing it (None for another table):
+        a path with a valid id is a record's (record_at) or a duplicated id's (dup_issues names its files)."""
+        records = self.stored_records
+        if name == "id_at":
+
+            def id_at(path: str) -> Any:
+                rid = records.id_at_path(path)
+                if rid is not None:
+                    return rid
+                for rid, issues in self.dup_issues.items():
+                    if any(i.path == path for i in issues):
+                        return rid
+                return ABSENT
+
+            return id_at
+        if name == "claims":
+
+            def claims(rid: str) -> Any:
+                path = records.path_of(rid)
+                if path is not None:
+                    return [path]
+                issues = self.dup_issues.get(rid)
+                return ABSENT if issues is None else [i.path for i in issues]
+
+            return claims
+        return None
 
     def __getattr__(self, name: str) -> Any:
         return _stored_attribute(self, name, INDEX_PARTS, "index.")
@@ -529,11 +591,14 @@ class StoredRecords(Mapping[str, Record]):
         self._records: dict[str, Record] = {}
         self._loads = 0
         self._complete = False
-        self._formers: tuple[dict[str, set[str]], dict[str, list[str]]] | None = None
+        self._formers: dict[str, dict[str, list[str]]] = {}  # "names", "references": the stored map inverted
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
-        self._outdated = 0  # records asked for by `previous` whose file changed since
+        self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
+        self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
+        self._patched_sha: dict[str, str] | None = None
+        self._point_ids: list[str] | None = None  # the ids in record_sha's order, for those reads (no patches)
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -589,6 +654,24 @@ class StoredRecords(Mapping[str, Record]):
         where = self._where  # (sets _stored_ids when patches follow)
         return self._parts.facets(self._stored_ids if self._stored_ids is not None else list(where))
 
+    @cached_property
+    def at_path(self) -> dict[str, str]:
+        """path -> id of every record (record_at inverted): an update's probe of the file it changed."""
+        return {path: rid for rid, path in self._where.items()}
+
+    def id_at_path(self, path: str) -> str | None:
+        """The id of the stored record at ``path`` (None: none): the id the file claims now when the stored
+        record of that id is at that path (a file claims one id), else found in ``at_path``."""
+        entry = self._scanner.entry(path)
+        rid = entry.record.id if entry is not None and entry.record is not None else None
+        if rid is not None and self._where.get(rid) == path:
+            return rid
+        return self.at_path.get(path)
+
+    def path_of(self, rid: str) -> str | None:
+        """The path of record ``rid``, or None."""
+        return self._where.get(rid)
+
     @property
     def ids(self) -> KeysView[str]:
         """The ids of the stored records, without building any."""
@@ -617,7 +700,7 @@ class StoredRecords(Mapping[str, Record]):
         # while `current`, the scanner holds exactly the files the image was built from (no hash to compare)
         if (
             entry is None
-            or (not self.current and entry.sha256 != self._sha[rid])
+            or (not self.current and entry.sha256 != self.sha256_of(rid))
             or entry.record is None
             or entry.record.id != rid
         ):
@@ -657,7 +740,36 @@ class StoredRecords(Mapping[str, Record]):
         return Layered(self)
 
     def sha256_of(self, rid: str) -> str | None:
+        if "_sha" not in vars(self) and self._points < SHA_POINTS:  # not parsed: one hash read where it lies
+            self._points += 1
+            found = self._sha_point(rid)
+            if found is not UNKNOWN:
+                return found
         return self._sha.get(rid)
+
+    def _sha_point(self, rid: str) -> Any:
+        """One record's file hash read from record_sha without parsing it (a JSON list of hashes, each 64
+        characters: the n-th at a known offset), the patches' over it; ``UNKNOWN`` for a list of another shape."""
+        where = self._where  # (sets _stored_ids when patches follow)
+        if rid not in where:
+            return None
+        if self._patched_sha is None:
+            patched: dict[str, str] = {}
+            self._parts.records(where, patched)  # the hashes the patches set, last one kept
+            self._patched_sha = patched
+        found = self._patched_sha.get(rid)
+        if found is not None:
+            return found
+        ids = self._stored_ids if self._stored_ids is not None else self._point_ids
+        if ids is None:  # no patches: the ids in their stored order
+            ids = self._point_ids = list(where)
+        text = self._parts.inflated("record_sha")
+        if len(text) != 68 * len(ids) or not text.startswith(b'["'):
+            return UNKNOWN
+        at = 2 + 68 * ids.index(rid)
+        if text[at - 1 : at] != b'"' or text[at + 64 : at + 65] != b'"':
+            return UNKNOWN
+        return text[at : at + 64].decode("ascii")
 
     def previous(self, rid: str) -> Record | Former | None:
         """The stored record, or (its file changed since) the names and references a build takes back."""
@@ -667,25 +779,24 @@ class StoredRecords(Mapping[str, Record]):
             return self[rid]
         except SnapshotOutdated:
             pass
-        self._outdated += 1
-        if self._formers is None and self._outdated <= FORMER_SCANS:  # a few: each a pass over the two maps
-            index = self._snap.index
-            assert index is not None
-            named = frozenset(key for key, ids in self._snap.names.items() if rid in ids)
-            return Former(rid, named, tuple(ref for ref, ids in index.referrers.items() if rid in ids))
-        if self._formers is None:  # the stored name and reference maps, inverted once
-            index = self._snap.index
-            assert index is not None
-            keys: dict[str, set[str]] = {}
-            refs: dict[str, list[str]] = {}
-            for key, ids in self._snap.names.items():
+        return Former(rid, find=lambda which: self._former(rid, which))  # found only if the build reads them
+
+    def _former(self, rid: str, which: str) -> Iterable[str]:
+        """The keys the stored snapshot has ``rid`` under in its names (``which``: "names") or its referrers."""
+        index = self._snap.index
+        assert index is not None
+        grouped: Mapping[str, list[str]] = self._snap.names if which == "names" else index.referrers
+        self._outdated[which] = count = self._outdated.get(which, 0) + 1
+        inverted = self._formers.get(which)
+        if inverted is None and count <= FORMER_SCANS:  # a few: each a pass over the map
+            return [key for key, ids in grouped.items() if rid in ids]
+        if inverted is None:  # the stored map, inverted once
+            inverted = {}
+            for key, ids in grouped.items():
                 for i in ids:
-                    keys.setdefault(i, set()).add(key)
-            for ref, ids in index.referrers.items():
-                for i in ids:
-                    refs.setdefault(i, []).append(ref)
-            self._formers = (keys, refs)
-        return Former(rid, frozenset(self._formers[0].get(rid, ())), tuple(self._formers[1].get(rid, ())))
+                    inverted.setdefault(i, []).append(key)
+            self._formers[which] = inverted
+        return inverted.get(rid, ())
 
 
 class Image:
