@@ -396,3 +396,15 @@ def test_a_forwarded_grep_imports_the_client_and_nothing_of_the_cli(serving: Ser
     assert not {m for m in forwarded if m.split(".")[0] in {"numpy", "pandas", "subprocess", "multiprocessing"}}
     if "knowtk.store" not in bare:  # `import knowtk` made lazy: then a forwarded grep never opens a store
         assert "knowtk.store" not in forwarded
+
+
+def test_no_socket_folder_runs_locally_without_hashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server has ever run for this user (no socket folder): the command runs here, and nothing is hashed."""
+    monkeypatch.setenv(client.DIR_ENV, str(tmp_path / "never-made"))
+    hashed: list[bool] = []
+    monkeypatch.setattr(client, "fingerprint", lambda: hashed.append(True) or "x")
+    monkeypatch.delenv(client.ENV, raising=False)
+    assert client.forward(["--store", str(tmp_path), "grep", "vector"]) is None
+    monkeypatch.setenv(client.ENV, "require")
+    assert client.forward(["--store", str(tmp_path), "grep", "vector"]) == 1
+    assert hashed == []

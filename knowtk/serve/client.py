@@ -205,6 +205,8 @@ def forward(argv: list[str]) -> int | None:
         return None
     _, store, state, profile = parsed
     try:  # a folder gone, a package not on a file system, no server, a refusal: the CLI runs it here
+        if not os.path.isdir(socket_dir()):  # no server has run for this user: nothing to hash or ask
+            raise OSError(f"{socket_dir()}: no server has run")
         cwd = os.getcwd()
         root, folder = resolve(store, state, cwd=cwd)
         code = fingerprint()
