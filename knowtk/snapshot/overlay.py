@@ -158,6 +158,23 @@ UNKNOWN = object()  # ... and for a key it cannot tell without the map
 _LV = TypeVar("_LV")
 
 
+def _load_once(owner: Any, field: str) -> Any:
+    """``owner``'s ``field`` loaded by its ``_load``, which is then dropped (it holds the previous snapshot).
+
+    Two threads may both load: the same stored table either way. A thread that finds the loader gone
+    reads the field another thread set (the field is set before the loader is dropped).
+    """
+    load = owner._load
+    if load is None:
+        value = getattr(owner, field)
+        assert value is not None
+        return value
+    value = load()
+    setattr(owner, field, value)
+    owner._load = None
+    return value
+
+
 class Lazy(Mapping[str, _LV]):
     """A stored table not parsed yet: ``load`` parses it (once) when a reader needs more than ``probe`` tells.
 
@@ -185,15 +202,7 @@ class Lazy(Mapping[str, _LV]):
     @property
     def value(self) -> Mapping[str, _LV]:
         value = self._value
-        if value is None:
-            load = self._load
-            if load is None:  # another thread loaded it in between (it sets the value before it drops the loader)
-                value = self._value
-                assert value is not None
-                return value
-            value = self._value = load()
-            self._load = None
-        return value
+        return value if value is not None else _load_once(self, "_value")
 
     @property
     def loaded(self) -> bool:
@@ -509,15 +518,7 @@ class Overlaid(Mapping[str, _V]):
     @property
     def base(self) -> Mapping[str, _V]:
         base = self._base
-        if base is None:
-            load = self._load
-            if load is None:  # another thread read it in between (it sets the base before it drops the loader)
-                base = self._base
-                assert base is not None
-                return base
-            base = self._base = load()  # two threads may both load: the same stored table either way
-            self._load = None  # (which holds the previous snapshot)
-        return base
+        return base if base is not None else _load_once(self, "_base")
 
     @property
     def loaded(self) -> bool:
