@@ -53,14 +53,11 @@ from typing import Any
 
 from knowtk import __version__
 from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound, SafeguardLoss
-from knowtk.model.records import FileProblem, parse_yaml
-from knowtk.query import TOOLS
+from knowtk.query import TOOLS, WRITE_TOOL_NAMES
 from knowtk.query.args import snake
-from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import param_schema
 from knowtk.state import STATE_DIR
 from knowtk.store import Store, open_store
-from knowtk.workspace import open_target, parse_links
 
 __all__ = [
     "COMMANDS",
@@ -204,10 +201,10 @@ def _add_param(p: argparse.ArgumentParser, tool: str, param: Any, *, positional:
 
 
 def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ...], table: Table | None) -> None:
-    params = TOOLS[tool].params
     flags: dict[str, str] = {}
 
     def setup(p: argparse.ArgumentParser) -> None:
+        params = TOOLS[tool].params  # looked up when its parser is built: the tool's module is imported then
         for pos in positional:  # positionals first, in the order given
             flags[pos] = _add_param(p, tool, next(x for x in params if x.name == pos), positional=True)
         for param in params:
@@ -217,12 +214,15 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             p.add_argument("--link", action="append", metavar="NAME=PATH", help="a linked store (a workspace)")
 
     def run(a: argparse.Namespace) -> dict[str, Any]:
+        params = TOOLS[tool].params
         args = {x.name: getattr(a, x.name) for x in params if getattr(a, x.name, None) is not None}
         if isinstance(args.get("query"), list):
             args["query"] = " ".join(args["query"])
             if not args["query"]:  # knowl without words: by id, or newest first
                 del args["query"]
         if tool == "knowl_query" and getattr(a, "link", None):
+            from knowtk.workspace import open_target, parse_links  # a workspace: only for --link
+
             return open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link), profile=a.profile).call(
                 tool, args
             )
@@ -367,7 +367,7 @@ _tool_command("knowl", "knowl_query", "project knowledge, as agents query it", (
 
 
 def _call_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", help="a contract tool name", choices=sorted([*TOOLS, *WRITE_TOOLS]))
+    p.add_argument("tool", help="a contract tool name", choices=sorted([*TOOLS, *WRITE_TOOL_NAMES]))
     p.add_argument("args", nargs="?", default="{}", help="a JSON object of camelCase arguments")
 
 
@@ -458,6 +458,8 @@ def _fields(a: argparse.Namespace) -> dict[str, Any] | None:
             raise InvalidArgument("record", f"is not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise InvalidArgument("record", "must be a JSON object")
+    from knowtk.model.records import FileProblem, parse_yaml  # YAML values: only for --set
+
     for item in a.set:
         key, eq, value = item.partition("=")
         parsed = parse_yaml(value, what=f"--set {key}")
@@ -625,22 +627,30 @@ _VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcom
 def tool_commands() -> None:
     """A subcommand for every registered tool that has none yet (``knowtk.query.register_tool``): its answer as JSON."""
     covered = {cmd.tool for cmd in COMMANDS.values()}
-    for name, tool in TOOLS.items():
+    for name in TOOLS:  # by name: a built-in tool (covered) is not imported here
         if name not in covered:
+            tool = TOOLS[name]
             _tool_command(tool.command_name, name, tool.summary or name, tool.positional, None)
 
 
-def parser(plugins: Iterable[str] = DEFAULT_PLUGINS) -> argparse.ArgumentParser:
-    """The command line: the subcommands defined here, one for every registered tool, and those of ``plugins``."""
+def parser(plugins: Iterable[str] = DEFAULT_PLUGINS, *, command: str | None = None) -> argparse.ArgumentParser:
+    """The command line: the subcommands defined here, one for every registered tool, and those of ``plugins``.
+
+    ``command`` (a first word, as ``_command_word`` reads it): only the subcommands of that word get a
+    parser, when there are any (issue 20: building every subcommand's options cost a new process
+    milliseconds); the top-level options, help and errors are the same.
+    """
     tool_commands()
     load_plugins(plugins)
+    names = [name for name in COMMANDS if name.split(" ")[0] == command] or list(COMMANDS)
     p = argparse.ArgumentParser(
         prog="knowtk", description="Query a Markdown knowledge store.", parents=[_common(top=True)]
     )
     p.add_argument("--version", action="version", version=f"knowtk {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     groups: dict[str, Any] = {}
-    for name, cmd in COMMANDS.items():
+    for name in names:
+        cmd = COMMANDS[name]
         where, leaf = sub, name
         if " " in name:
             group, leaf = name.split(" ", 1)
@@ -655,17 +665,35 @@ def parser(plugins: Iterable[str] = DEFAULT_PLUGINS) -> argparse.ArgumentParser:
     return p
 
 
-def _command_word(argv: Sequence[str]) -> str | None:
-    """The subcommand's first word as argparse will read it (an option before it may take a value)."""
+def _command_at(argv: Sequence[str]) -> int | None:
+    """Where the subcommand's first word is, as argparse will read it (an option before it may take a value)."""
     takes_value = False
-    for arg in argv:
+    for i, arg in enumerate(argv):
         if takes_value:
             takes_value = False
         elif arg.startswith("-"):  # argparse also takes an unambiguous prefix: --sto
             takes_value = "=" not in arg and len(arg) > 2 and any(o.startswith(arg) for o in _VALUED)
         else:
-            return arg
+            return i
     return None
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand's first word as argparse will read it."""
+    at = _command_at(argv)
+    return None if at is None else argv[at]
+
+
+def _parsed_word(argv: Sequence[str]) -> str | None:
+    """The one subcommand word whose parser the command line needs; None: every subcommand's (the top-level
+    help lists them all, so ``-h``/``--help`` before the word needs the whole parser)."""
+    at = _command_at(argv)
+    if at is None:
+        return None
+    for arg in argv[:at]:
+        if arg == "-h" or (arg.startswith("--h") and "--help".startswith(arg.split("=")[0])):
+            return None
+    return argv[at]
 
 
 def _plugins_for(argv: Sequence[str]) -> tuple[str, ...]:
@@ -711,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(forwarded)
     argv = list(argv)
     try:
-        a = parser(_plugins_for(argv)).parse_args(argv)
+        a = parser(_plugins_for(argv), command=_parsed_word(argv)).parse_args(argv)
     except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
         return exc.code if isinstance(exc.code, int) else 2
     cmd: Command = a.handler

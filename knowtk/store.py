@@ -16,21 +16,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
-from knowtk.query import TOOLS
+from knowtk.query import TOOLS, WRITE_TOOL_NAMES
 from knowtk.query.args import validate
 from knowtk.query.citations import EvidenceVerifier
-from knowtk.query.explain import explain
-from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.results import Result
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
-from knowtk.snapshot.model import Snapshot
-from knowtk.write.history import diff, mark_reconciled
-from knowtk.write.mutation import preview, recover
+from knowtk.write import journal
+
+if TYPE_CHECKING:
+    from knowtk.snapshot.model import Snapshot
+
+# The write tools, explain, diff and crash recovery are imported where they are used (issue 20: a query
+# process imports the journal alone, to mark receipts indexed and to see whether a mutation is unfinished).
 
 __all__ = ["Store", "open_store"]
 
@@ -92,9 +94,14 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
-        self.engine.after_reconcile.append(lambda snap: mark_reconciled(self.engine, snap))
+        self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
         try:
-            recover(self.engine)  # a mutation a crash interrupted: finished or rolled back now
+            with self.engine.lock:
+                unfinished = journal.intents(self.engine.state)
+            if unfinished:  # a mutation a crash interrupted: finished or rolled back now
+                from knowtk.write.mutation import recover
+
+                recover(self.engine)
         except BaseException:
             self.engine.close()
             raise
@@ -172,13 +179,15 @@ class Store:
         return self._run(tool, args, python=False).to_dict()
 
     def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
-        writer = WRITE_TOOLS.get(tool) if isinstance(tool, str) else None
-        if writer is not None:  # outside a query's transaction: it takes the write lock, writes files
+        if isinstance(tool, str) and tool in WRITE_TOOL_NAMES:  # outside a query's transaction: it writes files
+            from knowtk.query.mutations import WRITE_TOOLS
+
+            writer = WRITE_TOOLS[tool]
             checked = validate(tool, writer.params, args, python=python)
             return Result(tool, writer.run(self.engine, checked), checked)
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
-            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted([*TOOLS, *WRITE_TOOLS]))
+            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted([*TOOLS, *WRITE_TOOL_NAMES]))
         checked = validate(tool, spec.params, args, python=python)
         return Result(tool, self.engine.run(lambda: spec.run(self.engine, checked, self.verifier)), checked)
 
@@ -230,6 +239,8 @@ class Store:
         Returns a plain dict; its keys are documented in ``knowtk.query.explain.explain``.
         """
         args = {k: v for k, v in locals().items() if k not in ("self", "id", "query") and v is not None}
+        from knowtk.query.explain import explain  # after locals() was read: imported when used
+
         return self.engine.run(lambda: explain(self, id, query=query, **args))
 
     def records(
@@ -382,6 +393,9 @@ class Store:
         """What ``knowledge_mutation`` would do with these arguments (snake_case, as the methods take them), refused
         the same way but writing nothing: ``{"records": [{id, path, sha256Before, diff}], "safeguards", "lifts",
         "changes"}``. The notebook's confirm step shows it."""
+        from knowtk.query.mutations import WRITE_TOOLS
+        from knowtk.write.mutation import preview
+
         given = {"operation": operation, "id": id, **{k: v for k, v in args.items() if v is not None}}
         checked = validate("knowledge_mutation", WRITE_TOOLS["knowledge_mutation"].params, given, python=True)
         return preview(self.engine, checked)
@@ -437,4 +451,6 @@ class Store:
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
         """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id);
         by default from the oldest version a receipt saw to the file now."""
+        from knowtk.write.history import diff
+
         return diff(self.engine, id, a, b)

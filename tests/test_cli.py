@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -275,3 +276,32 @@ def test_state_rebind_after_the_store_moved(builder: StoreBuilder, tmp_path: Pat
     code, out, _ = run(capsys, "--store", str(moved), "--state-dir", state, "--json", "state", "rebind")
     assert code == 0 and json.loads(out)["store"] == str(moved)
     assert run(capsys, "--store", str(moved), "--state-dir", state, "grep", "zebra")[0] == 0
+
+
+def _subparsers(p: Any) -> dict[str, Any]:
+    """Every subcommand's parser by its full name ("chronicle day" for a group's)."""
+    out: dict[str, Any] = {}
+    for action in p._subparsers._group_actions:
+        for name, sp in action.choices.items():
+            inner = _subparsers(sp) if sp._subparsers is not None else {}
+            out.update({f"{name} {k}": v for k, v in inner.items()} or {name: sp})
+    return out
+
+
+def _actions(p: Any) -> list[tuple[Any, ...]]:
+    return [(a.dest, a.option_strings, a.nargs, a.default, a.choices, a.required, a.type) for a in p._actions]
+
+
+def test_the_parser_of_one_subcommand_is_the_whole_parsers(capsys) -> None:
+    """A command line builds its own subcommand's parser alone (issue 20): the same help, usage and defaults."""
+    whole = _subparsers(parser())
+    for name, sp in whole.items():
+        alone = _subparsers(parser(command=name.split(" ")[0]))
+        assert {n.split(" ")[0] for n in alone} == {name.split(" ")[0]}, name
+        assert alone[name].format_help() == sp.format_help(), name
+        assert _actions(alone[name]) == _actions(sp) and alone[name]._defaults == sp._defaults, name
+    assert parser(command="no-such-command").format_help() == parser().format_help()
+    for argv in (["--help"], ["--help", "grep"], ["--json", "-h", "grep"], ["--he", "records"]):
+        assert run(capsys, *argv)[1] == run(capsys, "--help")[1], argv
+    code, out, _ = run(capsys, "grep", "--help")
+    assert code == 0 and out == whole["grep"].format_help()

@@ -46,11 +46,8 @@ GREP_MODULES = {
     "knowtk.errors",
     "knowtk.index",
     "knowtk.index.bm25",
-    "knowtk.index.embeddings",
     "knowtk.index.fts",
     "knowtk.index.projection",
-    "knowtk.index.semantic",
-    "knowtk.index.temporal",
     "knowtk.model",
     "knowtk.model.config",
     "knowtk.model.datevalues",
@@ -60,15 +57,8 @@ GREP_MODULES = {
     "knowtk.query.args",
     "knowtk.query.citations",
     "knowtk.query.common",
-    "knowtk.query.dates",
-    "knowtk.query.explain",
     "knowtk.query.grep",
-    "knowtk.query.inventory",
-    "knowtk.query.knowl",
-    "knowtk.query.lookup",
-    "knowtk.query.mutations",
     "knowtk.query.schema",
-    "knowtk.query.wikilinks",
     "knowtk.results",
     "knowtk.scan",
     "knowtk.scan.cache",
@@ -89,18 +79,10 @@ GREP_MODULES = {
     "knowtk.snapshot.safeguards",
     "knowtk.state",
     "knowtk.store",
-    "knowtk.workspace",
-    # opening a store finishes or rolls back a mutation a crash interrupted, and a query marks receipts
-    # indexed: the write layer is on every path (about 25 ms of imports, git's subprocess included)
+    # opening a store asks the journal whether a mutation a crash interrupted is pending (the write layer
+    # beyond it is imported only then), and a query marks receipts indexed there
     "knowtk.write",
-    "knowtk.write.checkpoint",
-    "knowtk.write.files",
-    "knowtk.write.history",
     "knowtk.write.journal",
-    "knowtk.write.mutation",
-    "knowtk.write.plan",
-    "knowtk.write.splice",
-    "knowtk.write.validate",
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
 NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util"}
@@ -156,3 +138,60 @@ def test_a_common_word_asked_once_or_a_filter_on_it_loads_numpy_only_for_arrays(
     assert "numpy" not in common["modules"]
     filtered = imports_of([*base, "--tag", "a", "common"], tmp_path)  # scored over the filtered rows, once
     assert "numpy" not in filtered["modules"]
+
+
+def test_the_tool_registry_imports_a_tool_at_its_first_lookup() -> None:
+    """Listing the tools imports none of their modules; looking one up imports its module alone."""
+    probe = (
+        "import sys, knowtk.query as q\n"
+        "names = list(q.TOOLS); assert len(q.TOOLS) == len(names) and 'knowledge_timeline' in q.TOOLS\n"
+        "mods = lambda: sorted(m for m in sys.modules if m in ('knowtk.query.dates', 'knowtk.query.knowl'))\n"
+        "before = mods(); spec = q.TOOLS['knowledge_timeline']\n"
+        "print(names[0], before, mods(), spec.name, 'knowtk.query.mutations' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert res.stdout.split() == ["knowledge_grep", "[]", "['knowtk.query.dates']", "knowledge_timeline", "False"]
+
+
+def test_the_registry_keeps_a_dicts_order_and_the_write_tool_names_are_the_write_tools() -> None:
+    from knowtk.query import TOOLS, WRITE_TOOL_NAMES, Tool, ToolRegistry
+    from knowtk.query.mutations import WRITE_TOOLS
+
+    assert set(WRITE_TOOLS) == WRITE_TOOL_NAMES
+    made: list[str] = []
+
+    def maker(name: str) -> Tool:
+        made.append(name)
+        return Tool(name, (), TOOLS["knowledge_grep"].run)
+
+    reg = ToolRegistry({n: (lambda n=n: maker(n)) for n in ("a", "b", "c")})
+    assert list(reg) == ["a", "b", "c"] and "b" in reg and "x" not in reg and made == []
+    reg["b"] = Tool("b", (), TOOLS["knowledge_grep"].run, summary="replaced")  # replaced in place, never made
+    reg["d"] = Tool("d", (), TOOLS["knowledge_grep"].run)
+    del reg["a"]
+    assert list(reg) == ["b", "c", "d"] and reg["b"].summary == "replaced" and made == []
+    assert reg["c"].name == "c" and reg["c"] is reg["c"] and made == ["c"]
+    assert reg.get("a") is None and dict(reg.items()).keys() == {"b", "c", "d"}
+    with pytest.raises(KeyError):
+        reg["a"]
+
+
+def test_check_in_a_new_process_checks_the_projections_no_query_of_it_imported(tmp_path: Path) -> None:
+    """``knowtk check`` imports the dated and embedding projections itself: a damaged dated table is found."""
+    import sqlite3
+
+    import knowtk
+    from tests.helpers import DEMO
+
+    state = tmp_path / "state"
+    with knowtk.open_store(DEMO, state_dir=state) as store:
+        assert store.call("knowledge_timeline", {"limit": 5})["rows"]  # the dated projection built
+    con = sqlite3.connect(state / "state.sqlite", isolation_level=None)
+    con.execute("DELETE FROM temporal_dates_v1_root WHERE rowid % 2 = 0")
+    con.close()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KNOWTK_SERVE": "0"}
+    args = ["--store", str(DEMO), "--state-dir", str(state), "--json", "check"]
+    res = subprocess.run([sys.executable, "-m", "knowtk", *args], capture_output=True, text=True, env=env, timeout=120)
+    report = json.loads(res.stdout)
+    assert res.returncode == 0 and "temporal_dates_v1_root" in " | ".join(report["found"]) and report["repaired"]

@@ -482,6 +482,10 @@ class Engine:
         desired = self._desired(snap)
         pairs = [(index.main, desired[0]), (index.history, desired[1])]
         repair.check_keyword(pairs, lambda: self._reindex(snap), out)
+        # every kind registers itself when its module is imported: a process that ran no dated or knowl query
+        # has not imported them (issue 20), and a check checks them all
+        from knowtk.index import embeddings, temporal  # noqa: F401
+
         for name, factory in registered().items():
             out.add(kept(self, name, factory).check(snap, self.run))
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from knowtk.query import TOOLS
 from knowtk.query.args import Param
-from knowtk.query.mutations import WRITE_TOOLS
 
 __all__ = ["ARGUMENT_DOCS", "ARGUMENT_HINTS", "argument_doc", "argument_hint", "input_schema", "param_schema"]
 
@@ -224,7 +223,12 @@ def input_schema(tool: str, *, full: bool = False) -> dict[str, Any]:
     Each argument is described by its short hint, as the MCP listing carries it; ``full`` gives the
     complete wording (the command line's help, the agents guide).
     """
-    params = TOOLS[tool].params if tool in TOOLS else WRITE_TOOLS[tool].params
+    if tool in TOOLS:
+        params = TOOLS[tool].params
+    else:
+        from knowtk.query.mutations import WRITE_TOOLS  # the write layer: only for a write tool's schema
+
+        params = WRITE_TOOLS[tool].params
     return {
         "type": "object",
         "properties": {p.name: param_schema(tool, p, full=full) for p in params},

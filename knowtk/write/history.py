@@ -80,18 +80,8 @@ def _commits(engine: Engine, rid: str, since: str | None, until: str | None) -> 
 
 
 def mark_reconciled(engine: Engine, snap: Snapshot) -> None:
-    """Mark indexed the pending receipts this reconciled snapshot is past (every file moved on from its before)."""
-    state = engine.state
-    if not state.table_exists("receipts_v1"):
-        return
-    pending = journal.pending_receipts(state)
-    done = [
-        seq
-        for seq, records, _ in pending
-        if all(snap.paths.get(r["path"]) != r["sha256Before"] for r in records if r["sha256Before"] != r["sha256After"])
-    ]
-    if done:
-        journal.mark_indexed(state, done)
+    """Mark indexed the pending receipts this reconciled snapshot is past (``journal.mark_reconciled``)."""
+    journal.mark_reconciled(engine.state, snap)
 
 
 def diff(engine: Engine, rid: str, a: str | None = None, b: str | None = None) -> str:

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowtk.state import StateDB
+
+if TYPE_CHECKING:
+    from knowtk.snapshot.model import Snapshot
 
 __all__ = [
     "add_versions",
@@ -23,6 +26,7 @@ __all__ = [
     "insert_intent",
     "intents",
     "mark_indexed",
+    "mark_reconciled",
     "pending_receipts",
     "receipt",
     "receipt_rows",
@@ -175,3 +179,24 @@ def receipt(state: StateDB, rid: str) -> dict[str, Any] | None:
         return None
     row = state.conn.execute(f"SELECT {_COLUMNS} FROM receipts_v1 r WHERE r.id = ?", (rid,)).fetchone()
     return None if row is None else _receipt(row)
+
+
+def mark_reconciled(state: StateDB, snap: Snapshot) -> None:
+    """Mark indexed the pending receipts a reconciled snapshot is past: every file moved on from its before.
+
+    Here, not in ``history``: every query runs it, and this module is light. ``snap.paths`` is read only
+    when a receipt is pending (a stored image parses that map at its first use).
+    """
+    if not state.table_exists("receipts_v1"):
+        return
+    pending = pending_receipts(state)
+    if not pending:
+        return
+    paths = snap.paths
+    done = [
+        seq
+        for seq, records, _ in pending
+        if all(paths.get(r["path"]) != r["sha256Before"] for r in records if r["sha256Before"] != r["sha256After"])
+    ]
+    if done:
+        mark_indexed(state, done)
