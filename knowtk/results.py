@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import html
 from collections.abc import Callable
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -113,6 +112,8 @@ class Result:
 
     def _repr_html_(self) -> str:
         frame = self.to_frame()
+        import html  # a notebook's: never a command line's
+
         return f"<p><b>{html.escape(self.summary())}</b></p>" + frame.to_html(max_rows=50, max_cols=20)
 
 

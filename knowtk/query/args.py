@@ -17,11 +17,13 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from typing import TYPE_CHECKING, Any
 
 from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import parse_bound, shown
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 __all__ = [
     "BOUND_PATTERN",
@@ -228,6 +230,8 @@ def bound(*, upper: bool) -> Check:
 def time_zone(name: str, value: Any) -> ZoneInfo:
     # an IANA key is a few path-like words; anything else (a folder like "Europe", a 300-character
     # name, "../x") never reaches the tz database's files
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones  # the dated tools' alone
+
     if isinstance(value, str) and _ZONE_KEY.fullmatch(value):
         try:
             return ZoneInfo(value)

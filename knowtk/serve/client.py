@@ -1,9 +1,10 @@
 """The CLI's side of ``knowtk serve``: which socket serves a store, and forwarding one command line to it.
 
 This module runs before the command line is parsed and must stay cheap: it imports only the standard
-library's ``os``, ``sys``, ``socket``, ``json`` and ``hashlib`` (tests/test_serve.py pins the import
-set of a forwarded ``knowtk grep``). ``forward(argv)`` answers a read-only query through a running
-server, or returns None and the CLI runs the command itself, as it does without a server.
+library's ``os``, ``sys``, ``stat`` and ``json``, and ``socket`` and ``hashlib`` only when a server may
+answer (a socket folder exists; tests/test_serve.py pins the import set of a forwarded ``knowtk grep``).
+``forward(argv)`` answers a read-only query through a running server, or returns None and the CLI runs
+the command itself, as it does without a server.
 
 The key of a server (and so its socket's name) is a hash of everything that can change an answer:
 the store folder and the state folder (absolute, as the CLI makes them), the profile asked for,
@@ -13,10 +14,8 @@ every ``.py`` file of the package: an upgraded or edited knowtk never talks to a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 import stat
 import sys
 from typing import Any
@@ -84,6 +83,8 @@ def parse_argv(argv: list[str]) -> tuple[str, str, str | None, str | None] | Non
 
 def fingerprint() -> str:
     """knowtk's version and code: a hash of the path, size and mtime of every ``.py`` file of the package."""
+    import hashlib
+
     from knowtk import __version__
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,6 +113,8 @@ def resolve(store: str, state: str | None, *, cwd: str) -> tuple[str, str]:
 
 def key(root: str, state: str, profile: str | None, *, code: str) -> str:
     """The server key of an absolute store and state folder, a profile and knowtk's ``fingerprint()``."""
+    import hashlib
+
     env = [os.environ.get(name, "") for name in ANSWER_ENV]
     text = json.dumps([PROTOCOL, code, root, state, profile, env, os.getuid()])
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
@@ -153,6 +156,8 @@ def exchange(path: str, request: dict[str, Any], *, timeout: float = ACCEPT_TIME
     The server first says whether it took the request (within ``timeout``: it takes each at once),
     then answers it, however long the query and the ones before it take.
     """
+    import socket
+
     unsafe = safe_dir(os.path.dirname(path))
     if unsafe is not None:
         raise OSError(unsafe)
