@@ -51,6 +51,7 @@ GREP_MODULES = {
     "knowtk.model",
     "knowtk.model.config",
     "knowtk.model.datevalues",
+    "knowtk.model.plainyaml",  # knowtk.yaml and plain frontmatter, read without PyYAML
     "knowtk.model.profile",
     "knowtk.model.records",
     "knowtk.query",
@@ -85,7 +86,8 @@ GREP_MODULES = {
     "knowtk.write.journal",
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
-NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util"}
+NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util", "yaml"}
+NOT_IMPORTED |= {"mcp", "anyio", "zoneinfo", "socket", "html", "difflib"}  # MCP, dated tools, a server, HTML, diffs
 
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:
@@ -116,7 +118,7 @@ def test_a_plain_grep_imports_neither_numpy_nor_a_pool(grep_store: StoreBuilder,
     found = imports_of(args, tmp_path)
     modules = set(found["modules"])
     assert {m for m in modules if m.startswith("knowtk")} == GREP_MODULES
-    assert found["third_party"] == ["yaml"]  # knowtk.yaml and frontmatter: the only package a grep needs
+    assert found["third_party"] == []  # knowtk.yaml and this frontmatter are plain YAML: read without PyYAML
     unwanted = NOT_IMPORTED | ({"uuid"} if built else set())  # a new state and a new image take a uuid
     assert not {m for m in modules if m.split(".")[0] in unwanted or m in unwanted}
 

@@ -16,12 +16,14 @@ import re
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from knowtk.model.datevalues import DateValue, parse_date_value
+from knowtk.model.plainyaml import plain_yaml
 from knowtk.model.profile import DERIVED_KEY, Source
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "DATE_FIELDS",
@@ -45,18 +47,31 @@ DATE_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
 ORIGINS = ("observed", "stated", "inferred", "imported")
 _FENCE = re.compile(r"^---[ \t]*\r?$", re.M)
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_PYYAML: tuple[ModuleType, type, tuple[type[Exception], ...]] | None = None
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe loader that leaves dates as text, so each one is validated on its own."""
+def _pyyaml() -> tuple[ModuleType, type, tuple[type[Exception], ...]]:
+    """PyYAML, the loader and the errors it raises on a bad text: imported at the first text outside the plain
+    subset (``knowtk.model.plainyaml``; issue 20: a process that reads only plain YAML never imports it)."""
+    global _PYYAML
+    if _PYYAML is None:
+        import yaml
 
+        class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+            """Safe loader that leaves dates as text, so each one is validated on its own."""
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-# an explicit !!timestamp stays text too: the date rules judge it, and a bad one costs only that date
-_Loader.add_constructor(_TIMESTAMP_TAG, lambda loader, node: loader.construct_scalar(node))
+        _Loader.yaml_implicit_resolvers = {
+            first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
+            for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        # an explicit !!timestamp stays text too: the date rules judge it, and a bad one costs only that date
+        _Loader.add_constructor(_TIMESTAMP_TAG, lambda loader, node: loader.construct_scalar(node))
+        # what PyYAML's constructors raise on a tagged value they cannot build (!!int x, !!bool maybe, !!int '-',
+        # deep nesting): the file's fault, never a reason to fail the query
+        errors = (yaml.YAMLError, ValueError, TypeError, AttributeError, LookupError, ArithmeticError, RecursionError)
+        _PYYAML = (yaml, _Loader, errors)
+    return _PYYAML
+
 
 MAX_DEPTH = 64  # nesting of the frontmatter's mappings and lists
 # values the frontmatter may hold once aliases are expanded: what its text could spell out without
@@ -64,9 +79,6 @@ MAX_DEPTH = 64  # nesting of the frontmatter's mappings and lists
 MIN_VALUES = 10_000
 MAX_INT_BITS = 14_000  # about 4,200 decimal digits: below the limit of Python's int <-> str conversion
 MAX_REVISION = 2**63 - 1  # SQLite's largest integer
-# what PyYAML's constructors raise on a tagged value they cannot build (!!int x, !!bool maybe, !!int '-',
-# deep nesting): the file's fault, never a reason to fail the query
-_LOADER_ERRORS = (yaml.YAMLError, ValueError, TypeError, AttributeError, LookupError, ArithmeticError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,13 +274,16 @@ def load_frontmatter(data: bytes) -> tuple[dict[str, Any], str, int] | FileProbl
 
 def parse_yaml(text: str, *, what: str = "the frontmatter") -> Any:
     """YAML text as JSON-safe data (dates left as text), or a FileProblem saying why it cannot be."""
-    try:
-        data = yaml.load(text, Loader=_Loader)
-    except _LOADER_ERRORS as exc:
-        reason = _one_line(exc)
-        if isinstance(exc, ValueError) and "integer string conversion" in reason:
-            reason = "an integer has more than 4,300 digits, past what Python reads as a number"
-        return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {reason}")
+    data = plain_yaml(text)
+    if data is None:  # outside the plain subset (or no mapping): PyYAML reads it
+        yaml, loader, errors = _pyyaml()
+        try:
+            data = yaml.load(text, Loader=loader)
+        except errors as exc:
+            reason = _one_line(exc)
+            if isinstance(exc, ValueError) and "integer string conversion" in reason:
+                reason = "an integer has more than 4,300 digits, past what Python reads as a number"
+            return FileProblem("frontmatter_invalid", f"{what} is not valid YAML: {reason}")
     try:
         return _JsonSafe(MIN_VALUES + len(text)).convert(data, 0)
     except _Refused as refused:
