@@ -197,3 +197,22 @@ def test_check_in_a_new_process_checks_the_projections_no_query_of_it_imported(t
     res = subprocess.run([sys.executable, "-m", "knowtk", *args], capture_output=True, text=True, env=env, timeout=120)
     report = json.loads(res.stdout)
     assert res.returncode == 0 and "temporal_dates_v1_root" in " | ".join(report["found"]) and report["repaired"]
+
+
+def test_knowtk_yaml_is_parsed_once_per_content(builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine reads knowtk.yaml at its open and at its first snapshot: the same bytes are parsed once."""
+    import knowtk
+    import knowtk.model.config as config
+
+    parsed: list[str] = []
+    real = config.parse_yaml
+    monkeypatch.setattr(config, "parse_yaml", lambda text, **kw: parsed.append(text) or real(text, **kw))
+    monkeypatch.setattr(config, "_last", None)
+    builder.raw("knowtk.yaml", "name: once\n")
+    builder.page("a", "Zebra", "zebra words")
+    with knowtk.open_store(builder.root, state_dir=builder.root.parent / "state-once") as store:
+        assert store.call("knowledge_grep", {"query": "zebra"})["total"] == 1 and store.name == "once"
+        assert parsed == ["name: once\n"]
+        builder.raw("knowtk.yaml", "name: twice\n")  # a change is read (and parsed) again
+        assert store.call("knowledge_grep", {"query": "zebra"})["total"] == 1 and store.name == "twice"
+        assert parsed == ["name: once\n", "name: twice\n"]

@@ -69,8 +69,24 @@ def load_config(root: str) -> StoreConfig:
     )
 
 
+# the last knowtk.yaml parsed, by its bytes: an engine reads the file at its open and again at its first
+# snapshot (a same-stat edit in between is caught so); the same bytes are not parsed twice (issue 20)
+_last: tuple[bytes, tuple[Any, str | None]] | None = None
+
+
 def _parsed(raw: bytes | FileProblem) -> tuple[Any, str | None]:
     """(the YAML of knowtk.yaml, None), or (None, why it cannot be read)."""
+    global _last
+    last = _last
+    if isinstance(raw, bytes) and last is not None and last[0] == raw:
+        return last[1]  # the data is only read (below), never changed: sharing it is safe
+    answer = _parse(raw)
+    if isinstance(raw, bytes):
+        _last = (raw, answer)
+    return answer
+
+
+def _parse(raw: bytes | FileProblem) -> tuple[Any, str | None]:
     try:
         if isinstance(raw, FileProblem):
             raise ValueError(raw.message)
