@@ -52,9 +52,9 @@ _TRUE = frozenset({"yes", "true", "on"})
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
 
-# what YAML may hold, less what this reader leaves to PyYAML: tab, CR, NEL, the line and paragraph
-# separators, the byte-order mark and every non-printable character
-_OUTSIDE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# characters above ASCII YAML allows that this reader leaves to PyYAML: the line and paragraph separators
+# and the byte-order mark (NEL, the C1 controls, surrogates, U+FFFE and U+FFFF: by range, below)
+_ODD = frozenset({0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF})
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):(?= |$)")
 _FLOW_ITEM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./ -]*")
 _PLAIN_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
@@ -69,7 +69,7 @@ class _Outside(Exception):
 
 def plain_yaml(text: str) -> dict[str, Any] | None:
     """The mapping PyYAML's safe loader (timestamps as text) reads from ``text``; None when outside the subset."""
-    if _OUTSIDE.search(text):
+    if _has_outside(text):
         return None
     lines = []  # (indentation, the line without it) of every line that is neither blank nor a comment
     for raw in text.split("\n"):
@@ -83,6 +83,21 @@ def plain_yaml(text: str) -> dict[str, Any] | None:
     except _Outside:
         return None
     return mapping if end == len(lines) else None
+
+
+def _has_outside(text: str) -> bool:
+    """Whether ``text`` holds a tab, CR, NEL, non-printable character, line separator or byte-order mark.
+
+    By the text's distinct characters: a regular expression of YAML's printable ranges costs a new
+    process more to compile (about 20 ms) than this costs a store's scan.
+    """
+    for ch in set(text):
+        o = ord(ch)
+        if o < 0x20 and o != 0x0A:
+            return True
+        if o >= 0x7F and (o < 0xA0 or 0xD800 <= o < 0xE000 or o in _ODD):
+            return True
+    return False
 
 
 class _Reader:
