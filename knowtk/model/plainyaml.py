@@ -22,35 +22,61 @@ tests/test_plainyaml.py compares it with PyYAML over generated texts and real-wo
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 __all__ = ["plain_yaml"]
 
-# PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1) without the timestamp one; a test checks they match
-_BOOL = re.compile(r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$")
-_FLOAT = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+# PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1) without the timestamp one; a test checks they match.
+# The words as sets; the number patterns compiled at the first scalar that may be a number (a new process
+# reading knowtk.yaml alone may meet none).
+_BOOL = frozenset(
+    [
+        "yes",
+        "Yes",
+        "YES",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+    ]
+)
+_NULL = frozenset({"~", "null", "Null", "NULL", ""})
+_OTHER = frozenset({"<<", "="})  # merge and value: outside the subset
+_TRUE = frozenset({"yes", "true", "on"})
+_NUMBER_START = frozenset("-+0123456789.")
+_FLOAT = r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
     |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
     |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
     |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
-)
-_INT = re.compile(
-    r"""^(?:[-+]?0b[0-1_]+
+    |\.(?:nan|NaN|NAN))$"""
+_INT = r"""^(?:[-+]?0b[0-1_]+
     |[-+]?0[0-7_]+
     |[-+]?(?:0|[1-9][0-9_]*)
     |[-+]?0x[0-9a-fA-F_]+
-    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""",
-    re.X,
-)
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_OTHER = re.compile(r"^(?:<<|=)$")  # merge and value: outside the subset
-_TRUE = frozenset({"yes", "true", "on"})
+    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$"""
 # the forms read here; any other int or float spelling (octal, hex, 1_000, 1e5, .inf, 1:30) is outside
-_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-_SIMPLE_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]+")
+_DECIMAL = r"[-+]?(?:0|[1-9][0-9]*)"
+_SIMPLE_FLOAT = r"[-+]?[0-9]+\.[0-9]+"
+
+
+@functools.cache
+def numbers() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """PyYAML's float and int patterns, and the forms of them read here (decimal and simple float)."""
+    return re.compile(_FLOAT, re.X), re.compile(_INT, re.X), re.compile(_DECIMAL), re.compile(_SIMPLE_FLOAT)
+
 
 # characters above ASCII YAML allows that this reader leaves to PyYAML: the line and paragraph separators
 # and the byte-order mark (NEL, the C1 controls, surrogates, U+FFFE and U+FFFF: by range, below)
@@ -225,18 +251,20 @@ def _only_comment(rest: str) -> None:
 
 def _resolve(plain: str) -> Any:
     """A plain scalar as PyYAML's safe loader reads it (timestamps as text), within the forms read here."""
-    if _BOOL.match(plain):
+    if plain in _BOOL:
         return plain.lower() in _TRUE
-    if _FLOAT.match(plain):
-        if not _SIMPLE_FLOAT.fullmatch(plain):
-            raise _Outside
-        return float(plain)
-    if _INT.match(plain):
-        if len(plain) > MAX_DIGITS or not _DECIMAL.fullmatch(plain):
-            raise _Outside
-        return int(plain)
-    if _NULL.match(plain):
+    if plain in _NULL:
         return None
-    if _OTHER.match(plain):
+    if plain in _OTHER:
         raise _Outside
+    if plain[0] in _NUMBER_START:  # every float and int spelling starts so
+        float_rx, int_rx, decimal, simple_float = numbers()
+        if float_rx.match(plain):
+            if not simple_float.fullmatch(plain):
+                raise _Outside
+            return float(plain)
+        if int_rx.match(plain):
+            if len(plain) > MAX_DIGITS or not decimal.fullmatch(plain):
+                raise _Outside
+            return int(plain)
     return plain
