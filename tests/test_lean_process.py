@@ -87,7 +87,15 @@ GREP_MODULES = {
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
 NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util", "yaml"}
-NOT_IMPORTED |= {"mcp", "anyio", "zoneinfo", "socket", "html", "difflib"}  # MCP, dated tools, a server, HTML, diffs
+NOT_IMPORTED |= {
+    "mcp",
+    "anyio",
+    "zoneinfo",
+    "socket",
+    "html",
+    "difflib",
+    "signal",
+}  # MCP, dates, a server, HTML, diffs, a pool
 
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:

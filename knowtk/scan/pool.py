@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
 import threading
 import time
@@ -88,7 +87,8 @@ def _die_with_parent(parent: int) -> None:
     """
     direct = os.getppid() == parent
     if direct and sys.platform.startswith("linux"):
-        import ctypes
+        import ctypes  # a worker's alone, as signal: a query process that starts no pool imports neither
+        import signal
 
         with suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
