@@ -71,6 +71,7 @@ class Scanner:
         self._walked: dict[str, dict[str, Stat]] = {}
         self._packs_ok = False  # scan_folders_v1 held the table's rows at `token` when this scanner last looked
         self._members_unpacked = False  # some rows were unpacked from packs
+        self._packs_tried = False  # a write of the packs alone was tried
         self._touched: set[str] = set()  # paths changed in `files` and not yet returned by scan()
         self._unsaved: set[str] = set()  # paths whose entry is not yet in scan_files_v1
         self._unremoved: set[str] = set()  # paths gone from the folder, still in scan_files_v1
@@ -258,11 +259,31 @@ class Scanner:
 
     def _packs_due(self) -> bool:
         """scan_folders_v1 is to be written in full (missing, damaged, or behind the rows) and can be."""
-        return not self._packs_ok and self.token is not None and hasattr(self.source, "folder_walk")
+        return (
+            not self._packs_ok
+            and not self._packs_tried
+            and self.token is not None
+            and hasattr(self.source, "folder_walk")
+        )
 
-    def _write_packs(self, conn: sqlite3.Connection, token: int) -> dict[str, set[str]]:
+    def _save_packs(self) -> None:
+        """Write scan_folders_v1 in full, the rows unchanged (scan_token stays: a stored image still matches)."""
+        self._packs_tried = True  # once: a failure here costs the next process the rows' load, as before
+        try:
+            with self.state.transaction() as conn:
+                token = _token(self.state)
+                members = self._write_packs(conn, token, token) if token == self.token else None
+        except (sqlite3.Error, Contention):
+            return
+        if members is not None:
+            self._packs_ok = True
+            self._members.update(members)
+            self._walked = {}
+
+    def _write_packs(self, conn: sqlite3.Connection, token: int, written: int) -> dict[str, set[str]]:
         """Write the packs of the folders this save changed (all, when the packs were not the table's at
-        ``token``); the paths of each folder written. Called in ``save``'s transaction, the rows written."""
+        ``token``), as the table's at ``written``; the paths of each folder written. In the transaction
+        that wrote the rows."""
         conn.execute(_FOLDERS_SCHEMA)
         groups: dict[str, list[tuple[Any, ...]]] = {}
         if self._packs_ok and self.state.meta(_FOLDERS_TOKEN) == str(token):
@@ -283,7 +304,7 @@ class Scanner:
             "VALUES (?, ?, ?, ?, ?, ?)",
             [self._pack_row(folder, rows) for folder, rows in groups.items() if rows],
         )
-        self.state.set_meta(_FOLDERS_TOKEN, str(token + 1))
+        self.state.set_meta(_FOLDERS_TOKEN, str(written))
         return {folder: {row[0] for row in rows} for folder, rows in groups.items()}
 
     def _pack_row(self, folder: str, rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -469,12 +490,9 @@ class Scanner:
 
     def save(self) -> None:
         """Write the parsed files not yet in ``scan_files_v1`` (a projection: a failure here fails no query)."""
-        if (
-            not self._unsaved
-            and not self._unremoved
-            and not self._packs_due()
-            and self.state.table_exists("scan_files_v1")
-        ):
+        if not self._unsaved and not self._unremoved and self.state.table_exists("scan_files_v1"):
+            if self._packs_due():
+                self._save_packs()
             return
         try:
             if not self.state.table_exists("scan_files_v1"):
@@ -499,7 +517,7 @@ class Scanner:
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
                 self.state.set_meta(_TOKEN, str(token + 1))
                 # the packs, when the table held exactly `files` before this write (else left aside until then)
-                members = self._write_packs(conn, token) if token == self.token else None
+                members = self._write_packs(conn, token, token + 1) if token == self.token else None
         except (sqlite3.Error, Contention):
             self.token = None
             self._packs_ok = False
