@@ -259,12 +259,12 @@ class Scanner:
 
     def _packs_due(self) -> bool:
         """scan_folders_v1 is to be written in full (missing, damaged, or behind the rows) and can be."""
-        return (
-            not self._packs_ok
-            and not self._packs_tried
-            and self.token is not None
-            and hasattr(self.source, "folder_walk")
-        )
+        return not self._packs_ok and not self._packs_tried and self.token is not None and self._walks
+
+    @property
+    def _walks(self) -> bool:
+        """The change source walks by folder (else the packs are of no use: not written)."""
+        return hasattr(self.source, "folder_walk")
 
     def _save_packs(self) -> None:
         """Write scan_folders_v1 in full, the rows unchanged (scan_token stays: a stored image still matches)."""
@@ -517,7 +517,7 @@ class Scanner:
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
                 self.state.set_meta(_TOKEN, str(token + 1))
                 # the packs, when the table held exactly `files` before this write (else left aside until then)
-                members = self._write_packs(conn, token, token + 1) if token == self.token else None
+                members = self._write_packs(conn, token, token + 1) if token == self.token and self._walks else None
         except (sqlite3.Error, Contention):
             self.token = None
             self._packs_ok = False
