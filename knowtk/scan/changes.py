@@ -8,6 +8,7 @@ the same from the kernel and walks only when it must.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -90,50 +91,81 @@ class StatWalk:
         they come in the order the walk listed them (as do the names in each).
         """
         out: dict[str, dict[str, Stat]] = {}
-        stack = [("", self.root)]
+        stack = [""]
         limit, count = self.max_files, 0
-        while stack:
-            prefix, folder = stack.pop()
-            if enter is not None:
-                enter(prefix)
-            try:
-                it = os.scandir(folder)
-            except FileNotFoundError:
-                if not prefix:
-                    raise StoreUnavailable(self.root, "the store folder does not exist") from None
-                continue  # a folder removed while we walk
-            except NotADirectoryError:
-                if not prefix:
-                    raise StoreUnavailable(self.root, "the store path is not a folder") from None
-                continue  # replaced by a file while we walk
-            except OSError as exc:
-                if not prefix:
-                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
-                _list_folder_problem(out, prefix, _FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
-                count += 1
-                continue
-            group: dict[str, Stat] = {}
-            out[prefix] = group
-            try:
-                with it:
-                    self._list_entries(prefix, it, group, stack, symlinks)
-            except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
-                if not prefix:
-                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
-                del out[prefix]
-                _list_folder_problem(out, prefix, _FOLDER_UNREADABLE, exc.errno or 0)
-                count += 1 - len(group)
-            count += len(group)
-            if count > limit:
-                raise ScanLimitExceeded("max_files", count, limit)
+        root_fd = None
+        if _BY_FD:
+            with contextlib.suppress(OSError):  # (listing the store folder by its path then says why)
+                root_fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            while stack:
+                prefix = stack.pop()
+                if enter is not None:
+                    enter(prefix)
+                count += self._list_folder(prefix, root_fd, out, stack, symlinks)
+                if count > limit:
+                    raise ScanLimitExceeded("max_files", count, limit)
+        finally:
+            if root_fd is not None:
+                os.close(root_fd)
         return out
+
+    def _list_folder(
+        self,
+        prefix: str,
+        root_fd: int | None,
+        out: dict[str, dict[str, Stat]],
+        stack: list[str],
+        symlinks: set[str] | None,
+    ) -> int:
+        """List one folder into ``out`` (its sub-folders onto ``stack``); how many keys it added."""
+        folder = os.path.join(self.root, prefix) if prefix else self.root
+        fd = None
+        try:
+            if root_fd is None:
+                it = os.scandir(folder)
+            else:  # by a descriptor: each entry's stat looks up its name in the folder, not its whole path again
+                fd = os.open(prefix or ".", _DIR_FLAGS, dir_fd=root_fd)
+                it = os.scandir(fd)
+        except FileNotFoundError:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(self.root, "the store folder does not exist") from None
+            return 0  # a folder removed while we walk
+        except NotADirectoryError:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(self.root, "the store path is not a folder") from None
+            return 0  # replaced by a file while we walk
+        except OSError as exc:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+            if exc.errno == errno.ELOOP:
+                return 0  # replaced by a symlink while we walk (never followed): the next walk lists it
+            _list_folder_problem(out, prefix, _FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
+            return 1
+        group: dict[str, Stat] = {}
+        out[prefix] = group
+        try:
+            with it:
+                self._list_entries(prefix, it, group, stack, symlinks)
+        except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
+            if not prefix:
+                raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+            del out[prefix]
+            _list_folder_problem(out, prefix, _FOLDER_UNREADABLE, exc.errno or 0)
+            return 1
+        finally:
+            _close(fd)
+        return len(group)
 
     def _list_entries(
         self,
         prefix: str,
         entries: Iterator[os.DirEntry[str]],
         out: dict[str, Stat],
-        stack: list[tuple[str, str]],
+        stack: list[str],
         symlinks: set[str] | None,
     ) -> None:
         """List one folder's entries into ``out`` by name (an OSError here means the listing broke off part way)."""
@@ -154,7 +186,7 @@ class StatWalk:
         prefix: str,
         entry: os.DirEntry[str],
         out: dict[str, Stat],
-        stack: list[tuple[str, str]],
+        stack: list[str],
         symlinks: set[str] | None,
     ) -> None:
         name = entry.name
@@ -170,9 +202,9 @@ class StatWalk:
         if entry.is_symlink():
             if symlinks is not None and name.endswith(".md"):
                 symlinks.add(prefix + name)
-            self._list_symlink(entry, out)
+            self._list_symlink(prefix, entry, out)
         elif entry.is_dir(follow_symlinks=False):
-            stack.append((prefix + name + "/", entry.path))
+            stack.append(prefix + name + "/")
         elif name.endswith(".md"):
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -186,13 +218,14 @@ class StatWalk:
             else:  # a FIFO, socket or device: opening it could wait forever or read without end
                 out[name] = _problem_stat(_NOT_REGULAR, st.st_mtime_ns)
 
-    def _list_symlink(self, entry: os.DirEntry[str], out: dict[str, Stat]) -> None:
+    def _list_symlink(self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat]) -> None:
         """A symlink inside the store is skipped (its target is walked); others are reported, never followed."""
         try:
             mtime = entry.stat(follow_symlinks=False).st_mtime_ns
         except OSError:
             return
-        listed = self._symlink_listed(entry.path, mtime, is_record=entry.name.endswith(".md"))
+        full = os.path.join(self.root, prefix + entry.name)  # (entry.path is the name alone in a walk by descriptor)
+        listed = self._symlink_listed(full, mtime, is_record=entry.name.endswith(".md"))
         if listed is not None:
             out[entry.name + listed[0]] = listed[1]
 
@@ -263,6 +296,17 @@ LISTED_PROBLEMS = {
 _NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = range(
     1, 8
 )
+
+
+# a folder is listed through a descriptor where the system can (not Windows): see StatWalk._list_folder
+_BY_FD = os.scandir in os.supports_fd and os.open in os.supports_dir_fd
+_O_CLOEXEC, _O_DIRECTORY = getattr(os, "O_CLOEXEC", 0), getattr(os, "O_DIRECTORY", 0)
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOEXEC
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
 
 
 def folder_of(path: str) -> str:
