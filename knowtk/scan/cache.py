@@ -233,8 +233,9 @@ class Scanner:
         if rows is None:  # damaged, for all its CRC: the table's rows, and every file read again at the next scan
             rows = self._table_rows(folder)
         lazy = self._lazy
-        if lazy is None:  # (never while folders are packed)
+        if lazy is None:  # (never while folders are packed) the entries made so far are kept as set anew
             lazy = self._lazy = _Lazy({})
+            lazy.made, lazy.added, self._files = self._files, len(self._files), {}
         stats, known = self._stats, lazy.rows
         for row in rows:
             path = row[0]
