@@ -288,9 +288,12 @@ class Scanner:
         conn.execute(_FOLDERS_SCHEMA)
         groups: dict[str, list[tuple[Any, ...]]] = {}
         if self._packs_ok and self.state.meta(_FOLDERS_TOKEN) == str(token):
-            for folder in {folder_of(p) for p in (*self._unsaved, *self._unremoved)}:
+            saved: dict[str, list[str]] = {}
+            for path in self._unsaved:
+                saved.setdefault(folder_of(path), []).append(path)
+            for folder in saved.keys() | {folder_of(p) for p in self._unremoved}:
                 paths = self._members.get(folder, set()) - self._unremoved
-                paths.update(p for p in self._unsaved if folder_of(p) == folder and self._has(p))
+                paths.update(saved.get(folder, ()))
                 groups[folder] = [row for p in sorted(paths) if (row := self._row(p)) is not None]
         else:
             conn.execute("DELETE FROM scan_folders_v1")
