@@ -352,6 +352,8 @@ def damage_pack(state: Path, folder: str, how: str) -> None:
         digest = b"\x00" * len(digest)
     elif how == "crc_text":
         crc = "not a number"
+    elif how == "count_text":
+        count = "three"
     conn.execute(
         "UPDATE scan_folders_v1 SET digest = ?, count = ?, crc = ?, rows = ? WHERE folder = ?",
         (digest, count, crc, blob, folder),
@@ -361,7 +363,17 @@ def damage_pack(state: Path, folder: str, how: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["crc", "garbage_with_crc", "wrong_folder_with_crc", "count", "not_rows_with_crc", "digest", "crc_text"]
+    "how",
+    [
+        "crc",
+        "garbage_with_crc",
+        "wrong_folder_with_crc",
+        "count",
+        "not_rows_with_crc",
+        "digest",
+        "crc_text",
+        "count_text",
+    ],
 )
 def test_a_damaged_pack_costs_work_never_a_wrong_answer(builder: StoreBuilder, tmp_path: Path, how: str) -> None:
     fill(builder)

@@ -184,7 +184,9 @@ class Scanner:
                 found = state.conn.execute("SELECT folder, digest, sorted, count, crc, rows FROM scan_folders_v1")
                 packs: dict[str, _Pack] = {}
                 for folder, digest, in_order, count, crc, blob in found:
-                    if not isinstance(blob, bytes) or zlib.crc32(blob) != crc or not isinstance(folder, str):
+                    if not (isinstance(blob, bytes) and isinstance(folder, str) and type(count) is int) or (
+                        zlib.crc32(blob) != crc
+                    ):
                         return None  # damaged: the rows are loaded from scan_files_v1, the packs written again
                     packs[folder] = (digest, in_order, count, blob)
         except sqlite3.Error:
