@@ -3,7 +3,7 @@
 Two kinds of tables live here, and the difference matters:
 
 - *projections* (rebuildable from the Markdown): the scan cache
-  ``scan_files_v1``, the keyword tables ``keyword_fts_v1_*``,
+  ``scan_files_v1`` (and its rows packed by folder, ``scan_folders_v1``), the keyword tables ``keyword_fts_v1_*``,
   ``keyword_rows_v1_*``, ``keyword_history_fts_v1_*``,
   ``keyword_history_rows_v1_*``, ``keyword_state_v1``, the temporal tables and
   the embedding cache (the keyword tables' texts are kept deflated: ``deflate``,

@@ -4,6 +4,7 @@
 - ``watch``: ``InotifyWatch``, the change source that learns from the kernel (Linux).
 - ``entry``: one record file read, hashed and parsed (``load_file``), kept as a ``FileEntry``.
 - ``pool``: bulk loading: a process pool of parse workers, the collector paused during a load.
-- ``cache``: the ``Scanner``, which keeps every file's entry in step and caches it in ``scan_files_v1``.
+- ``cache``: the ``Scanner``, which keeps every file's entry in step and caches it in ``scan_files_v1``
+  (packed by folder in ``scan_folders_v1``, so that a new process compares an unchanged folder at once).
 - ``progress``: progress bars for long work.
 """

@@ -5,16 +5,25 @@ files are read (``load_file``; in a process pool when there are many). Parsed fr
 cached in ``scan_files_v1`` (a projection: deleting it costs one full parse, never a record), so a
 new process does not parse YAML again for files it has seen; it loads each file's frontmatter
 only when a query needs that record.
+
+``scan_folders_v1`` holds the same rows (not the frontmatter) packed by folder, each folder with a
+digest of its (name, size, mtime_ns) entries: a new process walks by folder (``FolderWalk``) and
+keeps a folder whose walk gives the stored digest packed (unpacked only when a path in it is
+needed), so an unchanged folder costs no per-file work past the walk's own. ``scan_folders_token``
+says which ``scan_token`` the packs were written at: a write to scan_files_v1 that did not write
+the packs too (an older knowtk, a repair) leaves them aside until they are written again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import sqlite3
 import sys
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from operator import itemgetter
@@ -22,7 +31,7 @@ from typing import Any
 
 from knowtk.model.profile import ProfileMap
 from knowtk.model.records import FileProblem, body_of, read_regular
-from knowtk.scan.changes import ChangeSource, Stat, StatWalk
+from knowtk.scan.changes import ChangeSource, FolderWalk, ScanDelta, Stat, StatWalk, flatten, folder_of
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES, FileEntry, Loaded, load_file
 from knowtk.scan.pool import PARALLEL_MIN_FILES, collector_paused, pool_map
 from knowtk.scan.progress import progress
@@ -54,7 +63,15 @@ class Scanner:
         self.max_file_bytes = max_file_bytes
         self._files: dict[str, FileEntry] = {}
         self._lazy: _Lazy | None = None  # the cache's rows, each made an entry when first used (a new process)
-        self._stats: dict[str, Stat] = {}
+        self._stats: dict[str, Stat] = {}  # path -> stat of every path known, but those of packed folders
+        # scan_folders_v1: the folders still packed (their paths are in no other field), the paths of each
+        # folder unpacked or written by this scanner, the last walk by folder (its order makes the digests)
+        self._packed: dict[str, _Pack] = {}
+        self._members: dict[str, set[str]] = {}
+        self._walked: dict[str, dict[str, Stat]] = {}
+        self._packs_ok = False  # scan_folders_v1 held the table's rows at `token` when this scanner last looked
+        self._members_unpacked = False  # some rows were unpacked from packs
+        self._packs_tried = False  # a write of the packs alone was tried
         self._touched: set[str] = set()  # paths changed in `files` and not yet returned by scan()
         self._unsaved: set[str] = set()  # paths whose entry is not yet in scan_files_v1
         self._unremoved: set[str] = set()  # paths gone from the folder, still in scan_files_v1
@@ -74,24 +91,32 @@ class Scanner:
         """path -> entry of every record file the scan knows (all made now, if the cache's rows were loaded lazily)."""
         if self._lazy is not None:
             with self.lock:  # (the engine's lock: a record may be read outside a call, see entry())
+                by_folder = self._unpack_all()
                 lazy = self._lazy
-                if lazy is not None:
-                    self._files, self._lazy = lazy.whole(), None
+                if lazy is not None:  # (rows unpacked by folder are put in the table's order, as loaded rows are)
+                    self._files, self._lazy = lazy.whole(by_folder), None
         return self._files
 
     def file_count(self) -> int:
         """len(files), without making every entry."""
-        return len(self._lazy) if self._lazy is not None else len(self._files)
+        packed = sum(pack[2] for pack in self._packed.values())
+        return packed + (len(self._lazy) if self._lazy is not None else len(self._files))
 
     def _get(self, path: str) -> FileEntry | None:
+        if self._packed:
+            self._unpack_of(path)
         lazy = self._lazy
         return self._files.get(path) if lazy is None else lazy.get(path)
 
     def _has(self, path: str) -> bool:
+        if self._packed:
+            self._unpack_of(path)
         lazy = self._lazy
         return path in self._files if lazy is None else lazy.has(path)
 
     def _set(self, path: str, entry: FileEntry) -> None:
+        if self._packed:
+            self._unpack_of(path)
         lazy = self._lazy
         if lazy is None:
             self._files[path] = entry
@@ -99,6 +124,8 @@ class Scanner:
             lazy.set(path, entry)
 
     def _pop(self, path: str) -> FileEntry | None:
+        if self._packed:
+            self._unpack_of(path)
         lazy = self._lazy
         return self._files.pop(path, None) if lazy is None else lazy.pop(path)
 
@@ -128,6 +155,200 @@ class Scanner:
             self._lazy = _Lazy(dict(zip(paths, rows, strict=True)))
         self._loaded = True
 
+    def _changes(self) -> ScanDelta:
+        """What changed since the last scan: compared by folder on a new scanner and while folders are packed."""
+        folder_walk = getattr(self.source, "folder_walk", None)
+        walked: FolderWalk | None = None
+        if not self._loaded:  # the cache is read before the walk: a file changed meanwhile is read again
+            packs = self._load_packs() if folder_walk is not None else None
+            if packs is None:
+                self._load_cache()
+            walked = folder_walk() if folder_walk is not None else None
+            if walked is not None and packs is None:
+                self._walked = walked.folders  # (the packs are written in its order)
+                return _flat_delta(flatten(walked.folders), walked.forced, self._stats)
+        elif folder_walk is not None and self._packed:
+            walked = folder_walk()
+        if walked is None:
+            return self.source.changes(self._stats if not self._packed else _Known(self))
+        return self._compare(walked)
+
+    def _load_packs(self) -> dict[str, _Pack] | None:
+        """scan_folders_v1's packs, when they hold scan_files_v1's rows (else None: the rows are loaded instead)."""
+        state = self.state
+        try:
+            with state.reading():
+                token = _token(state)
+                if state.meta(_FOLDERS_TOKEN) != str(token) or not state.table_exists("scan_files_v1"):
+                    return None
+                found = state.conn.execute("SELECT folder, digest, sorted, count, crc, rows FROM scan_folders_v1")
+                packs: dict[str, _Pack] = {}
+                for folder, digest, in_order, count, crc, blob in found:
+                    if not (isinstance(blob, bytes) and isinstance(folder, str) and type(count) is int) or (
+                        zlib.crc32(blob) != crc
+                    ):
+                        return None  # damaged: the rows are loaded from scan_files_v1, the packs written again
+                    packs[folder] = (digest, in_order, count, blob)
+        except sqlite3.Error:
+            return None
+        self.loaded_token = self.token = token
+        self._packed, self._lazy, self._packs_ok, self._loaded = packs, _Lazy({}), True, True
+        return packs
+
+    def _compare(self, walked: FolderWalk) -> ScanDelta:
+        """The walk against what the scanner knows: a packed folder by its digest, the others path by path."""
+        folders, forced, stats, packed = walked.folders, walked.forced, self._stats, self._packed
+        changed: dict[str, Stat] = {}
+        self._walked = {}
+        for folder, names in folders.items():
+            pack = packed.get(folder)
+            if pack is not None:
+                if not forced and _digest(dict(sorted(names.items())) if pack[1] else names) == pack[0]:
+                    continue  # unchanged: its rows stay packed
+                self._unpack(folder)
+            self._walked[folder] = names
+            for name, st in names.items():
+                path = folder + name
+                if stats.get(path) != st or path in forced:
+                    changed[path] = st
+        for folder in [f for f in packed if f not in folders]:  # folders gone: their files too
+            self._unpack(folder)
+        removed = [p for p in stats if (f := folder_of(p)) not in folders or p[len(f) :] not in folders[f]]
+        return ScanDelta(changed, removed)
+
+    def _unpack_of(self, path: str) -> None:
+        folder = folder_of(path)
+        if folder in self._packed:
+            self._unpack(folder)
+
+    def _unpack_all(self) -> bool:
+        """Unpack every folder still packed; True if this scanner's rows came from packs (not in the table's order)."""
+        for folder in list(self._packed):
+            self._unpack(folder)
+        return self._members_unpacked
+
+    def _unpack(self, folder: str) -> None:
+        """Make a packed folder's rows known path by path (as ``_load_cache`` makes every row)."""
+        pack = self._packed.pop(folder)
+        rows = _unpacked(folder, pack)
+        damaged = rows is None
+        if rows is None:  # damaged, for all its CRC: the table's rows, and every file read again at the next scan
+            rows = self._table_rows(folder)
+        lazy = self._lazy
+        if lazy is None:  # (never while folders are packed) the entries made so far are kept as set anew
+            lazy = self._lazy = _Lazy({})
+            lazy.made, lazy.added, self._files = self._files, len(self._files), {}
+        stats, known = self._stats, lazy.rows
+        for row in rows:
+            path = row[0]
+            stats[path] = (row[1], row[2])
+            known[path] = row
+        self._members[folder] = {row[0] for row in rows}
+        self._members_unpacked = True
+        if damaged:
+            self.forget([row[0] for row in rows])
+
+    def _table_rows(self, folder: str) -> list[tuple[Any, ...]]:
+        try:
+            with self.state.reading() as conn:
+                found = conn.execute(
+                    "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1 "
+                    "WHERE path >= ? AND path < ?",
+                    (folder, folder + "\U0010ffff"),
+                ).fetchall()
+        except sqlite3.Error:
+            return []  # every file of the folder is read as a new one
+        return [row for row in found if folder_of(row[0]) == folder]
+
+    def _packs_due(self) -> bool:
+        """scan_folders_v1 is to be written in full (missing, damaged, or behind the rows) and can be."""
+        return not self._packs_ok and not self._packs_tried and self.token is not None and self._walks
+
+    @property
+    def _walks(self) -> bool:
+        """The change source walks by folder (else the packs are of no use: not written)."""
+        return hasattr(self.source, "folder_walk")
+
+    def _save_packs(self) -> None:
+        """Write scan_folders_v1 in full, the rows unchanged (scan_token stays: a stored image still matches)."""
+        self._packs_tried = True  # once: a failure here costs the next process the rows' load, as before
+        try:
+            with self.state.transaction() as conn:
+                token = _token(self.state)
+                members = self._write_packs(conn, token, token) if token == self.token else None
+        except (sqlite3.Error, Contention):
+            return
+        if members is not None:
+            self._packs_ok = True
+            self._members.update(members)
+            self._walked = {}
+
+    def _write_packs(self, conn: sqlite3.Connection, token: int, written: int) -> dict[str, set[str]]:
+        """Write the packs of the folders this save changed (all, when the packs were not the table's at
+        ``token``), as the table's at ``written``; the paths of each folder written. In the transaction
+        that wrote the rows."""
+        conn.execute(_FOLDERS_SCHEMA)
+        groups: dict[str, list[tuple[Any, ...]]] = {}
+        if self._packs_ok and self.state.meta(_FOLDERS_TOKEN) == str(token):
+            saved: dict[str, list[str]] = {}
+            for path in self._unsaved:
+                saved.setdefault(folder_of(path), []).append(path)
+            for folder in saved.keys() | {folder_of(p) for p in self._unremoved}:
+                paths = self._members.get(folder, set()) - self._unremoved
+                paths.update(saved.get(folder, ()))
+                groups[folder] = [row for p in sorted(paths) if (row := self._row(p)) is not None]
+        else:
+            conn.execute("DELETE FROM scan_folders_v1")
+            self._unpack_all()
+            for row in sorted(self._all_rows()):  # (unpacked in the table's order)
+                groups.setdefault(folder_of(row[0]), []).append(row)
+        conn.executemany(
+            "DELETE FROM scan_folders_v1 WHERE folder = ?", [(f,) for f, rows in groups.items() if not rows]
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO scan_folders_v1 (folder, digest, sorted, count, crc, rows) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [self._pack_row(folder, rows) for folder, rows in groups.items() if rows],
+        )
+        self.state.set_meta(_FOLDERS_TOKEN, str(written))
+        return {folder: {row[0] for row in rows} for folder, rows in groups.items()}
+
+    def _pack_row(self, folder: str, rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+        names = {row[0][len(folder) :]: (row[1], row[2]) for row in rows}
+        walked = self._walked.get(folder)
+        if walked is not None and walked == names:  # in the order a walk lists them: no sort to compare
+            data, in_order = walked, 0
+        else:
+            data, in_order = dict(sorted(names.items())), 1
+        blob = marshal.dumps(rows)
+        return (folder, _digest(data), in_order, len(rows), zlib.crc32(blob), blob)
+
+    def _row(self, path: str) -> tuple[Any, ...] | None:
+        """scan_files_v1's row of a path (but the frontmatter), from the entry or the row it was loaded from."""
+        lazy = self._lazy
+        entry: FileEntry | None
+        if lazy is None:
+            entry = self._files.get(path)
+        else:
+            entry = lazy.made.get(path)
+            if entry is None:
+                return lazy.rows.get(path)
+        return _stat_row(path, entry) if entry is not None else None
+
+    def _all_rows(self) -> Iterator[tuple[Any, ...]]:
+        lazy = self._lazy
+        if lazy is None:
+            for path, entry in self._files.items():
+                yield _stat_row(path, entry)
+            return
+        made = lazy.made
+        for path, row in lazy.rows.items():
+            had = made.get(path)
+            yield row if had is None else _stat_row(path, had)
+        for path, had in made.items():
+            if path not in lazy.rows:
+                yield _stat_row(path, had)
+
     @property
     def saved_token(self) -> int | None:
         """scan_files_v1's change counter when the table holds exactly ``files``, else None."""
@@ -135,8 +356,8 @@ class Scanner:
 
     def entry(self, path: str) -> FileEntry | None:
         """The entry of a file with its record built (filled from scan_files_v1 on first use)."""
-        entry = self._files.get(path) if self._lazy is None else None
-        if entry is None and self._lazy is not None:
+        entry = self._files.get(path) if self._lazy is None and not self._packed else None
+        if entry is None and (self._lazy is not None or self._packed):
             with self.lock:  # made once, whichever thread asks first
                 entry = self._get(path)
         if entry is not None and not entry.filled:
@@ -197,10 +418,10 @@ class Scanner:
 
         At most ``keep_bodies`` characters of bodies are returned; ``read_body`` gives the others.
         """
-        if not self._loaded:
-            self._load_cache()
-        delta = self.source.changes(self._stats)
+        delta = self._changes()
         if not delta.changed and not delta.removed and not self._touched:
+            if self._packs_due():
+                self.save()
             return set(), {}
         touched = self._touched  # kept on self until returned, so that a failed scan loses none
         bodies: dict[str, str] = {}
@@ -244,6 +465,7 @@ class Scanner:
     def reread_all(self, profiles: ProfileMap) -> None:
         """Read every file again, under these profiles, at the next scan (the same bytes make other records)."""
         with self.lock:
+            self._unpack_all()
             self.profiles = profiles
             paths = list(self._stats)
             self._files.clear()
@@ -256,6 +478,8 @@ class Scanner:
     def forget(self, paths: list[str]) -> None:
         """Read these files again at the next scan (their cached entry proved wrong)."""
         for path in paths:
+            if self._packed:
+                self._unpack_of(path)
             self._stats[path] = (-1, -1)
         recheck = getattr(self.source, "recheck", None)
         if recheck is not None:  # a notified source looks only at the paths it is told about
@@ -273,6 +497,8 @@ class Scanner:
     def save(self) -> None:
         """Write the parsed files not yet in ``scan_files_v1`` (a projection: a failure here fails no query)."""
         if not self._unsaved and not self._unremoved and self.state.table_exists("scan_files_v1"):
+            if self._packs_due():
+                self._save_packs()
             return
         try:
             if not self.state.table_exists("scan_files_v1"):
@@ -296,11 +522,18 @@ class Scanner:
                 )
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
                 self.state.set_meta(_TOKEN, str(token + 1))
+                # the packs, when the table held exactly `files` before this write (else left aside until then)
+                members = self._write_packs(conn, token, token + 1) if token == self.token and self._walks else None
         except (sqlite3.Error, Contention):
             self.token = None
+            self._packs_ok = False
             return  # kept in _unsaved: written by the next scan (the cache only saves parsing)
         # the table now holds exactly `files` if it held it before this write
         self.token = token + 1 if token == self.token else None
+        self._packs_ok = members is not None
+        if members is not None:
+            self._members.update(members)
+            self._walked = {}
         self._unsaved, self._unremoved = set(), set()
 
     def _load(self, changed: Mapping[str, Stat]) -> Iterator[tuple[str, Stat, Loaded | None]]:
@@ -321,6 +554,33 @@ class Scanner:
         if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != sha256:
             return None
         return body_of(data)
+
+
+class _Known(Mapping[str, Stat]):
+    """A scanner's path -> stat while folders are packed: a folder is unpacked when a path in it is looked up."""
+
+    def __init__(self, scanner: Scanner) -> None:
+        self._scanner = scanner
+
+    def __getitem__(self, path: str) -> Stat:
+        scanner = self._scanner
+        if scanner._packed:
+            scanner._unpack_of(path)
+        return scanner._stats[path]
+
+    def __iter__(self) -> Iterator[str]:
+        self._scanner._unpack_all()
+        return iter(self._scanner._stats)
+
+    def __len__(self) -> int:
+        return len(self._scanner._stats) + sum(pack[2] for pack in self._scanner._packed.values())
+
+
+def _flat_delta(listing: dict[str, Stat], forced: set[str], known: Mapping[str, Stat]) -> ScanDelta:
+    if listing == known and not forced:  # the usual case, settled by one comparison in C
+        return ScanDelta({}, [])
+    changed = {path: st for path, st in listing.items() if known.get(path) != st or path in forced}
+    return ScanDelta(changed, [path for path in known if path not in listing])
 
 
 class _Filled(Mapping[str, FileEntry]):
@@ -393,15 +653,66 @@ class _Lazy:
             del self.made[path]
         return entry
 
-    def whole(self) -> dict[str, FileEntry]:
+    def whole(self, in_table_order: bool = False) -> dict[str, FileEntry]:
         made = self.made
-        out = {path: made.pop(path) if path in made else _made(row) for path, row in self.rows.items()}
+        rows = sorted(self.rows.items()) if in_table_order else self.rows.items()
+        out = {path: made.pop(path) if path in made else _made(row) for path, row in rows}
         out.update(made)  # the paths set anew, in the order they were set
         self.rows, self.made, self.added = {}, {}, 0
         return out
 
 
 _TOKEN = "scan_token"  # knowtk_meta key: bumped by every write to scan_files_v1
+_FOLDERS_TOKEN = "scan_folders_token"  # knowtk_meta key: the scan_token scan_folders_v1 holds the rows of
+
+# a folder's pack: digest of its {name: (size, mtime_ns)}, 1 when that digest is of the names sorted (else of
+# the order the last walk listed them in), how many rows, the rows (scan_files_v1's, but the frontmatter:
+# marshal), kept as loaded until a path in the folder is needed
+_Pack = tuple[bytes, int, int, bytes]
+
+_FOLDERS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS scan_folders_v1 (folder TEXT PRIMARY KEY, digest BLOB NOT NULL, "
+    "sorted INTEGER NOT NULL, count INTEGER NOT NULL, crc INTEGER NOT NULL, rows BLOB NOT NULL)"
+)
+
+
+def _digest(names: dict[str, Stat]) -> bytes:
+    """A folder's digest: marshal's version 2 writes the same bytes for the same names and stats in the same order
+    (no references, no interning marks)."""
+    return hashlib.blake2b(marshal.dumps(names, 2), digest_size=16).digest()
+
+
+def _unpacked(folder: str, pack: _Pack) -> list[tuple[Any, ...]] | None:
+    """A pack's rows, or None when they are not rows of this folder (damaged)."""
+    try:
+        rows = marshal.loads(pack[3])
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(rows, list) or len(rows) != pack[2]:
+        return None
+    for row in rows:
+        if not (
+            isinstance(row, tuple)
+            and len(row) == 6
+            and isinstance(row[0], str)
+            and folder_of(row[0]) == folder
+            and type(row[1]) is int
+            and type(row[2]) is int
+        ):
+            return None
+    return rows
+
+
+def _stat_row(path: str, entry: FileEntry) -> tuple[Any, ...]:
+    """The row ``_load_cache`` reads of a path (path, size, mtime_ns, sha256, problem_code, problem)."""
+    problem = entry.problem
+    return (
+        path,
+        entry.stat[0],
+        entry.stat[1],
+        entry.sha256,
+        *((problem.code, problem.message) if problem else (None, None)),
+    )
 
 
 def _token(state: StateDB) -> int:

@@ -8,6 +8,7 @@ the same from the kernel and walks only when it must.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -17,7 +18,17 @@ from typing import Protocol
 
 from knowtk.errors import ScanLimitExceeded, StoreUnavailable
 
-__all__ = ["DEFAULT_MAX_FILES", "LISTED_PROBLEMS", "ChangeSource", "ScanDelta", "Stat", "StatWalk"]
+__all__ = [
+    "DEFAULT_MAX_FILES",
+    "LISTED_PROBLEMS",
+    "ChangeSource",
+    "FolderWalk",
+    "ScanDelta",
+    "Stat",
+    "StatWalk",
+    "flatten",
+    "folder_of",
+]
 
 DEFAULT_MAX_FILES = 1_000_000
 
@@ -28,6 +39,15 @@ Stat = tuple[int, int]  # (size, mtime_ns)
 class ScanDelta:
     changed: dict[str, Stat]  # new or modified record files
     removed: list[str]
+
+
+@dataclass(slots=True)
+class FolderWalk:
+    """A whole walk of the store by folder (``StatWalk.listing_by_folder``), made for a scanner that compares
+    folder by folder (``knowtk.scan.cache``): it replaces the walk the source's next ``changes`` would make."""
+
+    folders: dict[str, dict[str, Stat]]
+    forced: set[str]  # paths to read again even where the stat did not move (events were lost)
 
 
 class ChangeSource(Protocol):
@@ -59,48 +79,96 @@ class StatWalk:
         ``enter`` is called with each folder ('' or 'a/b/') before it is listed (a watcher adds
         its watch there: one pass instead of two); ``symlinks`` collects every ``*.md`` symlink.
         """
-        out: dict[str, Stat] = {}
-        stack = [("", self.root)]
-        limit = self.max_files
-        while stack:
-            prefix, folder = stack.pop()
-            if enter is not None:
-                enter(prefix)
-            try:
-                it = os.scandir(folder)
-            except FileNotFoundError:
-                if not prefix:
-                    raise StoreUnavailable(self.root, "the store folder does not exist") from None
-                continue  # a folder removed while we walk
-            except NotADirectoryError:
-                if not prefix:
-                    raise StoreUnavailable(self.root, "the store path is not a folder") from None
-                continue  # replaced by a file while we walk
-            except OSError as exc:
-                if not prefix:
-                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
-                out[prefix] = _problem_stat(_FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
-                continue
-            try:
-                with it:
-                    self._list_entries(prefix, it, out, stack, symlinks)
-            except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
-                if not prefix:
-                    raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
-                out[prefix] = _problem_stat(_FOLDER_UNREADABLE, exc.errno or 0)
-            if len(out) > limit:
-                raise ScanLimitExceeded("max_files", len(out), limit)
+        return flatten(self.listing_by_folder(enter=enter, symlinks=symlinks))
+
+    def listing_by_folder(
+        self, *, enter: Callable[[str], object] | None = None, symlinks: set[str] | None = None
+    ) -> dict[str, dict[str, Stat]]:
+        """What ``listing`` lists, by folder: '' or 'a/b/' -> {name: stat} of what it holds (``folder_of``).
+
+        A key of ``listing`` is its folder and its name joined; a name ending with '/' is a folder
+        listed under a problem code. Every folder walked has its mapping, if only an empty one, and
+        they come in the order the walk listed them (as do the names in each).
+        """
+        out: dict[str, dict[str, Stat]] = {}
+        stack = [""]
+        limit, count = self.max_files, 0
+        root_fd = None
+        if _BY_FD:
+            with contextlib.suppress(OSError):  # (listing the store folder by its path then says why)
+                root_fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            while stack:
+                prefix = stack.pop()
+                if enter is not None:
+                    enter(prefix)
+                count += self._list_folder(prefix, root_fd, out, stack, symlinks)
+                if count > limit:
+                    raise ScanLimitExceeded("max_files", count, limit)
+        finally:
+            if root_fd is not None:
+                os.close(root_fd)
         return out
+
+    def _list_folder(
+        self,
+        prefix: str,
+        root_fd: int | None,
+        out: dict[str, dict[str, Stat]],
+        stack: list[str],
+        symlinks: set[str] | None,
+    ) -> int:
+        """List one folder into ``out`` (its sub-folders onto ``stack``); how many keys it added."""
+        folder = os.path.join(self.root, prefix) if prefix else self.root
+        fd = None
+        try:
+            if root_fd is None:
+                it = os.scandir(folder)
+            else:  # by a descriptor: each entry's stat looks up its name in the folder, not its whole path again
+                fd = os.open(prefix or ".", _DIR_FLAGS, dir_fd=root_fd)
+                it = os.scandir(fd)
+        except FileNotFoundError:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(self.root, "the store folder does not exist") from None
+            return 0  # a folder removed while we walk
+        except NotADirectoryError:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(self.root, "the store path is not a folder") from None
+            return 0  # replaced by a file while we walk
+        except OSError as exc:
+            _close(fd)
+            if not prefix:
+                raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+            if exc.errno == errno.ELOOP:
+                return 0  # replaced by a symlink while we walk (never followed): the next walk lists it
+            _list_folder_problem(out, prefix, _FOLDER_UNREADABLE if exc.errno != errno.ENAMETOOLONG else _TOO_LONG)
+            return 1
+        group: dict[str, Stat] = {}
+        out[prefix] = group
+        try:
+            with it:
+                self._list_entries(prefix, it, group, stack, symlinks)
+        except OSError as exc:  # the listing broke off part way (an I/O error): the folder is not covered
+            if not prefix:
+                raise StoreUnavailable(folder, f"cannot list the folder ({exc.strerror})") from None
+            del out[prefix]
+            _list_folder_problem(out, prefix, _FOLDER_UNREADABLE, exc.errno or 0)
+            return 1
+        finally:
+            _close(fd)
+        return len(group)
 
     def _list_entries(
         self,
         prefix: str,
         entries: Iterator[os.DirEntry[str]],
         out: dict[str, Stat],
-        stack: list[tuple[str, str]],
+        stack: list[str],
         symlinks: set[str] | None,
     ) -> None:
-        """List one folder's entries (an OSError here means the listing broke off part way)."""
+        """List one folder's entries into ``out`` by name (an OSError here means the listing broke off part way)."""
         for entry in entries:
             name = entry.name  # the usual entry, a regular *.md file, without a method call
             if name.endswith(".md") and name.isascii() and name[0] not in "._" and entry.is_file(follow_symlinks=False):
@@ -109,7 +177,7 @@ class StatWalk:
                 except OSError:
                     pass  # _list_entry says what it means
                 else:
-                    out[prefix + name] = (st.st_size, st.st_mtime_ns)
+                    out[name] = (st.st_size, st.st_mtime_ns)
                     continue
             self._list_entry(prefix, entry, out, stack, symlinks)
 
@@ -118,7 +186,7 @@ class StatWalk:
         prefix: str,
         entry: os.DirEntry[str],
         out: dict[str, Stat],
-        stack: list[tuple[str, str]],
+        stack: list[str],
         symlinks: set[str] | None,
     ) -> None:
         name = entry.name
@@ -127,28 +195,28 @@ class StatWalk:
         if not name.isascii() and not _is_text(name):  # bytes that are not UTF-8 (surrogate-escaped)
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             if entry.is_dir(follow_symlinks=False):
-                out[prefix + shown + "/"] = _problem_stat(_NAME_NOT_UTF8)
+                out[shown + "/"] = _problem_stat(_NAME_NOT_UTF8)
             elif shown.endswith(".md"):
-                out[prefix + shown] = _problem_stat(_NAME_NOT_UTF8)
+                out[shown] = _problem_stat(_NAME_NOT_UTF8)
             return
         if entry.is_symlink():
             if symlinks is not None and name.endswith(".md"):
                 symlinks.add(prefix + name)
             self._list_symlink(prefix, entry, out)
         elif entry.is_dir(follow_symlinks=False):
-            stack.append((prefix + name + "/", entry.path))
+            stack.append(prefix + name + "/")
         elif name.endswith(".md"):
             try:
                 st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 return
             except OSError as exc:
-                out[prefix + name] = _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
+                out[name] = _problem_stat(_TOO_LONG if exc.errno == errno.ENAMETOOLONG else _UNREADABLE)
                 return
             if entry.is_file(follow_symlinks=False):
-                out[prefix + name] = (st.st_size, st.st_mtime_ns)
+                out[name] = (st.st_size, st.st_mtime_ns)
             else:  # a FIFO, socket or device: opening it could wait forever or read without end
-                out[prefix + name] = _problem_stat(_NOT_REGULAR, st.st_mtime_ns)
+                out[name] = _problem_stat(_NOT_REGULAR, st.st_mtime_ns)
 
     def _list_symlink(self, prefix: str, entry: os.DirEntry[str], out: dict[str, Stat]) -> None:
         """A symlink inside the store is skipped (its target is walked); others are reported, never followed."""
@@ -156,9 +224,10 @@ class StatWalk:
             mtime = entry.stat(follow_symlinks=False).st_mtime_ns
         except OSError:
             return
-        listed = self._symlink_listed(entry.path, mtime, is_record=entry.name.endswith(".md"))
+        full = os.path.join(self.root, prefix + entry.name)  # (entry.path is the name alone in a walk by descriptor)
+        listed = self._symlink_listed(full, mtime, is_record=entry.name.endswith(".md"))
         if listed is not None:
-            out[prefix + entry.name + listed[0]] = listed[1]
+            out[entry.name + listed[0]] = listed[1]
 
     def _symlink_listed(self, full: str, mtime: int, *, is_record: bool) -> tuple[str, Stat] | None:
         """(suffix, stat) a symlink is listed under ('/' when it leads to a folder), or None: not listed."""
@@ -201,6 +270,10 @@ class StatWalk:
             return (st.st_size, st.st_mtime_ns)
         return _problem_stat(_NOT_REGULAR, st.st_mtime_ns)  # a FIFO, socket or device: never opened
 
+    def folder_walk(self) -> FolderWalk:
+        """The walk ``changes`` makes, by folder; a scanner compares it folder by folder."""
+        return FolderWalk(self.listing_by_folder(), set())
+
     def changes(self, known: Mapping[str, Stat]) -> ScanDelta:
         listing = self.listing()
         if listing == known:  # the usual case, settled by one comparison in C
@@ -223,6 +296,33 @@ LISTED_PROBLEMS = {
 _NOT_REGULAR, _SYMLINK_OUTSIDE, _SYMLINK_BROKEN, _FOLDER_UNREADABLE, _NAME_NOT_UTF8, _TOO_LONG, _UNREADABLE = range(
     1, 8
 )
+
+
+# a folder is listed through a descriptor where the system can (not Windows): see StatWalk._list_folder
+_BY_FD = os.scandir in os.supports_fd and os.open in os.supports_dir_fd
+_O_CLOEXEC, _O_DIRECTORY = getattr(os, "O_CLOEXEC", 0), getattr(os, "O_DIRECTORY", 0)
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOEXEC
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def folder_of(path: str) -> str:
+    """The folder ('' or 'a/b/') a key of ``StatWalk.listing`` is listed in (a key ending with '/' is a folder's)."""
+    return path[: path.rfind("/", 0, len(path) - 1) + 1]
+
+
+def flatten(by_folder: Mapping[str, Mapping[str, Stat]]) -> dict[str, Stat]:
+    """``StatWalk.listing`` from ``listing_by_folder``: each folder's names joined to it."""
+    return {folder + name: st for folder, names in by_folder.items() for name, st in names.items()}
+
+
+def _list_folder_problem(out: dict[str, dict[str, Stat]], prefix: str, code: int, mtime_ns: int = 0) -> None:
+    """A folder that cannot be listed is listed in its parent ('a/b/' as 'b/' in 'a/'), which was walked first."""
+    parent = folder_of(prefix)
+    out.setdefault(parent, {})[prefix[len(parent) :]] = _problem_stat(code, mtime_ns)
 
 
 def _problem_stat(code: int, mtime_ns: int = 0) -> Stat:

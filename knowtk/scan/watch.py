@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 
 from knowtk.errors import ScanLimitExceeded
 from knowtk.model.config import CONFIG_FILE
-from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, ScanDelta, Stat, StatWalk
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, FolderWalk, ScanDelta, Stat, StatWalk, flatten
 
 __all__ = [
     "UNWATCHABLE_FILESYSTEMS",
@@ -488,6 +488,36 @@ class InotifyWatch:
     # -- a full walk ------------------------------------------------------------------------------
     def _walk_all(self, known: Mapping[str, Stat], forced: set[str]) -> ScanDelta:
         """Watch every folder, then walk the store once; a file listed outside a watched folder means no proof."""
+        walked = self._walk_folders(forced)
+        listing, forced = flatten(walked.folders), walked.forced
+        if listing == known and not forced:
+            return ScanDelta({}, [])
+        changed = {path: st for path, st in listing.items() if known.get(path) != st or path in forced}
+        removed = [path for path in known if path not in listing]
+        return ScanDelta(changed, removed)
+
+    def folder_walk(self) -> FolderWalk | None:
+        """The first call's whole walk, by folder, for a scanner that compares folder by folder (see
+        ``StatWalk.folder_walk``); None once the watch is in place (``changes`` then says what changed).
+
+        The watches are placed as the walk enters each folder, as ``changes`` would place them: the next
+        ``changes`` answers from the events of that walk on.
+        """
+        with self._lock:
+            if self.fallback_reason is not None:
+                return self.walk.folder_walk()
+            if not self._full or self._folders or self._inotify is None or os.getpid() != self._pid:
+                return None  # not the first call: changes() drains the events (or restarts after a fork)
+            try:
+                return self._walk_folders(set())
+            except _Fallback as exc:
+                self._give_up(str(exc))
+            except BaseException:
+                self._full = True
+                raise
+            return self.walk.folder_walk()
+
+    def _walk_folders(self, forced: set[str]) -> FolderWalk:
         try:
             st = os.stat(self.root)
             self._root_id = (st.st_dev, st.st_ino)
@@ -504,23 +534,22 @@ class InotifyWatch:
             if self._root_id is None or not self._add(folder):
                 unwatched.append(folder)
 
-        listing = self.walk.listing(enter=enter, symlinks=self._symlinks)  # raises as the walk does
+        folders = self.walk.listing_by_folder(enter=enter, symlinks=self._symlinks)  # raises as the walk does
         self.walks += 1
         self._config_event = True
-        for path in listing if unwatched else ():  # else every folder listed was watched before it was listed
-            # a folder the walk could not enter, or a folder symlink, is listed as 'a/b/': its parent 'a/' counts
-            if _folder_of(path[:-1] if path.endswith("/") else path) not in self._wd_of:
-                raise _Fallback(f"{path} is listed by the walk but its folder cannot be watched")
+        if unwatched:  # else every folder listed was watched before it was listed
+            for folder, names in folders.items():
+                # a folder the walk could not enter, or a folder symlink, is listed as 'b/' in its parent 'a/'
+                if names and folder not in self._wd_of:
+                    raise _Fallback(
+                        f"{folder}{next(iter(names))} is listed by the walk but its folder cannot be watched"
+                    )
         self._full = False
         self._unconfirmed = set()
         if self._lost:  # a lost event may have been an edit that kept size and mtime: every file is read and hashed
             self._lost = False
-            forced = set(listing)
-        if listing == known and not forced:
-            return ScanDelta({}, [])
-        changed = {path: st for path, st in listing.items() if known.get(path) != st or path in forced}
-        removed = [path for path in known if path not in listing]
-        return ScanDelta(changed, removed)
+            forced = set(flatten(folders))
+        return FolderWalk(folders, forced)
 
 
 def choose_change_source(
