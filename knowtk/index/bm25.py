@@ -311,7 +311,7 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
         return empty
     candidates = keys[0]
     for key in keys[1:]:
-        candidates = np.union1d(candidates, key) if terms.mode == "any" else np.intersect1d(candidates, key)
+        candidates = _union(candidates, key) if terms.mode == "any" else _intersection(candidates, key)
     which = candidates // span
     rowids = candidates - which * span
     d = np.empty(len(candidates))
@@ -327,3 +327,27 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
         f[hit] = counts[p][at[hit]]
         score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
     return -score, rowids, which
+
+
+# np.union1d and np.intersect1d (without assume_unique) call np.unique, which in numpy 2.x imports numpy.ma
+# (~65 ms, once per process: a new process's first query that needed them paid it). The keys are sorted and
+# distinct already, so both are one sort of the two arrays together: the same sorted distinct values.
+def _union(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The sorted distinct values of two arrays of distinct values (``np.union1d``)."""
+    import numpy as np
+
+    both = np.concatenate((a, b))
+    both.sort()
+    if len(both) < 2:
+        return both
+    keep = np.empty(len(both), dtype=bool)
+    keep[0] = True
+    np.not_equal(both[1:], both[:-1], out=keep[1:])
+    return both[keep]
+
+
+def _intersection(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The sorted values two arrays of distinct values share (``np.intersect1d``)."""
+    import numpy as np
+
+    return np.intersect1d(a, b, assume_unique=True)

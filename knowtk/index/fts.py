@@ -75,6 +75,9 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+# ``matching`` asks for this many rows or more in one pass over the expression's rows: FTS5 seeks each rowid of
+# ``rowid IN (...)`` in every phrase's rows, which for a common word cost more than the pass (issue 20)
+SCAN_FROM_ROWS = 200
 PATCH_SHARE = 0.1  # kept counts are patched across changes of up to this share of the rows, dropped beyond
 
 
@@ -576,10 +579,12 @@ class FtsProjection:
         return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
-        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters).
+        """The rows among ``rowids`` that match.
 
         When every phrase's counts are kept, they hold every row that matches it: the answer is read from them
-        (FTS5 would seek each of the rows in a common word's long doclist).
+        (FTS5 would seek each of the rows in a common word's long doclist). From ``SCAN_FROM_ROWS`` rows on,
+        one pass over the expression's rows looks each up among them (``matches_among``); fewer are sought
+        one by one (``rowid IN (...)``, in chunks: SQLite bounds the number of parameters).
         """
         rowids = list(rowids)
         kept = [self._kept(phrase) for phrase in terms.phrases]
@@ -590,6 +595,8 @@ class FtsProjection:
             held = [np.isin(asked, k[0]) for k in kept if k is not None]
             hit = np.logical_or.reduce(held) if terms.mode == "any" else np.logical_and.reduce(held)
             return set(asked[hit].tolist())
+        if len(rowids) >= SCAN_FROM_ROWS:  # one pass over the expression's rows, each looked up among them
+            return self.matches_among(terms, rows_among(set(rowids)))
         out: set[int] = set()
         for i in range(0, len(rowids), 10_000):
             chunk = rowids[i : i + 10_000]
