@@ -55,3 +55,40 @@ def test_union_and_intersection_are_numpys() -> None:
         assert union.dtype == np.int64 and meet.dtype == np.int64
         assert union.tolist() == np.union1d(a, b).tolist()
         assert meet.tolist() == np.intersect1d(a, b).tolist()
+
+
+def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In mode ``all`` over a filter, the allowed rows holding a common word are counted only where the IDF needs
+    them: a lower bound (the allowed rows less the table's rows without the word) past half of the allowed rows
+    floors it whatever the count. Bit for bit the answers of counting them, and of counting every row as before."""
+    from knowtk.index.fts import Among, FtsProjection
+    from tests.test_ranking_ties import _asked, _common_store, _random_filters
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    rng = random.Random(3)
+    calls = [
+        {"query": q, "mode": "all", "limit": 50, "lifecycle": lifecycle, **f}
+        for q in ("alpha beta gamma", "alpha beta", "alpha absentword", "beta sigma")
+        for lifecycle in ("active", "all")
+        for f in _random_filters(rng, 4)
+    ]
+    counted: list[bool] = []  # per hit_count: among some rows (else over the whole table)
+    hit_count = FtsProjection.hit_count
+
+    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among | None = None) -> int:
+        counted.append(among is not None)
+        return hit_count(self, phrase, among)
+
+    monkeypatch.setattr(FtsProjection, "hit_count", spy)
+    bounded = _asked(builder, calls)
+    among_bounded = counted.count(True)
+    monkeypatch.setattr(bm25, "_lower_bound_floors", lambda *a: False)  # every allowed row holding it counted
+    counted.clear()
+    exact = _asked(builder, calls)
+    assert 0 < among_bounded < counted.count(True)  # the bound settled some IDFs, not all of them
+    monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
+    assert bounded == exact == _asked(builder, calls)
+    assert sum(len(a) > 1 for a in bounded) > len(calls) // 2
