@@ -92,3 +92,37 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
     monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
     assert bounded == exact == _asked(builder, calls)
     assert sum(len(a) > 1 for a in bounded) > len(calls) // 2
+
+
+@pytest.mark.parametrize("folders", [5, 300])  # codes of one byte, and of two (past 256 folders)
+def test_facet_columns_select_what_each_record_passes(folders: int) -> None:
+    """``FacetColumns.select`` reads a column's codes in C (a byte table, or a set's lookup for wider codes):
+    the records whose facets pass the criteria, in stored order."""
+    from knowtk.snapshot.facets import Criteria, Facet, FacetColumns, encode_columns
+
+    rng = random.Random(folders)
+    names = [f"f{i}" if i % 3 else f"f{i - 1}/s{i}" for i in range(folders)]
+    facets = [
+        Facet(
+            rng.choice(names),
+            rng.choice(["page", "claim"]),
+            rng.choice(["note", "memo", "call"]),
+            tuple(rng.sample("abcd", rng.randint(0, 2))),
+        )
+        for _ in range(1500)
+    ]
+    ids = [f"r{i}" for i in range(len(facets))]
+    columns = FacetColumns(encode_columns(facets), ids, {})
+    assert (columns.columns["folder"].typecode == "B") == (folders < 256)
+    for criteria in (
+        Criteria(scope=(names[1],)),
+        Criteria(scope=(names[2], names[-1])),
+        Criteria(kinds=frozenset({"claim"})),
+        Criteria(types=frozenset({"note", "call"}), kinds=frozenset({"page"})),
+        Criteria(scope=(names[1],), tags=("a",)),
+        Criteria(tags=("b", "c")),
+        Criteria(kinds=frozenset({"nothing"})),
+        Criteria(),
+    ):
+        want = [rid for rid, f in zip(ids, facets, strict=True) if criteria.passes(f)]
+        assert columns.select(criteria) == want
