@@ -9,7 +9,8 @@ machine may be shared.
         "all:and troatist draikriona kind=claim" "all:bukufoa for scope=team-a"
 
 A query is written as ``bench/run.py`` describes one: ``MODE:WORDS key=value ...``. The CLI and the queries
-never write the store; the state directory is built by the first run if it is missing.
+never write the store; the state directory is built by the first run if it is missing. ``--store`` is
+resolved first (a symlink to the store a state was built for opens that state).
 """
 
 from __future__ import annotations
@@ -65,12 +66,18 @@ def main() -> None:
     if a.child:
         child(a)
         return
+    # a state is bound to the store's path as it was opened with: a symlink to the store the state was built
+    # for is that store (its children would otherwise refuse the state as another store's)
+    a.store = os.path.realpath(a.store)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for query in a.queries:
         times, seen = [], set()
         for _ in range(a.runs):
             cmd = [sys.executable, __file__, "--child", "--store", a.store, "--state", a.state, "--warm", a.warm]
-            out = subprocess.run([*cmd, "--query", query], check=True, capture_output=True, text=True).stdout
+            done = subprocess.run([*cmd, "--query", query], capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"{query}: the child failed (exit {done.returncode}):\n{done.stderr}")
+            out = done.stdout
             got = json.loads(out.strip().splitlines()[-1])
             times.append(got["took"])
             seen.add((got["total"], got["answer"]))
