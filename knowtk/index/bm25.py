@@ -204,8 +204,10 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     keyed: list[Keyed] = []
     for i, src in enumerate(sources):
         candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
-        for p, whole in later[i] if candidates else ():  # counted for the candidates alone
-            counts[p][i] = src.projection.counts_among(phrases[p], rows_among(candidates), hits=whole)
+        if later[i] and candidates:  # counted for the candidates alone (their JSON array made once)
+            kept_to = rows_among(candidates)
+            for p, whole in later[i]:
+                counts[p][i] = src.projection.counts_among(phrases[p], kept_to, hits=whole)
         tokens, id_of = src.projection.tokens, src.projection.id_of
         weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         for rowid in candidates:
