@@ -126,3 +126,33 @@ def test_facet_columns_select_what_each_record_passes(folders: int) -> None:
     ):
         want = [rid for rid, f in zip(ids, facets, strict=True) if criteria.passes(f)]
         assert columns.select(criteria) == want
+
+
+def test_allowed_rows_found_in_one_pass_or_looked_up_are_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter's rows: one pass over the projection's ids (a wide filter) or a lookup of each selected id."""
+    import importlib
+
+    from knowtk.query.common import RecordFilter
+    from tests.test_ranking_ties import _common_store, _random_filters
+
+    grep = importlib.import_module("knowtk.query.grep")  # (the package exports the function grep under that name)
+    _common_store(builder)
+    store = builder.open()
+    snap = store.snapshot()
+    index = store.engine.keyword(snap)
+    filters = _random_filters(random.Random(13), 12)
+    sizes = []
+    for args in [*filters, {"scope": "w"}, {"kind": "page"}, {"tag": "a"}]:
+        flt = RecordFilter.from_args(snap, {k: (v,) if k in ("kind", "tag", "type") else v for k, v in args.items()})
+        for proj in (index.main, index.history):
+            monkeypatch.setattr(grep, "LOOKUP_SHARE", 0.0)
+            in_one_pass = grep._allowed_rows(proj, snap, flt)
+            monkeypatch.setattr(grep, "LOOKUP_SHARE", 2.0)
+            looked_up = grep._allowed_rows(proj, snap, flt)
+            assert in_one_pass == looked_up
+            want = {rowid for rid, rowid in proj.ids.items() if flt.passes(snap.records[rid])}
+            assert in_one_pass == want
+            sizes.append(len(want) / max(1, len(proj.ids)))
+    assert max(sizes) > 0.2 > min(s for s in sizes if s)  # filters on both sides of the usual share
