@@ -156,3 +156,24 @@ def test_allowed_rows_found_in_one_pass_or_looked_up_are_the_same(
             assert in_one_pass == want
             sizes.append(len(want) / max(1, len(proj.ids)))
     assert max(sizes) > 0.2 > min(s for s in sizes if s)  # filters on both sides of the usual share
+
+
+def test_a_filters_rows_for_sqlite_and_their_tokens_are_kept_for_that_set_and_those_rows(builder: StoreBuilder) -> None:
+    """``among`` and ``tokens_in`` are ``rows_among`` and the plain sum of the rows' tokens, made again for
+    another set (even an equal one) and after the rows change."""
+    rng = random.Random(17)
+    _build(builder, rng, 60)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    rowids = sorted(main.id_of)
+    allowed = set(rng.sample(rowids, 25))
+    among = main.among(allowed)
+    assert among == fts.rows_among(allowed)
+    assert main.among(allowed) is among  # kept
+    assert main.among(set(allowed)) is not among  # another set object: made again (a set may be another's later)
+    assert main.tokens_in(allowed) == sum(main.tokens[r] for r in allowed)
+    assert main.tokens_in(allowed | {max(rowids) + 5}) == main.tokens_in(allowed) - 1  # a row the mirror lacks
+    builder.write("r/r000.md", {"id": "r000", "kind": "page", "type": "note", "title": "changed"}, "quite new words\n")
+    store.call("knowledge_grep", {"query": "quite"})  # the rows change (reconcile)
+    assert main.among(allowed) is not among  # made again for the rows as they are
+    assert main.tokens_in(allowed) == sum(main.tokens.get(r, -1) for r in allowed)

@@ -17,7 +17,6 @@ import heapq
 import math
 import sys
 from dataclasses import dataclass
-from itertools import repeat
 from typing import TYPE_CHECKING, cast
 
 from knowtk.index.fts import K1, Among, B, FtsProjection, QueryTerms, columns, rows_among
@@ -186,7 +185,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         proj = src.projection
         n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
         # as allowed_tokens sums token_array (-1 where the mirror holds no row)
-        n_tokens += proj.total_tokens if src.allowed is None else sum(map(proj.tokens.get, src.allowed, repeat(-1)))
+        n_tokens += proj.total_tokens if src.allowed is None else proj.tokens_in(src.allowed)
     if n_rows == 0 or not phrases:
         return []
     avgdl = float(n_tokens) / float(n_rows)
@@ -254,7 +253,7 @@ def _first_ask(
     if whole < KEEP_FROM_ROWS:
         return None  # few rows hold it: reading them all costs no more
     if i not in among:
-        among[i] = rows_among(allowed)
+        among[i] = proj.among(allowed)
     if terms.mode == "all" and len(terms.phrases) > 1:
         return None, None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)

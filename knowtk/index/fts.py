@@ -37,7 +37,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from knowtk.model.datevalues import format_utc
 from knowtk.scan.progress import progress
@@ -905,6 +905,29 @@ class FtsProjection:
             if len(self._arrays) > 2 * MEMO_ENTRIES:
                 self._arrays = {"tokens": self._arrays["tokens"]}
             cached = self._arrays[key] = (self.mirror, allowed, mask)
+        return cached[2]
+
+    def among(self, allowed: set[int]) -> Among:
+        """``rows_among(allowed)``, kept while the same set object is asked: a filter's rows are kept per snapshot
+        (``knowtk.query.grep``), so the next query with that filter reuses their JSON array."""
+        return self._per_set("among", allowed, rows_among)
+
+    def tokens_in(self, allowed: set[int]) -> int:
+        """Tokens in the allowed rows, summed in plain Python (-1 where the mirror holds no row, as
+        ``allowed_tokens`` sums them), kept while the same set object is asked."""
+        tokens = self.tokens
+        return cast(
+            int, self._per_set("tokens_in", allowed, lambda rows: sum(map(tokens.get, rows, itertools.repeat(-1))))
+        )
+
+    def _per_set(self, name: str, allowed: set[int], make: Callable[[set[int]], Any]) -> Any:
+        """What ``make`` derives from a set of rows, kept for this very set object and the rows as they are."""
+        key = (name, id(allowed))
+        cached = self._arrays.get(key)
+        if cached is None or cached[1] is not allowed or cached[0] != self.mirror:
+            if len(self._arrays) > 2 * MEMO_ENTRIES:
+                self._arrays = {"tokens": self._arrays["tokens"]} if "tokens" in self._arrays else {}
+            cached = self._arrays[key] = (self.mirror, allowed, make(allowed))
         return cached[2]
 
     def allowed_tokens(self, allowed: set[int]) -> int:
