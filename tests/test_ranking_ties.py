@@ -246,7 +246,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     """Counted over the allowed rows alone (bm25() of the candidates, the IDF solved with the whole table's
     row count): bit for bit the scores and order of counting every row holding the word, in plain Python
     and with numpy."""
-    from knowtk.index import bm25
+    from knowtk.index import bm25, fts
     from knowtk.index.fts import Among, FtsProjection
 
     _common_store(builder)
@@ -274,6 +274,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
         return among
 
     monkeypatch.setattr(bm25, "rows_among", among_spy)
+    monkeypatch.setattr(fts, "rows_among", among_spy)  # a filter's rows, kept per set (FtsProjection.among)
     answers = {}
     for path in ("narrowed", "plain", "numpy"):
         if path != "narrowed":

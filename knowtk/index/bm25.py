@@ -17,8 +17,7 @@ import heapq
 import math
 import sys
 from dataclasses import dataclass
-from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from knowtk.index.fts import K1, Among, B, FtsProjection, QueryTerms, columns, rows_among
 
@@ -152,10 +151,11 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     """
     phrases = terms.phrases
     counts: list[list[dict[int, float]]] = []  # per phrase, per source: rowid -> count, allowed rows only
-    hits: list[list[int]] = []  # per phrase, per source: how many allowed rows hold it
+    hits: list[list[int]] = []  # per phrase, per source: how many allowed rows hold it (or a lower bound: below)
     later: list[list[tuple[int, int]]] = [[] for _ in sources]  # per source: (phrase, whole-table row count) of
     # phrases whose counts only the candidates need (``_first_ask``)
     among: dict[int, Among] = {}  # per source: its allowed rows for SQLite (``rows_among``), made once
+    uncounted: list[tuple[int, int]] = []  # (phrase, source) whose hits are a lower bound, counted if need be
     for p, phrase in enumerate(phrases):
         per_source, held = [], []
         for i, src in enumerate(sources):
@@ -164,6 +164,9 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
                 n_held, found, whole = first
                 if found is None:
                     later[i].append((p, whole))
+                if n_held is None:  # not counted yet: at least the allowed rows less those of the table without it
+                    n_held = max(0, len(cast(set[int], src.allowed)) - (len(src.projection.tokens) - whole))
+                    uncounted.append((p, i))
                 per_source.append({} if found is None else found)
                 held.append(n_held)
                 continue
@@ -182,20 +185,28 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         proj = src.projection
         n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
         # as allowed_tokens sums token_array (-1 where the mirror holds no row)
-        n_tokens += proj.total_tokens if src.allowed is None else sum(map(proj.tokens.get, src.allowed, repeat(-1)))
+        n_tokens += proj.total_tokens if src.allowed is None else proj.tokens_in(src.allowed)
     if n_rows == 0 or not phrases:
         return []
     avgdl = float(n_tokens) / float(n_rows)
     idf = []
-    for held in hits:
+    for p, held in enumerate(hits):
         n_hit = sum(held)
+        if any(q == p for q, _ in uncounted) and not _lower_bound_floors(n_hit, n_rows):
+            # the lower bound does not settle the IDF: count the allowed rows holding the phrase
+            for q, i in uncounted:
+                if q == p:
+                    held[i] = sources[i].projection.hit_count(phrases[p], among[i])
+            n_hit = sum(held)
         value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf.append(value if value > 0.0 else 1e-6)
     keyed: list[Keyed] = []
     for i, src in enumerate(sources):
         candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
-        for p, whole in later[i] if candidates else ():  # counted for the candidates alone
-            counts[p][i] = src.projection.counts_among(phrases[p], rows_among(candidates), hits=whole)
+        if later[i] and candidates:  # counted for the candidates alone (their JSON array made once)
+            kept_to = rows_among(candidates)
+            for p, whole in later[i]:
+                counts[p][i] = src.projection.counts_among(phrases[p], kept_to, hits=whole)
         tokens, id_of = src.projection.tokens, src.projection.id_of
         weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         for rowid in candidates:
@@ -210,9 +221,15 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     return keyed
 
 
+def _lower_bound_floors(n_hit: int, n_rows: int) -> bool:
+    """Whether at least ``n_hit`` rows of ``n_rows`` holding a phrase floor its IDF at 1e-6 whatever their exact
+    number: log((n_rows - n + 0.5) / (n + 0.5)) <= 0 exactly when 2n >= n_rows, and more rows only lower it."""
+    return 2 * n_hit >= n_rows
+
+
 def _first_ask(
     src: Source, phrase: tuple[str, ...], terms: QueryTerms, among: dict[int, Among], i: int
-) -> tuple[int, dict[int, float] | None, int] | None:
+) -> tuple[int | None, dict[int, float] | None, int] | None:
     """(allowed rows holding the phrase, their counts, rows holding it in the whole table) of a common phrase
     asked over a filter for the first time, counted by SQLite over the allowed rows alone; None: counted as
     before (from every row holding it, ``plain_counts``).
@@ -221,7 +238,9 @@ def _first_ask(
     (issue 20): here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
     only the rows that need a count. In mode ``all`` with several phrases those are the candidates (the
     allowed rows matching the whole expression), known later: the counts are then None, and
-    ``_filtered_plain`` asks ``counts_among`` for the candidates alone. The phrase's second ask keeps its
+    ``_filtered_plain`` asks ``counts_among`` for the candidates alone; so are the allowed rows holding it,
+    counted only if the IDF needs them (a word most allowed rows hold has its IDF floored at 1e-6 whatever
+    their exact number: ``_filtered_plain`` tries a lower bound first). The phrase's second ask keeps its
     counts as arrays, as before. Not for a filter allowing more than ``NARROW_SHARE`` of the rows, nor a
     phrase of several words (counting it in the whole table is a pass over its rows, matching positions).
     """
@@ -234,9 +253,9 @@ def _first_ask(
     if whole < KEEP_FROM_ROWS:
         return None  # few rows hold it: reading them all costs no more
     if i not in among:
-        among[i] = rows_among(allowed)
+        among[i] = proj.among(allowed)
     if terms.mode == "all" and len(terms.phrases) > 1:
-        return proj.hit_count(phrase, among[i]), None, whole
+        return None, None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)
     return len(found), found, whole
 
@@ -311,7 +330,7 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
         return empty
     candidates = keys[0]
     for key in keys[1:]:
-        candidates = np.union1d(candidates, key) if terms.mode == "any" else np.intersect1d(candidates, key)
+        candidates = _union(candidates, key) if terms.mode == "any" else _intersection(candidates, key)
     which = candidates // span
     rowids = candidates - which * span
     d = np.empty(len(candidates))
@@ -327,3 +346,27 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
         f[hit] = counts[p][at[hit]]
         score += idf[p] * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
     return -score, rowids, which
+
+
+# np.union1d and np.intersect1d (without assume_unique) call np.unique, which in numpy 2.x imports numpy.ma
+# (~65 ms, once per process: a new process's first query that needed them paid it). The keys are sorted and
+# distinct already, so both are one sort of the two arrays together: the same sorted distinct values.
+def _union(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The sorted distinct values of two arrays of distinct values (``np.union1d``)."""
+    import numpy as np
+
+    both = np.concatenate((a, b))
+    both.sort()
+    if len(both) < 2:
+        return both
+    keep = np.empty(len(both), dtype=bool)
+    keep[0] = True
+    np.not_equal(both[1:], both[:-1], out=keep[1:])
+    return both[keep]
+
+
+def _intersection(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The sorted values two arrays of distinct values share (``np.intersect1d``)."""
+    import numpy as np
+
+    return np.intersect1d(a, b, assume_unique=True)

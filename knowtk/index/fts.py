@@ -37,7 +37,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from knowtk.model.datevalues import format_utc
 from knowtk.scan.progress import progress
@@ -75,6 +75,9 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
+# ``matching`` asks for this many rows or more in one pass over the expression's rows: FTS5 seeks each rowid of
+# ``rowid IN (...)`` in every phrase's rows, which for a common word cost more than the pass (issue 20)
+SCAN_FROM_ROWS = 200
 PATCH_SHARE = 0.1  # kept counts are patched across changes of up to this share of the rows, dropped beyond
 
 
@@ -576,10 +579,12 @@ class FtsProjection:
         return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
 
     def matching(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
-        """The rows among ``rowids`` that match (asked in chunks: SQLite bounds the number of parameters).
+        """The rows among ``rowids`` that match.
 
         When every phrase's counts are kept, they hold every row that matches it: the answer is read from them
-        (FTS5 would seek each of the rows in a common word's long doclist).
+        (FTS5 would seek each of the rows in a common word's long doclist). From ``SCAN_FROM_ROWS`` rows on,
+        one pass over the expression's rows looks each up among them (``matches_among``); fewer are sought
+        one by one (``rowid IN (...)``, in chunks: SQLite bounds the number of parameters).
         """
         rowids = list(rowids)
         kept = [self._kept(phrase) for phrase in terms.phrases]
@@ -590,6 +595,8 @@ class FtsProjection:
             held = [np.isin(asked, k[0]) for k in kept if k is not None]
             hit = np.logical_or.reduce(held) if terms.mode == "any" else np.logical_and.reduce(held)
             return set(asked[hit].tolist())
+        if len(rowids) >= SCAN_FROM_ROWS:  # one pass over the expression's rows, each looked up among them
+            return self.matches_among(terms, rows_among(set(rowids)))
         out: set[int] = set()
         for i in range(0, len(rowids), 10_000):
             chunk = rowids[i : i + 10_000]
@@ -898,6 +905,29 @@ class FtsProjection:
             if len(self._arrays) > 2 * MEMO_ENTRIES:
                 self._arrays = {"tokens": self._arrays["tokens"]}
             cached = self._arrays[key] = (self.mirror, allowed, mask)
+        return cached[2]
+
+    def among(self, allowed: set[int]) -> Among:
+        """``rows_among(allowed)``, kept while the same set object is asked: a filter's rows are kept per snapshot
+        (``knowtk.query.grep``), so the next query with that filter reuses their JSON array."""
+        return self._per_set("among", allowed, rows_among)
+
+    def tokens_in(self, allowed: set[int]) -> int:
+        """Tokens in the allowed rows, summed in plain Python (-1 where the mirror holds no row, as
+        ``allowed_tokens`` sums them), kept while the same set object is asked."""
+        tokens = self.tokens
+        return cast(
+            int, self._per_set("tokens_in", allowed, lambda rows: sum(map(tokens.get, rows, itertools.repeat(-1))))
+        )
+
+    def _per_set(self, name: str, allowed: set[int], make: Callable[[set[int]], Any]) -> Any:
+        """What ``make`` derives from a set of rows, kept for this very set object and the rows as they are."""
+        key = (name, id(allowed))
+        cached = self._arrays.get(key)
+        if cached is None or cached[1] is not allowed or cached[0] != self.mirror:
+            if len(self._arrays) > 2 * MEMO_ENTRIES:
+                self._arrays = {"tokens": self._arrays["tokens"]} if "tokens" in self._arrays else {}
+            cached = self._arrays[key] = (self.mirror, allowed, make(allowed))
         return cached[2]
 
     def allowed_tokens(self, allowed: set[int]) -> int:

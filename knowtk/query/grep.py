@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from itertools import compress
 from typing import Any, cast
 
 from knowtk.engine.engine import Engine
@@ -40,6 +41,7 @@ from knowtk.state import now_utc
 __all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
 
 MAX_TOKENS = 64
+LOOKUP_SHARE = 0.2  # a filter selecting more than this share of a projection's rows finds them in one pass
 MAX_OFFSET = 500
 GREP_PARAMS = (
     Param("query", text(500), required=True),
@@ -119,10 +121,12 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
     carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
     if carried is None or changed is None:
         ids = proj.ids
-        if flt.by_facets:  # the snapshot's matching ids (shared by its projections), or the rows' ids looked up
+        if flt.by_facets:  # the snapshot's matching ids (shared by its projections)
             selected = snap.matching(flt.criteria)
-            if len(ids) < len(selected):
-                return {rowid for rid, rowid in ids.items() if rid in selected}
+            if LOOKUP_SHARE * len(ids) < len(selected):
+                # one pass over the rows' ids in C, each looked up in the (smaller) set: a lookup of each selected
+                # id in the rows' larger dict cost ~3x more a row (12 vs 7 ms for 30k of 93k rows at 100k)
+                return set(compress(ids.values(), map(selected.__contains__, ids)))
             rows: set[int | None] = set(map(ids.get, selected))  # (in C: about twice as fast as a comprehension)
             rows.discard(None)
             return cast(set[int], rows)

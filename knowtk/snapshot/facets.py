@@ -26,6 +26,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Container, Iterable, Mapping, Sequence
 from functools import cached_property
+from itertools import compress
 from typing import Any, NamedTuple
 
 from knowtk.model.records import Record
@@ -203,14 +204,14 @@ class FacetColumns(Facets):
             ok = {code for code, value in enumerate(vocab) if wanted(value)}
             if len(ok) == len(vocab):
                 continue
-            if positions is None:
-                positions = [i for i, code in enumerate(column) if code in ok]
+            if positions is None:  # (in C: a Python loop over every record cost ~8 ms a filter at 100k)
+                positions = list(compress(range(len(column)), _flags(column, ok)))
             else:
                 positions = [i for i in positions if column[i] in ok]
         if criteria.tags is not None:
             tagged = self._tagged(criteria.tags)
             positions = sorted(tagged) if positions is None else [i for i in positions if i in tagged]
-        found = list(ids) if positions is None else [ids[i] for i in positions]
+        found = list(ids) if positions is None else list(map(ids.__getitem__, positions))
         over = self.over
         if over:
             found = [rid for rid in found if rid not in over]
@@ -233,6 +234,13 @@ class FacetColumns(Facets):
                 at = _next(codes, code, at + 1)
             found = holding if found is None else found & holding
         return found if found is not None else set(range(len(self.ids)))
+
+
+def _flags(column: array[int], ok: Container[int]) -> bytes:
+    """One byte per record of the column: 1 where its code is in ``ok``, else 0."""
+    if column.typecode == "B":  # a byte per code: mapped through a table of the 256 codes
+        return column.tobytes().translate(bytes(code in ok for code in range(256)))
+    return bytes(map(ok.__contains__, column))
 
 
 def _next(codes: array[int], code: int, start: int) -> int:

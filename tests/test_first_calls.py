@@ -1,0 +1,179 @@
+"""The shortcuts of a query's first call (issue 20) give the answers of the paths they replace.
+
+- ``FtsProjection.matching`` asks for many rows in one pass over the expression's rows (``SCAN_FROM_ROWS``):
+  the rows FTS5 finds seeking each of them.
+- ``filtered_bm25`` merges the phrases' sorted keys without ``np.union1d``/``np.intersect1d`` (which import
+  numpy.ma): the same arrays.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from knowtk.index import bm25, fts
+from knowtk.index.fts import QueryTerms
+from tests.helpers import StoreBuilder
+from tests.test_kept_counts import _build
+
+
+@pytest.mark.parametrize("mode", ["all", "any", "phrase"])
+def test_matching_in_one_pass_is_the_seeks_answer(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    rng = random.Random(11)
+    _build(builder, rng, 120)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    rowids = sorted(main.id_of)
+    asked_sets = [
+        rng.sample(rowids, 60),  # scattered: a JSON array
+        rowids[10:70],  # every rowid of a range: rowid BETWEEN
+        rowids,
+        [rowids[0]],
+        [],
+    ]
+    for words in (("the",), ("the", "alpha"), ("alpha", "river", "cafe"), ("the", "absent")):
+        terms = QueryTerms(words, mode)
+        for asked in asked_sets:
+            monkeypatch.setattr(fts, "SCAN_FROM_ROWS", 10**9)
+            sought = main.matching(terms, asked)
+            monkeypatch.setattr(fts, "SCAN_FROM_ROWS", 1)
+            assert main.matching(terms, asked) == sought
+            assert main.matching(terms, iter(asked)) == sought
+    assert main.matching(QueryTerms(("the",), "all"), rowids)  # the test asked something that matches
+
+
+def test_union_and_intersection_are_numpys() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        a = np.array(sorted(rng.sample(range(300), rng.randint(0, 40))), dtype=np.int64)
+        b = np.array(sorted(rng.sample(range(300), rng.randint(0, 40))), dtype=np.int64)
+        union, meet = bm25._union(a, b), bm25._intersection(a, b)
+        assert union.dtype == np.int64 and meet.dtype == np.int64
+        assert union.tolist() == np.union1d(a, b).tolist()
+        assert meet.tolist() == np.intersect1d(a, b).tolist()
+
+
+def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In mode ``all`` over a filter, the allowed rows holding a common word are counted only where the IDF needs
+    them: a lower bound (the allowed rows less the table's rows without the word) past half of the allowed rows
+    floors it whatever the count. Bit for bit the answers of counting them, and of counting every row as before."""
+    from knowtk.index.fts import Among, FtsProjection
+    from tests.test_ranking_ties import _asked, _common_store, _random_filters
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    rng = random.Random(3)
+    calls = [
+        {"query": q, "mode": "all", "limit": 50, "lifecycle": lifecycle, **f}
+        for q in ("alpha beta gamma", "alpha beta", "alpha absentword", "beta sigma")
+        for lifecycle in ("active", "all")
+        for f in _random_filters(rng, 4)
+    ]
+    counted: list[bool] = []  # per hit_count: among some rows (else over the whole table)
+    hit_count = FtsProjection.hit_count
+
+    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among | None = None) -> int:
+        counted.append(among is not None)
+        return hit_count(self, phrase, among)
+
+    monkeypatch.setattr(FtsProjection, "hit_count", spy)
+    bounded = _asked(builder, calls)
+    among_bounded = counted.count(True)
+    monkeypatch.setattr(bm25, "_lower_bound_floors", lambda *a: False)  # every allowed row holding it counted
+    counted.clear()
+    exact = _asked(builder, calls)
+    assert 0 < among_bounded < counted.count(True)  # the bound settled some IDFs, not all of them
+    monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
+    assert bounded == exact == _asked(builder, calls)
+    assert sum(len(a) > 1 for a in bounded) > len(calls) // 2
+
+
+@pytest.mark.parametrize("folders", [5, 300])  # codes of one byte, and of two (past 256 folders)
+def test_facet_columns_select_what_each_record_passes(folders: int) -> None:
+    """``FacetColumns.select`` reads a column's codes in C (a byte table, or a set's lookup for wider codes):
+    the records whose facets pass the criteria, in stored order."""
+    from knowtk.snapshot.facets import Criteria, Facet, FacetColumns, encode_columns
+
+    rng = random.Random(folders)
+    names = [f"f{i}" if i % 3 else f"f{i - 1}/s{i}" for i in range(folders)]
+    facets = [
+        Facet(
+            rng.choice(names),
+            rng.choice(["page", "claim"]),
+            rng.choice(["note", "memo", "call"]),
+            tuple(rng.sample("abcd", rng.randint(0, 2))),
+        )
+        for _ in range(1500)
+    ]
+    ids = [f"r{i}" for i in range(len(facets))]
+    columns = FacetColumns(encode_columns(facets), ids, {})
+    assert (columns.columns["folder"].typecode == "B") == (folders < 256)
+    for criteria in (
+        Criteria(scope=(names[1],)),
+        Criteria(scope=(names[2], names[-1])),
+        Criteria(kinds=frozenset({"claim"})),
+        Criteria(types=frozenset({"note", "call"}), kinds=frozenset({"page"})),
+        Criteria(scope=(names[1],), tags=("a",)),
+        Criteria(tags=("b", "c")),
+        Criteria(kinds=frozenset({"nothing"})),
+        Criteria(),
+    ):
+        want = [rid for rid, f in zip(ids, facets, strict=True) if criteria.passes(f)]
+        assert columns.select(criteria) == want
+
+
+def test_allowed_rows_found_in_one_pass_or_looked_up_are_the_same(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter's rows: one pass over the projection's ids (a wide filter) or a lookup of each selected id."""
+    import importlib
+
+    from knowtk.query.common import RecordFilter
+    from tests.test_ranking_ties import _common_store, _random_filters
+
+    grep = importlib.import_module("knowtk.query.grep")  # (the package exports the function grep under that name)
+    _common_store(builder)
+    store = builder.open()
+    snap = store.snapshot()
+    index = store.engine.keyword(snap)
+    filters = _random_filters(random.Random(13), 12)
+    sizes = []
+    for args in [*filters, {"scope": "w"}, {"kind": "page"}, {"tag": "a"}]:
+        flt = RecordFilter.from_args(snap, {k: (v,) if k in ("kind", "tag", "type") else v for k, v in args.items()})
+        for proj in (index.main, index.history):
+            monkeypatch.setattr(grep, "LOOKUP_SHARE", 0.0)
+            in_one_pass = grep._allowed_rows(proj, snap, flt)
+            monkeypatch.setattr(grep, "LOOKUP_SHARE", 2.0)
+            looked_up = grep._allowed_rows(proj, snap, flt)
+            assert in_one_pass == looked_up
+            want = {rowid for rid, rowid in proj.ids.items() if flt.passes(snap.records[rid])}
+            assert in_one_pass == want
+            sizes.append(len(want) / max(1, len(proj.ids)))
+    assert max(sizes) > 0.2 > min(s for s in sizes if s)  # filters on both sides of the usual share
+
+
+def test_a_filters_rows_for_sqlite_and_their_tokens_are_kept_for_that_set_and_those_rows(builder: StoreBuilder) -> None:
+    """``among`` and ``tokens_in`` are ``rows_among`` and the plain sum of the rows' tokens, made again for
+    another set (even an equal one) and after the rows change."""
+    rng = random.Random(17)
+    _build(builder, rng, 60)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    rowids = sorted(main.id_of)
+    allowed = set(rng.sample(rowids, 25))
+    among = main.among(allowed)
+    assert among == fts.rows_among(allowed)
+    assert main.among(allowed) is among  # kept
+    assert main.among(set(allowed)) is not among  # another set object: made again (a set may be another's later)
+    assert main.tokens_in(allowed) == sum(main.tokens[r] for r in allowed)
+    assert main.tokens_in(allowed | {max(rowids) + 5}) == main.tokens_in(allowed) - 1  # a row the mirror lacks
+    builder.write("r/r000.md", {"id": "r000", "kind": "page", "type": "note", "title": "changed"}, "quite new words\n")
+    store.call("knowledge_grep", {"query": "quite"})  # the rows change (reconcile)
+    assert main.among(allowed) is not among  # made again for the rows as they are
+    assert main.tokens_in(allowed) == sum(main.tokens.get(r, -1) for r in allowed)
