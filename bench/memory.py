@@ -23,7 +23,6 @@ import statistics
 import sys
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run
@@ -35,9 +34,7 @@ QUERY = [{"query": "retro", "words": ["retro"], "mode": "all"}]
 def measure(group: str, store: Path, state: Path, runs: int) -> dict[str, float]:
     a = argparse.Namespace(runs=1, queries=1, seed=1)
     results = [run.run_child(group, a, store, state, QUERY) for _ in range(runs)]
-    return {
-        key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")
-    }
+    return {key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")}
 
 
 def trace(group: str, store: Path, state: Path, top: int) -> None:
