@@ -3,8 +3,9 @@
 A full build validates every record and applies the store-wide rules (about 1.5 s per
 100k records). A new process (a kernel restart, each CLI call, an agent server's start)
 would pay that before its first answer. ``write_image`` stores a built snapshot's tables as
-JSON parts of ``snapshot_image_v1``, one row each, in one transaction; ``load_image`` reads
-them back in one read and parses a part only when a query first needs it. The records are
+JSON parts of ``snapshot_image_v1``, one row each, in one transaction (each part made and
+deflated in turn: one part's text held at a time); ``load_image`` reads them back in one read
+and parses a part only when a query first needs it (its stored bytes then dropped). The records are
 not stored here: they stay in ``scan_files_v1``, and a stored snapshot fills one from there
 when a query asks for it (``StoredRecords``).
 
@@ -207,7 +208,7 @@ def write_image(
     meta["parts"], meta["bytes"], meta["patches"] = {}, 0, []
     rows: list[tuple[str, bytes]] = []
     # one part at a time, only its deflated bytes kept (a third of its text) before the transaction, which
-    # stays short: every part at once, as text, bytes and deflated, was some 60 MB more at 100k records
+    # stays short: every part at once, as text, bytes and deflated, was some 50 MB more at 100k records
     for name, text in _part_texts(snap):
         raw = text.encode()
         del text
