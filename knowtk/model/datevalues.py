@@ -53,7 +53,7 @@ class DateValue:
 
 
 # date-only texts seen, and their values: a store's records repeat the same few thousand days (a DateValue is
-# frozen, so one object serves them all; at 100k records that was some 20 MB of equal values and datetimes)
+# frozen, so one object serves them all; at 100k records that was some 8 MB of equal values and datetimes)
 _DAYS: dict[str, DateValue | None] = {}
 _DAYS_MAX = 1 << 16  # cleared when full (dates of a long span, or many bad ones): a cache, not a record
 
