@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import knowtk
 from knowtk.model.records import build_record
+from knowtk.snapshot.persist import StoredSnapshot
 from tests.helpers import StoreBuilder
 
 META = {
@@ -81,3 +83,53 @@ def test_a_new_process_shares_the_frontmatter_keys(tmp_path: Path) -> None:
         assert all(a is b for a, b in zip(records[0].frontmatter, r.frontmatter, strict=True))
         assert r.tags[0] is records[0].tags[0]
     second.close()
+
+
+def test_records_share_equal_dates_and_tuples() -> None:
+    """Equal date-only values, tags, entities and references are one object across records (all immutable);
+    a timestamp is each record's own, and every value is still what the file says."""
+    stamped = {**META, "recorded_at": "2024-05-01T10:00:00+02:00"}
+    one, _ = build_record("a/one.md", "0" * 64, _from_json(stamped), 5)
+    two, _ = build_record("a/two.md", "1" * 64, _from_json({**stamped, "id": "mtg-2"}), 5)
+    assert one is not None and two is not None
+    assert one.dates["occurred_at"] is two.dates["occurred_at"]
+    assert one.dates["occurred_at"].text == "2024-05-01" and one.dates["occurred_at"].date_only
+    assert one.dates["recorded_at"] == two.dates["recorded_at"]
+    assert one.tags is two.tags and one.tags == ("q3", "ops")
+    assert one.entities is two.entities and one.references is two.references == ("person-ada",)
+
+
+def test_the_shared_values_cache_is_bounded(monkeypatch: Any) -> None:
+    """Past their bound the caches start again: the values read after are equal to those before."""
+    from knowtk.model import datevalues, records
+
+    monkeypatch.setattr(datevalues, "_DAYS_MAX", 2)
+    monkeypatch.setattr(records, "_TUPLES_MAX", 2)
+    built = []
+    for day in range(1, 6):
+        meta = {**META, "id": f"mtg-{day}", "tags": [f"t{day}"], "fields": {"occurred_at": f"2024-05-0{day}"}}
+        record, _ = build_record("a/one.md", "0" * 64, _from_json(meta), 5)
+        assert record is not None
+        built.append(record)
+    assert len(datevalues._DAYS) <= 2 and len(records._TUPLES) <= 2
+    again, _ = build_record("a/one.md", "0" * 64, _from_json({**META, "id": "mtg-1", "tags": ["t1"]}), 5)
+    assert again is not None and again.tags == built[0].tags == ("t1",)
+    assert [r.dates["occurred_at"].text for r in built] == [f"2024-05-0{day}" for day in range(1, 6)]
+    assert built[0].dates["occurred_at"] == datevalues.parse_date_value("2024-05-01")
+
+
+def test_a_stored_image_drops_the_bytes_of_the_parts_it_parsed(tmp_path: Path) -> None:
+    """A new process keeps a stored part's bytes only until it parses the part; all parsed, none is kept."""
+    b = StoreBuilder(tmp_path / "store")
+    for i in range(4):
+        b.write(f"notes/n{i}.md", {**META, "id": f"mtg-{i}", "title": f"Planning {i}"}, "Body words.")
+    state = tmp_path / "state"
+    first = knowtk.open_store(b.root, state_dir=state)
+    expected = first.snapshot()
+    first.close()
+    second = knowtk.open_store(b.root, state_dir=state)
+    snap = second.snapshot()  # handed out of a call: every stored part parsed
+    assert isinstance(snap, StoredSnapshot)
+    assert snap.parts.texts == {}
+    assert dict(snap.records) == dict(expected.records)
+    assert dict(snap.lifecycle) == dict(expected.lifecycle)

@@ -52,10 +52,27 @@ class DateValue:
         }
 
 
+# date-only texts seen, and their values: a store's records repeat the same few thousand days (a DateValue is
+# frozen, so one object serves them all; at 100k records that was some 8 MB of equal values and datetimes)
+_DAYS: dict[str, DateValue | None] = {}
+_DAYS_MAX = 1 << 16  # cleared when full (dates of a long span, or many bad ones): a cache, not a record
+
+
 def parse_date_value(text: object) -> DateValue | None:
-    """The DateValue of an authored date, or None when it is not a valid one."""
+    """The DateValue of an authored date, or None when it is not a valid one (one object per date-only text)."""
     if not isinstance(text, str):
         return None
+    if len(text) != 10:  # (a date-only text is 10 characters: a timestamp is parsed each time)
+        return _parse(text)
+    found = _DAYS.get(text, _DAYS)
+    if found is _DAYS:
+        if len(_DAYS) >= _DAYS_MAX:
+            _DAYS.clear()
+        found = _DAYS[text] = _parse(text)
+    return found  # type: ignore[return-value]
+
+
+def _parse(text: str) -> DateValue | None:
     m = _DATE.fullmatch(text)
     if m:
         try:

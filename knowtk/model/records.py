@@ -388,6 +388,24 @@ def _intern_keys(mapping: dict[str, Any]) -> None:
     mapping.update((sys.intern(k) if type(k) is str else k, v) for k, v in items)
 
 
+# tuples of strings records repeat (their tags, the people they name, the references these make): one
+# object per distinct tuple, as the strings in them are interned (some 7 MB at 100k records)
+_TUPLES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_TUPLES_MAX = 1 << 16  # cleared when full: a cache, not a record
+
+
+def _shared(items: tuple[str, ...]) -> tuple[str, ...]:
+    """An equal tuple built before (a tuple is immutable: no reader can tell), or ``items`` from now on."""
+    if len(items) > 4:  # (a long list is seldom repeated)
+        return items
+    found = _TUPLES.get(items)
+    if found is None:
+        if len(_TUPLES) >= _TUPLES_MAX:
+            _TUPLES.clear()
+        found = _TUPLES[items] = items
+    return found
+
+
 class _NotARecord(Exception):
     """A field the record cannot be without is missing or invalid: the file is no record."""
 
@@ -421,7 +439,7 @@ class _Fields:
         if isinstance(value, str):
             return (value,)
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
+            return _shared(tuple(value))
         self.issue("field_invalid", f"{name} must be a string or a list of strings; ignored")
         return ()
 
@@ -437,7 +455,9 @@ def _record(read: _Fields, sha256: str, body_line: int) -> Record:
     source_event, origin = _source_event(read), _origin(read)
     entities, depends_on = read.strings("entities"), read.strings("depends_on")
     owner, source = read.text("owner"), read.text("source")
-    references = tuple(dict.fromkeys([*depends_on, *entities, *(x for x in (from_id, to_id, owner, source) if x)]))
+    references = _shared(
+        tuple(dict.fromkeys([*depends_on, *entities, *(x for x in (from_id, to_id, owner, source) if x)]))
+    )
     return Record(
         id=read.rid,
         path=read.path,

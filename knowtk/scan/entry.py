@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from knowtk.model.profile import DEFAULT_PROFILE, derive_meta
@@ -31,7 +31,7 @@ class FileEntry:
     body_line: int = 0
     problem: FileProblem | None = None
     record: Record | None = None
-    issues: list[Issue] = field(default_factory=list)
+    issues: tuple[Issue, ...] = ()  # (a tuple: most files have none, and () is one object, where [] was one each)
 
     @property
     def filled(self) -> bool:
@@ -42,9 +42,10 @@ class FileEntry:
     def rebuild(self, path: str) -> None:
         if self.problem is not None or self.meta is None:
             problem = self.problem or FileProblem("unreadable", "the file could not be read")
-            self.record, self.issues = None, [Issue(path, None, problem.code, problem.message)]
+            self.record, self.issues = None, (Issue(path, None, problem.code, problem.message),)
         else:
-            self.record, self.issues = build_record(path, self.sha256 or "", self.meta, self.body_line)
+            record, issues = build_record(path, self.sha256 or "", self.meta, self.body_line)
+            self.record, self.issues = record, tuple(issues)
 
 
 class Loaded(NamedTuple):

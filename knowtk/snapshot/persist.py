@@ -3,8 +3,9 @@
 A full build validates every record and applies the store-wide rules (about 1.5 s per
 100k records). A new process (a kernel restart, each CLI call, an agent server's start)
 would pay that before its first answer. ``write_image`` stores a built snapshot's tables as
-JSON parts of ``snapshot_image_v1``, one row each, in one transaction; ``load_image`` reads
-them back in one read and parses a part only when a query first needs it. The records are
+JSON parts of ``snapshot_image_v1``, one row each, in one transaction (each part made and
+deflated in turn: one part's text held at a time); ``load_image`` reads them back in one read
+and parses a part only when a query first needs it (its stored bytes then dropped). The records are
 not stored here: they stay in ``scan_files_v1``, and a stored snapshot fills one from there
 when a query asks for it (``StoredRecords``).
 
@@ -203,37 +204,45 @@ def write_image(
         found = _write_patch(state, snap, base, key=key, scanner=scanner, config=config, safeguards=safeguards)
         if found is not None:
             return found
-    ix = snap.index
-    assert ix is not None
-    texts: dict[str, str] = {}
-    for name, (dump, _) in SNAPSHOT_PARTS.items():
-        texts[name] = json.dumps(dump(snap), ensure_ascii=False)
-    for name, (dump_index, _) in INDEX_PARTS.items():
-        texts["index." + name] = json.dumps(dump_index(ix), ensure_ascii=False)
-    claims, paths = ix.claims, snap.paths
-    # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
-    ids = list(snap.records)
-    at = [claims[rid][0] for rid in ids]
-    texts["record_at"] = json.dumps([ids, at], ensure_ascii=False)
-    texts["record_sha"] = json.dumps([paths[path] for path in at])
-    facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
-    texts["record_facets"] = json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False)
-    data = {name: text.encode() for name, text in texts.items()}
     meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
-    meta["parts"] = {name: hashlib.sha256(raw).hexdigest() for name, raw in data.items()}
-    meta["bytes"] = sum(map(len, data.values()))
-    meta["patches"] = []
+    meta["parts"], meta["bytes"], meta["patches"] = {}, 0, []
+    rows: list[tuple[str, bytes]] = []
+    # one part at a time, only its deflated bytes kept (a third of its text) before the transaction, which
+    # stays short: every part at once, as text, bytes and deflated, was some 50 MB more at 100k records
+    for name, text in _part_texts(snap):
+        raw = text.encode()
+        del text
+        meta["parts"][name] = hashlib.sha256(raw).hexdigest()
+        meta["bytes"] += len(raw)
+        rows.append((name, deflate(raw)))
+        del raw
     try:
         with state.transaction() as conn:
             conn.execute(_SCHEMA)
             conn.execute(f"DELETE FROM {TABLE}")
-            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", [("meta", json.dumps(meta))])
-            conn.executemany(
-                f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", ((n, deflate(raw)) for n, raw in data.items())
-            )
+            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", [("meta", json.dumps(meta)), *rows])
     except (sqlite3.Error, Contention):
         return None
     return key
+
+
+def _part_texts(snap: Snapshot) -> Iterator[tuple[str, str]]:
+    """(name, JSON text) of every part of ``snap``'s image, made one after the other."""
+    ix = snap.index
+    assert ix is not None
+    for name, (dump, _) in SNAPSHOT_PARTS.items():
+        yield name, json.dumps(dump(snap), ensure_ascii=False)
+    for name, (dump_index, _) in INDEX_PARTS.items():
+        yield "index." + name, json.dumps(dump_index(ix), ensure_ascii=False)
+    claims, paths = ix.claims, snap.paths
+    # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
+    ids = list(snap.records)
+    at = [claims[rid][0] for rid in ids]
+    yield "record_at", json.dumps([ids, at], ensure_ascii=False)
+    yield "record_sha", json.dumps([paths[path] for path in at])
+    del at
+    facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
+    yield "record_facets", json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False)
 
 
 def _meta(snap: Snapshot, key: str, *, scanner: Scanner, config: StoreConfig, safeguards: Safeguards) -> dict[str, Any]:
@@ -407,7 +416,10 @@ class ImageParts:
 
     def _json(self, name: str, digest: str | None) -> Any:
         data = self._inflated.pop(name, None)
-        return json.loads(data if data is not None else self._bytes(name, digest))
+        parsed = json.loads(data if data is not None else self._bytes(name, digest))
+        # parsed once (``parsed`` keeps the table): its stored bytes are not read again (15 MB at 100k records)
+        self.texts.pop(name, None)
+        return parsed
 
     def inflated(self, name: str) -> bytes:
         """A part's JSON text as stored (its digest checked; the patches not applied), kept until it is parsed."""
