@@ -395,8 +395,8 @@ class Engine:
                     derived.append(_derive(snap, snap.records, {}, {}))
                 return derived[0]
 
-            main = _Trusted(index.main, lambda: derive()[0])
-            history = _Trusted(index.history, lambda: derive()[1])
+            main = _Trusted(index.main, snap.image_key, lambda: derive()[0])
+            history = _Trusted(index.history, snap.image_key, lambda: derive()[1])
             self._desired_version += 1
             index.main.trust(main, self._desired_version)
             index.history.trust(history, self._desired_version)
@@ -536,18 +536,19 @@ def _derive(
 class _Trusted(Mapping[str, str]):
     """The desired map of a projection whose image mark matched the snapshot: the rows it holds. Nothing is
     read while the projection stays synced to it (a new process's query); read whole when first needed,
-    from the rows if the projection has not moved since (no write, no reload), else derived from the
-    snapshot (the same map: desired maps are a function of the snapshot alone)."""
+    from the rows if they are still the image's (the projection has not moved since, or its mark still
+    names the image), else derived from the snapshot (the same map: a function of the snapshot alone)."""
 
-    def __init__(self, proj: FtsProjection, derive: Callable[[], dict[str, str]]) -> None:
-        self._proj, self._at, self._derive = proj, proj.mirror, derive
+    def __init__(self, proj: FtsProjection, key: str | None, derive: Callable[[], dict[str, str]]) -> None:
+        self._proj, self._at, self._key, self._derive = proj, proj.mirror, key, derive
         self._map: dict[str, str] | None = None
 
     def _whole(self) -> dict[str, str]:
         if self._map is None:
             proj = self._proj
             proj.ensure()  # loaded again if it was forgotten or another process wrote: the mirror then moves on
-            self._map = dict(proj.shas.items()) if proj.mirror == self._at else self._derive()
+            same = proj.mirror == self._at or (self._key is not None and proj.image_mark == self._key)
+            self._map = dict(proj.shas.items()) if same else self._derive()
         return self._map
 
     def __getitem__(self, key: str) -> str:
