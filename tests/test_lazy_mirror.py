@@ -16,9 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 import knowtk
+from knowtk.index.fts import ProjectionChanged
 from knowtk.state import STATE_FILE
 from tests.helpers import REPO
 from tests.test_persist import Clock, assert_same, clock, how_adopted
@@ -71,15 +73,7 @@ def test_a_rowid_another_process_gave_to_another_record_is_read_again(tmp_path: 
     store = knowtk.open_store(root, state_dir=state_dir)
     assert _hits(store, f"word{gone[1:]}") == [gone]  # the open store has read X's row
     assert how_adopted(store) == "image"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-c", OTHER_PROCESS, str(root), str(state_dir), gone, "zebra"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    _other_process(root, state_dir, gone, "zebra")
     assert _rows(state_dir)[last] == "new"  # the rowid X had is Y's now
     try:
         assert _hits(store, "zebra") == ["new"]
@@ -139,3 +133,44 @@ def test_threads_on_a_new_store_get_the_single_caller_answers(tmp_path: Path, cl
     store.close()
     assert not errors, errors
     assert got == expected
+
+
+def _other_process(root: Path, state_dir: Path, gone: str, word: str) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_PROCESS, str(root), str(state_dir), gone, word],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_rows_read_before_another_process_wrote_are_never_served_after(tmp_path: Path, clock: Clock) -> None:
+    """The mirror's rows, read one at a time, belong to the version they were read at: once another process
+    wrote, a row is read again after the projection is loaded again, and a row read before that is refused
+    (the query runs again) rather than mixed with rows of the earlier version."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _write(root, 8)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    rows = _rows(state_dir)
+    last, other = max(rows), min(rows)
+    gone = rows[last]
+    store = knowtk.open_store(root, state_dir=state_dir)
+    try:
+        assert _hits(store, f"word{gone[1:]}") == [gone]
+        main = store.engine._keyword.main  # type: ignore[union-attr]
+        assert main.id_of[last] == gone  # read (and kept) at this version of the rows
+        _other_process(root, state_dir, gone, "zebra")
+        with pytest.raises(ProjectionChanged):  # not loaded again yet: no row of the new version is mixed in
+            main.id_of.get(other)
+
+        def read() -> str:
+            main.ensure()
+            return main.id_of[last]
+
+        assert store.engine.run(read) == "new"  # the kept row was dropped with its version
+    finally:
+        store.close()
