@@ -311,6 +311,7 @@ class FtsProjection:
         self._version = version
         self._synced = None
         self.mirror += 1
+        self._rows_read.current()
         self._changes, self._changes_from = [], self.mirror  # rows loaded afresh: no count kept before is patched
 
     def reconcile(
@@ -972,6 +973,7 @@ class _Rows:
         self.count: int | None = None
         self.total: int | None = None
         self.reads = 0
+        self.columns: list[_Column] = []
 
     def current(self) -> tuple[dict[Any, Any], ...]:
         """``known`` for the projection's present mirror (emptied when it moved on)."""
@@ -979,6 +981,8 @@ class _Rows:
             self.at, self.whole, self.known = self.proj.mirror, False, ({}, {}, {}, {})
             self.count = self.total = None
             self.reads = 0
+            for column in self.columns:  # their lookups go through ``_Column.get`` again
+                column.__dict__.pop("get", None)
         return self.known
 
     def read(self, slot: int, sql: str, key: Any) -> Any:
@@ -1010,6 +1014,8 @@ class _Rows:
             dict(zip(rowids, tokens, strict=True)),
         )
         self.whole, self.count = True, len(rows)
+        for column in self.columns:  # a lookup is then the dict's own (in C: a bulk caller maps over it)
+            column.__dict__["get"] = self.known[column.slot].get
         return self.known
 
     def length(self) -> int:
@@ -1058,14 +1064,15 @@ class _Column(Mapping[Any, Any]):
     through ``_Rows``: a lookup reads one row, an iteration the whole table."""
 
     def __init__(self, rows: _Rows, slot: int, key: str, value: str) -> None:
-        self._rows, self._slot = rows, slot
+        self._rows, self.slot = rows, slot
         self._sql = f"SELECT {value} FROM {rows.proj.rows} WHERE {key} = ?"
+        rows.columns.append(self)
 
     def get(self, key: Any, default: Any = None) -> Any:
         rows = self._rows
-        value = rows.current()[self._slot].get(key, _ABSENT if rows.whole else _UNREAD)
+        value = rows.current()[self.slot].get(key, _ABSENT if rows.whole else _UNREAD)
         if value is _UNREAD:
-            value = rows.read(self._slot, self._sql, key)
+            value = rows.read(self.slot, self._sql, key)
         return default if value is _ABSENT else value
 
     def __getitem__(self, key: Any) -> Any:
@@ -1081,7 +1088,7 @@ class _Column(Mapping[Any, Any]):
         return self._rows.length()
 
     def _whole(self) -> dict[Any, Any]:
-        return self._rows.load_whole()[self._slot]
+        return self._rows.load_whole()[self.slot]
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._whole())
