@@ -29,6 +29,7 @@ on a full build), so a damaged image costs one build, never an answer.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -646,6 +647,9 @@ class StoredRecords(Mapping[str, Record]):
         self._point_ids: list[str] | None = None  # the ids in record_sha's order, for those reads (no patches)
         self._path_points = 0  # record paths read where they lie (``_path``) before record_at is parsed
         self._point_paths: tuple[int, list[bytes]] | None = None  # (end of the ids in record_at, its paths)
+        # places in record_at's ids where the separators before them were counted: each read counts from the
+        # nearest one (a page of reads goes through the ids about once, not once each)
+        self._counted: tuple[list[int], list[int]] = ([0], [0])
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -770,7 +774,17 @@ class StoredRecords(Mapping[str, Record]):
             return ABSENT
         if at != 2 and data[at - 2 : at] != b", ":
             return UNKNOWN
-        return paths[data.count(b'", "', 0, at + 1)].decode()  # the separators up to its opening quote
+        return paths[self._separators(data, at + 1)].decode()
+
+    def _separators(self, data: bytes, end: int) -> int:
+        """The ids' separators in ``data[:end]`` (``end`` just past an id's opening quote: no separator
+        straddles it), counted from the nearest place counted before."""
+        places, counts = self._counted
+        i = bisect.bisect_right(places, end) - 1
+        n = counts[i] + data.count(b'", "', places[i], end)
+        places.insert(i + 1, end)
+        counts.insert(i + 1, n)
+        return n
 
     def _record(self, rid: str, path: str) -> Record:
         self._loads += 1
