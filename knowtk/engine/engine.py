@@ -15,7 +15,7 @@ import itertools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -136,7 +136,7 @@ class Engine:
         self._touched: set[str] = set()
         self._pending_bodies: dict[str, str] = {}
         self._keyword: KeywordIndex | None = None
-        self._keyword_desired: tuple[int, dict[str, str], dict[str, str]] | None = None
+        self._keyword_desired: tuple[int, Mapping[str, str], Mapping[str, str]] | None = None
         self._desired_version = 0  # bumped at every change of the desired maps (they are patched in place)
         # (the version the desired maps were patched from, the ids that may differ): reconcile looks at those only
         self._keyword_base: tuple[int, frozenset[str]] | None = None
@@ -386,24 +386,23 @@ class Engine:
             return
         index.main.ensure()
         index.history.ensure()
-        records = snap.records  # a cheap guard against rows that name no record (a hand-edited table)
-        if isinstance(records, StoredRecords):
-            known: Any = records.ids
-        else:
-            known = records.keys() if isinstance(records, dict) else set(records)
-        if (
-            index.main.image_mark == snap.image_key
-            and index.history.image_mark == snap.image_key
-            and index.main.shas.keys() <= known
-            and index.history.shas.keys() <= known
-        ):
-            main, history = dict(index.main.shas), dict(index.history.shas)
+        # the mark is proof enough: any write of the rows but a reconcile's clears it (FtsProjection._create_triggers)
+        if index.main.image_mark == snap.image_key and index.history.image_mark == snap.image_key:
+            derived: list[tuple[dict[str, str], dict[str, str]]] = []
+
+            def derive() -> tuple[dict[str, str], dict[str, str]]:  # the maps as _desired makes them, once
+                if not derived:
+                    derived.append(_derive(snap, snap.records, {}, {}))
+                return derived[0]
+
+            main = _Trusted(index.main, snap.image_key, lambda: derive()[0])
+            history = _Trusted(index.history, snap.image_key, lambda: derive()[1])
             self._desired_version += 1
             index.main.trust(main, self._desired_version)
             index.history.trust(history, self._desired_version)
             self._keyword_desired, self._keyword_base = (snap.generation, main, history), None
 
-    def _desired(self, snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
+    def _desired(self, snap: Snapshot) -> tuple[Mapping[str, str], Mapping[str, str]]:
         """{id: sha256} each keyword projection must hold: available active records, available superseded ones."""
         cached = self._keyword_desired
         if cached is not None and cached[0] == snap.generation:
@@ -412,28 +411,27 @@ class Engine:
         if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
             # the previous maps patched in place, at the ids the snapshot says may have changed; a projection
             # that held the previous version compares those ids only (copying the maps cost ~5 ms at 300k)
-            main, history = cached[1], cached[2]
+            main, history = self._patchable(cached[1]), self._patchable(cached[2])
             ids: Iterable[str] = snap.changed_ids
             self._keyword_base = (self._desired_version, snap.changed_ids)
         else:
             main, history = {}, {}
             ids = snap.records
         self._desired_version += 1
-        unavailable, lifecycle = snap.unavailable, snap.lifecycle
-        sha256_of = snap.sha256_lookup()  # a stored snapshot knows each record's hash without building the record
-        for rid in ids:
-            sha = sha256_of(rid)
-            life = lifecycle[rid] if sha is not None and rid not in unavailable else None
-            if sha is not None and life == "active":
-                main[rid] = sha
-            else:
-                main.pop(rid, None)
-            if sha is not None and life == "superseded":
-                history[rid] = sha
-            else:
-                history.pop(rid, None)
+        main, history = _derive(snap, ids, main, history)
         self._keyword_desired = (snap.generation, main, history)
         return main, history
+
+    def _patchable(self, desired: Mapping[str, str]) -> dict[str, str]:
+        """A desired map as a dict to patch in place: a trusted one is read whole now, and the projection
+        synced to it is taken as synced to the dict (the same rows)."""
+        if isinstance(desired, dict):
+            return desired
+        out = dict(desired.items())
+        if self._keyword is not None:
+            for proj in (self._keyword.main, self._keyword.history):
+                proj.retarget(desired, out)
+        return out
 
     def _text(self, r: Record) -> tuple[str, str, str] | None:
         body = self._pending_bodies.get(r.path)
@@ -516,6 +514,58 @@ class Engine:
             if close_source is not None:
                 close_source()
             self.state.close()
+
+
+def _derive(
+    snap: Snapshot, ids: Iterable[str], main: dict[str, str], history: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The desired maps (``Engine._desired``) brought to ``snap`` at ``ids``: available active records in
+    ``main``, available superseded ones in ``history``."""
+    unavailable, lifecycle = snap.unavailable, snap.lifecycle
+    sha256_of = snap.sha256_lookup()  # a stored snapshot knows each record's hash without building the record
+    for rid in ids:
+        sha = sha256_of(rid)
+        life = lifecycle[rid] if sha is not None and rid not in unavailable else None
+        if sha is not None and life == "active":
+            main[rid] = sha
+        else:
+            main.pop(rid, None)
+        if sha is not None and life == "superseded":
+            history[rid] = sha
+        else:
+            history.pop(rid, None)
+    return main, history
+
+
+class _Trusted(Mapping[str, str]):
+    """The desired map of a projection whose image mark matched the snapshot: the rows it holds. Nothing is
+    read while the projection stays synced to it (a new process's query); read whole when first needed,
+    from the rows if they are still the image's (the projection has not moved since, or its mark still
+    names the image), else derived from the snapshot (the same map: a function of the snapshot alone)."""
+
+    def __init__(self, proj: FtsProjection, key: str | None, derive: Callable[[], dict[str, str]]) -> None:
+        self._proj, self._at, self._key, self._derive = proj, proj.mirror, key, derive
+        self._map: dict[str, str] | None = None
+
+    def _whole(self) -> dict[str, str]:
+        if self._map is None:
+            proj = self._proj
+            proj.ensure()  # loaded again if it was forgotten or another process wrote: the mirror then moves on
+            same = proj.mirror == self._at or (self._key is not None and proj.image_mark == self._key)
+            self._map = dict(proj.shas.items()) if same else self._derive()
+        return self._map
+
+    def __getitem__(self, key: str) -> str:
+        return self._whole()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole())
+
+    def __len__(self) -> int:
+        return len(self._whole())
+
+    def items(self) -> ItemsView[str, str]:
+        return self._whole().items()
 
 
 def _parsed(snap: Snapshot) -> Snapshot:

@@ -35,7 +35,7 @@ import itertools
 import math
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -127,11 +127,12 @@ class FtsProjection:
         self.vocab = f"{self.fts}_instance"
         self.text = f"{self.fts}_text"  # rowid, title, aliases, body (zlib), size (bytes of the body)
         self.view = f"{self.fts}_view"  # the text inflated: the FTS5 table's external content
-        self.ids: dict[str, int] = {}  # id -> rowid
-        self.shas: dict[str, str] = {}  # id -> sha256 of the indexed file
-        self.id_of: dict[int, str] = {}
-        self.tokens: dict[int, int] = {}  # rowid -> tokens in the row (all columns)
-        self.total_tokens = 0
+        # the rows table, read by need (``_Rows``): a new process's first query reads the few rows it shows
+        self._rows_read = _Rows(self)
+        self.ids: Mapping[str, int] = _Column(self._rows_read, IDS, "id", "rowid")  # id -> rowid
+        self.shas: Mapping[str, str] = _Column(self._rows_read, SHAS, "id", "sha256")  # id -> sha256 of the file
+        self.id_of: Mapping[int, str] = _Column(self._rows_read, ID_OF, "rowid", "id")
+        self.tokens: Mapping[int, int] = _Column(self._rows_read, TOKENS, "rowid", "tokens")  # all columns
         self.indexed_at: str | None = None
         # the key of the stored snapshot image whose records the rows are exactly (knowtk.snapshot.persist), or None
         self.image_mark: str | None = None
@@ -162,6 +163,18 @@ class FtsProjection:
     @property
     def conn(self) -> sqlite3.Connection:
         return self.state.conn
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens in every row (all columns): bm25()'s corpus length."""
+        return self._rows_read.total_tokens()
+
+    def check_current(self) -> None:
+        """Refuse to read rows of another version than the mirror's (another process wrote since it was loaded,
+        or it was forgotten): the query runs again (``ProjectionChanged``), on the projection loaded again."""
+        if self._version is None or self.state.data_version() != self._version:
+            self.invalidate()
+            raise ProjectionChanged(f"{self.rows} changed since the query began")
 
     # -- lifecycle of the tables -------------------------------------------------------------
     def invalidate(self) -> None:
@@ -284,22 +297,24 @@ class FtsProjection:
                     "INSERT OR REPLACE INTO keyword_state_v1 (projection, fingerprint, indexed_at) VALUES (?, ?, NULL)",
                     (self.key, FINGERPRINT),
                 )
+                self._create_triggers()
                 self.state.set_meta(self._mark_key, "")
             self.rebuilds += state is not None
             self.damaged = False
             state = (FINGERPRINT, None)
+        if self._triggers_missing():  # a state written before them: its mark cannot be taken on trust
+            with self.state.transaction():
+                self._create_triggers()
+                self.state.set_meta(self._mark_key, "")
         conn.execute(f"DROP TABLE IF EXISTS temp.{self.vocab}")  # it may point at a table dropped since
         conn.execute(f"CREATE VIRTUAL TABLE temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)")
         self.indexed_at = state[1]
         self.image_mark = self.state.meta(self._mark_key) or None
-        rows = conn.execute(f"SELECT rowid, id, sha256, tokens FROM {self.rows}").fetchall()
-        rowids, ids, shas, tokens = zip(*rows, strict=True) if rows else ((), (), (), ())  # dict(zip()): no Python loop
-        self.ids, self.shas = dict(zip(ids, rowids, strict=True)), dict(zip(ids, shas, strict=True))
-        self.id_of, self.tokens = dict(zip(rowids, ids, strict=True)), dict(zip(rowids, tokens, strict=True))
-        self.total_tokens = sum(tokens)
+        # nothing of the rows is read here: bumping the mirror forgets what was read of them before
         self._version = version
         self._synced = None
         self.mirror += 1
+        self._rows_read.current()
         self._changes, self._changes_from = [], self.mirror  # rows loaded afresh: no count kept before is patched
 
     def reconcile(
@@ -346,10 +361,6 @@ class FtsProjection:
             conn.executemany(f"DELETE FROM {self.fts} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.text} WHERE rowid = ?", gone)
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
-            for rid in stale:
-                rowid = self.ids.pop(rid)
-                del self.shas[rid], self.id_of[rowid]
-                self.total_tokens -= self.tokens.pop(rowid)
             # rowids are given rather than read back one by one, so that every row goes in one executemany
             first = (conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0) + 1
 
@@ -374,20 +385,18 @@ class FtsProjection:
                 f"INSERT INTO {self.rows} (rowid, id, sha256, tokens) VALUES (?, ?, ?, ?)",
                 [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted],
             )
-            for rowid, rid in inserted:
-                self.ids[rid], self.shas[rid], self.id_of[rowid] = rowid, desired[rid], rid
-                self.tokens[rowid] = sizes[rowid]
-                self.total_tokens += sizes[rowid]
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
             self.image_mark = mark if complete else None
-            self.state.set_meta(self._mark_key, self.image_mark or "")
+            self.state.set_meta(self._mark_key, self.image_mark or "")  # (after the rows: their triggers clear it)
         self.mirror += 1
-        self._changed([rowid for (rowid,) in gone], [rowid for rowid, _ in inserted])
+        new_rows = [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted]
+        self._rows_read.written(list(zip(stale, (rowid for (rowid,) in gone), strict=True)), new_rows)
+        self._changed([rowid for (rowid,) in gone], [rowid for rowid, _ in inserted], sizes)
         self._synced, self._synced_version = (desired, version) if complete else (None, None)
         return len(stale) + len(inserted)
 
-    def _changed(self, deleted: list[int], inserted: list[int]) -> None:
+    def _changed(self, deleted: list[int], inserted: list[int], sizes: Mapping[int, int]) -> None:
         """Log the rows a reconcile deleted and inserted (the mirror is bumped already), and patch the
         tokens array: kept counts are patched from the log at their next use, exactly (``_kept``)."""
         # the log starts at the oldest count or memo kept: earlier changes are in all of them already
@@ -404,20 +413,39 @@ class FtsProjection:
         if cached is not None and cached[0] == self.mirror - 1:
             import numpy as np
 
-            sizes = cached[1]
+            array = cached[1]
             top = max(inserted, default=0) + 1
-            sizes = np.concatenate([sizes, np.full(top - len(sizes), -1.0)]) if top > len(sizes) else sizes.copy()
-            sizes[np.array(deleted, dtype=np.int64)] = -1.0
-            sizes[np.array(inserted, dtype=np.int64)] = [float(self.tokens[r]) for r in inserted]
-            self._arrays = {"tokens": (self.mirror, sizes)}
+            array = np.concatenate([array, np.full(top - len(array), -1.0)]) if top > len(array) else array.copy()
+            array[np.array(deleted, dtype=np.int64)] = -1.0
+            array[np.array(inserted, dtype=np.int64)] = [float(sizes[r]) for r in inserted]
+            self._arrays = {"tokens": (self.mirror, array)}
 
     @property
     def _mark_key(self) -> str:
         return f"{self.key}:image"
 
+    def _create_triggers(self) -> None:
+        """Triggers that clear the image mark whenever the rows table changes: a reconcile sets it again after
+        its writes, while any other writer (an older knowtk, a hand edit) leaves it cleared. So a mark is proof
+        that the rows are exactly that image's records, and the engine trusts it without reading the rows."""
+        for op in TRIGGER_OPS:
+            self.conn.execute(
+                f"CREATE TRIGGER IF NOT EXISTS {self.fts}_mark_{op.lower()} AFTER {op} ON {self.rows} "
+                f"BEGIN DELETE FROM knowtk_meta WHERE key = '{self._mark_key}'; END"
+            )
+
+    def _triggers_missing(self) -> bool:
+        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE ?"
+        return int(self.conn.execute(sql, (self.rows, f"{self.fts}_mark_%")).fetchone()[0]) != len(TRIGGER_OPS)
+
     def trust(self, desired: Mapping[str, str], version: int) -> None:
         """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
         self._synced, self._synced_version = desired, version
+
+    def retarget(self, before: Mapping[str, str], after: Mapping[str, str]) -> None:
+        """``after`` holds what ``before`` did: synced to one, the rows are synced to the other."""
+        if self._synced is before:
+            self._synced = after
 
     def _set_mark(self, mark: str) -> None:
         """Record that the rows are exactly the records of stored image ``mark`` (they were just compared)."""
@@ -950,7 +978,170 @@ class ProjectionChanged(Contention):
     """A projection changed or proved inconsistent under a query: the query is run again (Engine.run)."""
 
 
+IDS, SHAS, ID_OF, TOKENS = range(4)  # the four views of a rows table (``_Column``), by their place in ``_Rows.known``
+LOAD_AFTER = 2000  # rows read one at a time (~6 us each at 100k) past which the whole table is read at once (~140 ms)
+_ABSENT: Any = object()  # a key known to be in no row
+_UNREAD: Any = object()
+
+
+class _Rows:
+    """What a projection has read of its rows table, by need: a row at a time, or the whole table.
+
+    A new process's first query needs a few rows (the ids of the hits it shows), not the 100k its open
+    used to load (~150 ms). What was read belongs to one ``mirror`` of the projection: a reload (another
+    process wrote, a rollback) or a write of its own moves the mirror on and drops it, except a whole
+    table, which a write of this projection patches (a long-lived process reads it once). A row is read
+    in the query's transaction, after checking that no other process wrote since the projection was
+    loaded (``FtsProjection.check_current``): never a row of another version than the ones read before.
+    """
+
+    def __init__(self, proj: FtsProjection) -> None:
+        self.proj = proj
+        self.at = -1  # the mirror what follows belongs to
+        self.whole = False  # every row is in ``known``
+        self.known: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})  # ids, shas, id_of, tokens (or _ABSENT)
+        self.count: int | None = None
+        self.total: int | None = None
+        self.reads = 0
+        self.columns: list[_Column] = []
+
+    def current(self) -> tuple[dict[Any, Any], ...]:
+        """``known`` for the projection's present mirror (emptied when it moved on)."""
+        if self.at != self.proj.mirror:
+            self.at, self.whole, self.known = self.proj.mirror, False, ({}, {}, {}, {})
+            self.count = self.total = None
+            self.reads = 0
+            for column in self.columns:  # their lookups go through ``_Column.get`` again
+                column.__dict__.pop("get", None)
+        return self.known
+
+    def read(self, slot: int, sql: str, key: Any) -> Any:
+        """One row's value (``_ABSENT`` if none), read and kept; past LOAD_AFTER reads, the whole table."""
+        self.reads += 1
+        if self.reads > LOAD_AFTER:
+            return self.load_whole()[slot].get(key, _ABSENT)
+        proj = self.proj
+        with proj.state.reading():
+            proj.check_current()
+            row = proj.conn.execute(sql, (key,)).fetchone()
+        value = _ABSENT if row is None else row[0]
+        self.known[slot][key] = value
+        return value
+
+    def load_whole(self) -> tuple[dict[Any, Any], ...]:
+        self.current()
+        if self.whole:
+            return self.known
+        proj = self.proj
+        with proj.state.reading():
+            proj.check_current()
+            rows = proj.conn.execute(f"SELECT rowid, id, sha256, tokens FROM {proj.rows}").fetchall()
+        rowids, ids, shas, tokens = zip(*rows, strict=True) if rows else ((), (), (), ())  # dict(zip()): no loop
+        self.known = (
+            dict(zip(ids, rowids, strict=True)),
+            dict(zip(ids, shas, strict=True)),
+            dict(zip(rowids, ids, strict=True)),
+            dict(zip(rowids, tokens, strict=True)),
+        )
+        self.whole, self.count = True, len(rows)
+        for column in self.columns:  # a lookup is then the dict's own (in C: a bulk caller maps over it)
+            column.__dict__["get"] = self.known[column.slot].get
+        return self.known
+
+    def length(self) -> int:
+        self.current()
+        if self.count is None:
+            proj = self.proj
+            with proj.state.reading():
+                proj.check_current()
+                self.count = int(proj.conn.execute(f"SELECT count(*) FROM {proj.rows}").fetchone()[0])
+        return self.count
+
+    def total_tokens(self) -> int:
+        """Tokens in every row: FTS5's own total (its averages record), read once per mirror.
+
+        The record is current outside a write of the projection (FTS5 writes it when a write's savepoint or
+        transaction ends); summing the rows table's column instead reads every row (~10 ms at 100k).
+        """
+        self.current()
+        if self.total is None:
+            if self.whole:
+                self.total = sum(self.known[TOKENS].values())
+            else:
+                proj = self.proj
+                with proj.state.reading():
+                    proj.check_current()
+                    row = proj.conn.execute(f"SELECT block FROM {proj.fts}_data WHERE id = 1").fetchone()
+                self.total = sum(_varints(row[0])[1:]) if row is not None else 0
+        return self.total
+
+    def written(self, deleted: list[tuple[str, int]], inserted: list[tuple[int, str, str, int]]) -> None:
+        """The projection wrote these rows (its mirror moved on): a whole table is patched, rows read one at
+        a time are dropped (read again from the table as it is now)."""
+        if not self.whole or self.at != self.proj.mirror - 1:
+            self.current()
+            return
+        ids, shas, id_of, tokens = self.known
+        for rid, rowid in deleted:
+            del ids[rid], shas[rid], id_of[rowid], tokens[rowid]
+        for rowid, rid, sha, size in inserted:
+            ids[rid], shas[rid], id_of[rowid], tokens[rowid] = rowid, sha, rid, size
+        self.at, self.count, self.total = self.proj.mirror, len(ids), None
+
+
+class _Column(Mapping[Any, Any]):
+    """One column of a projection's rows table by another (id -> rowid, rowid -> tokens, ...), read by need
+    through ``_Rows``: a lookup reads one row, an iteration the whole table."""
+
+    def __init__(self, rows: _Rows, slot: int, key: str, value: str) -> None:
+        self._rows, self.slot = rows, slot
+        self._sql = f"SELECT {value} FROM {rows.proj.rows} WHERE {key} = ?"
+        rows.columns.append(self)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        rows = self._rows
+        value = rows.current()[self.slot].get(key, _ABSENT if rows.whole else _UNREAD)
+        if value is _UNREAD:
+            value = rows.read(self.slot, self._sql, key)
+        return default if value is _ABSENT else value
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT
+
+    def __len__(self) -> int:
+        return self._rows.length()
+
+    def _whole(self) -> dict[Any, Any]:
+        return self._rows.load_whole()[self.slot]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._whole())
+
+    def keys(self) -> KeysView[Any]:
+        return self._whole().keys()
+
+    def items(self) -> ItemsView[Any, Any]:
+        return self._whole().items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._whole().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Column):
+            other = other._whole()
+        return self._whole() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 SHADOWS = ("data", "idx", "docsize", "config")  # an external-content table has no _content
+TRIGGER_OPS = ("INSERT", "DELETE", "UPDATE")  # of the rows table: each clears the image mark (``_create_triggers``)
 
 
 class _TextWriter:

@@ -116,7 +116,7 @@ def record_summary(r: Record, snap: Snapshot) -> dict[str, Any]:
 
 
 def lifecycle_of(rid: str, snap: Snapshot) -> str:
-    life = snap.lifecycle[rid]
+    life = snap.lifecycle_at(rid)
     return "expired" if life != "withdrawn" and rid in snap.expired else life
 
 

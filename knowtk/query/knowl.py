@@ -424,7 +424,7 @@ class _Similarities:
         main, history = index.main, index.history
 
         def searchable() -> dict[str, str]:
-            return {**main.shas, **history.shas}
+            return {**dict(main.shas.items()), **dict(history.shas.items())}  # (items(): read whole at once)
 
         def texts(ids: list[str]) -> dict[str, str]:
             return {rid: embedding_text(*cols) for rid, cols in _texts(index, ids).items()}

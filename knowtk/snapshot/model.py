@@ -125,6 +125,10 @@ class Snapshot:
         """scope -> fingerprint, filled by ``fingerprint()`` (not a field: a stored snapshot gets one too)."""
         return {}
 
+    def lifecycle_at(self, rid: str) -> str:
+        """``lifecycle[rid]``: a stored snapshot reads a query's few ids without parsing the whole table."""
+        return self.lifecycle[rid]
+
     def sha256_lookup(self) -> Callable[[str], str | None]:
         """id -> the record's file hash, or None; a stored snapshot's knows it without building the record."""
         records = self.records

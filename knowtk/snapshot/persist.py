@@ -30,8 +30,10 @@ on a full build), so a damaged image costs one build, never an answer.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
 from datetime import datetime
@@ -72,6 +74,10 @@ BULK_AFTER = 2000
 # past which both maps are inverted once (a few edits made while no process ran cost a few passes)
 FORMER_SCANS = 8
 SHA_POINTS = 32  # record hashes read where they lie past which record_sha is parsed whole
+# keys read where they lie in a part's JSON text (a record's path, its lifecycle) past which the part is parsed
+# whole: a new process's query shows a page of records, and parsing record_at and lifecycle cost ~110 ms at 100k
+POINTS = 64
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9._:-]+")  # a key JSON writes as it is, that no quote or separator can end
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -406,6 +412,7 @@ class ImageParts:
         self.parsed: dict[str, Any] = {}
         self._patches: list[dict[str, Any]] | None = None
         self._inflated: dict[str, bytes] = {}  # parts read by ``inflated`` and not parsed yet
+        self._plain: dict[str, bool] = {}  # part -> whether its text holds no backslash (``plain``)
 
     def _bytes(self, name: str, digest: str | None) -> bytes:
         raw = self.texts.get(name)
@@ -430,6 +437,34 @@ class ImageParts:
             except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
                 raise self.damaged(name, exc) from exc
         return data
+
+    def plain(self, name: str) -> bytes | None:
+        """A part's JSON text where a key can be found by a byte search: not parsed yet, no patch written over it
+        (the text is then what the part holds) and no backslash in it (every quote then opens or closes a
+        string: no string holds one); None otherwise."""
+        if name in self.parsed or self.meta.get("patches"):
+            return None
+        plain = self._plain.get(name)
+        data = self.inflated(name)
+        if plain is None:
+            plain = self._plain[name] = b"\\" not in data
+        return data if plain else None
+
+    def value_at(self, name: str, key: str) -> Any:
+        """``key``'s value in part ``name``, a JSON object of strings, read where it lies (``plain``): the
+        value, ``ABSENT``, or ``UNKNOWN`` (the part must be parsed to tell)."""
+        data = self.plain(name) if _PLAIN_KEY.fullmatch(key) else None
+        if data is None or not data.startswith(b'{"'):
+            return UNKNOWN
+        needle = b'"' + key.encode() + b'": '  # a key's: a value's closing quote is followed by ", " or "}"
+        at = data.find(needle)
+        if at < 0:
+            return ABSENT
+        start = at + len(needle) + 1
+        end = data.find(b'"', start)
+        if (at != 1 and data[at - 2 : at] != b", ") or data[start - 1 : start] != b'"' or end < 0:
+            return UNKNOWN
+        return data[start:end].decode()
 
     def patches(self) -> list[dict[str, Any]]:
         """The patches written since the parts, in order (each parsed and checked once)."""
@@ -513,6 +548,17 @@ class StoredSnapshot(Snapshot):
         self.image_key = meta["key"]
         self.records = StoredRecords(parts, scanner, self)
         self.index = StoredIndex(parts, self.records)
+        self._points = 0  # lifecycles read where they lie (``lifecycle_at``)
+
+    def lifecycle_at(self, rid: str) -> str:
+        if "lifecycle" not in vars(self) and self._points < POINTS:  # not parsed: read where it lies
+            self._points += 1
+            found = self.parts.value_at("lifecycle", rid)
+            if found is ABSENT:
+                raise KeyError(rid)
+            if found is not UNKNOWN:
+                return str(found)
+        return self.lifecycle[rid]
 
     def probe(self, name: str) -> Callable[[str], Any] | None:
         """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
@@ -611,6 +657,11 @@ class StoredRecords(Mapping[str, Record]):
         self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
         self._patched_sha: dict[str, str] | None = None
         self._point_ids: list[str] | None = None  # the ids in record_sha's order, for those reads (no patches)
+        self._path_points = 0  # record paths read where they lie (``_path``) before record_at is parsed
+        self._point_paths: tuple[int, list[bytes]] | None = None  # (end of the ids in record_at, its paths)
+        # places in record_at's ids where the separators before them were counted: each read counts from the
+        # nearest one (a page of reads goes through the ids about once, not once each)
+        self._counted: tuple[list[int], list[int]] = ([0], [0])
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -701,8 +752,51 @@ class StoredRecords(Mapping[str, Record]):
     def __getitem__(self, rid: str) -> Record:
         found = self._records.get(rid)
         if found is None:
-            found = self._record(rid, self._where[rid])
+            found = self._record(rid, self._path(rid))
         return found
+
+    def _path(self, rid: str) -> str:
+        """The path of record ``rid`` (KeyError: none): a query's few records read where they lie in record_at."""
+        if "_where" not in vars(self) and self._path_points < POINTS:
+            self._path_points += 1
+            found = self._path_point(rid)
+            if found is ABSENT:
+                raise KeyError(rid)
+            if found is not UNKNOWN:
+                return str(found)
+        return self._where[rid]
+
+    def _path_point(self, rid: str) -> Any:
+        """``rid``'s path from record_at's text (``ImageParts.plain``: ``[[ids], [paths]]``, every quote a string's
+        end): its place among the ids is the separators before it, and the paths are split once."""
+        data = self._parts.plain("record_at") if _PLAIN_KEY.fullmatch(rid) else None
+        if data is None:
+            return UNKNOWN
+        if self._point_paths is None:
+            middle = data.find(b'"], ["')  # the last id's closing quote
+            if middle < 0 or not data.startswith(b'[["') or not data.endswith(b'"]]'):
+                return UNKNOWN
+            paths = data[middle + 6 : -3].split(b'", "')
+            if len(paths) != data.count(b'", "', 0, middle) + 1:
+                return UNKNOWN
+            self._point_paths = (middle, paths)
+        middle, paths = self._point_paths
+        at = data.find(b'"' + rid.encode() + b'"', 0, middle + 1)
+        if at < 0:
+            return ABSENT
+        if at != 2 and data[at - 2 : at] != b", ":
+            return UNKNOWN
+        return paths[self._separators(data, at + 1)].decode()
+
+    def _separators(self, data: bytes, end: int) -> int:
+        """The ids' separators in ``data[:end]`` (``end`` just past an id's opening quote: no separator
+        straddles it), counted from the nearest place counted before."""
+        places, counts = self._counted
+        i = bisect.bisect_right(places, end) - 1
+        n = counts[i] + data.count(b'", "', places[i], end)
+        places.insert(i + 1, end)
+        counts.insert(i + 1, n)
+        return n
 
     def _record(self, rid: str, path: str) -> Record:
         self._loads += 1

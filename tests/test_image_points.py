@@ -1,0 +1,121 @@
+"""A stored snapshot reads a query's few records where they lie in the image's JSON text, not parsing the parts.
+
+``StoredRecords._path`` (a record's path, from ``record_at``) and ``StoredSnapshot.lifecycle_at`` (from
+``lifecycle``) must give exactly what the parsed parts give, for every id and for ids the image does not
+hold; a text they cannot read by a byte search (a backslash in it, a patch over it) is parsed as before.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import knowtk
+from knowtk.snapshot import persist
+from knowtk.snapshot.persist import StoredSnapshot
+from knowtk.state import STATE_FILE, inflate_bytes
+
+
+def _page(root: Path, path: str, rid: str, **meta: Any) -> None:
+    full = root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    fields = {"id": rid, "kind": "page", "title": f"Title {rid}", **meta}
+    full.write_text(f"---\n{yaml.safe_dump(fields, sort_keys=False).rstrip()}\n---\nalpha words\n", encoding="utf-8")
+
+
+def _store(root: Path, odd_path: str) -> None:
+    _page(root, "a/one.md", "one", status="superseded", superseded_by="two", revision=2)
+    _page(root, "a/two.md", "two")
+    _page(root, "b/x.y-z_1.md", "x.y-z_1")
+    _page(root, "b/colon.md", "ns:colon")
+    _page(root, "c/gone.md", "gone", status="withdrawn")
+    _page(root, "d/été à.md", "ete")  # not ASCII: JSON keeps it as it is (ensure_ascii=False)
+    _page(root, odd_path, "odd")
+    for i in range(30):
+        _page(root, f"e/n{i}.md", f"n-{i}")
+
+
+def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    try:
+        texts = dict(conn.execute("SELECT part, data FROM snapshot_image_v1"))
+    finally:
+        conn.close()
+    ids, paths = json.loads(inflate_bytes(texts["record_at"]))
+    return ids, paths, json.loads(inflate_bytes(texts["lifecycle"]))
+
+
+@pytest.mark.parametrize(("odd_path", "plain"), [("f/plain name.md", True), ('f/a "quoted" name.md', False)])
+def test_records_read_where_they_lie_are_the_parsed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd_path: str, plain: bool
+) -> None:
+    monkeypatch.setattr(persist, "POINTS", 10_000)
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store(root, odd_path)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    ids, paths, lifecycle = _stored(state_dir)
+    assert "gone" in lifecycle and "odd" in ids
+    store = knowtk.open_store(root, state_dir=state_dir)
+    engine = store.engine
+
+    def check() -> None:
+        snap = engine.snapshot()
+        assert isinstance(snap, StoredSnapshot)
+        records = snap.records
+        for rid, path in zip(ids, paths, strict=True):
+            assert records._path(rid) == path
+            assert records[rid].path == path
+        for rid, life in lifecycle.items():
+            assert snap.lifecycle_at(rid) == life
+        for missing in ("nope", "n-", "-1", "n-1.md", 'one", "two'):  # (the last one is parsed for: a quote)
+            if missing.startswith("one"):
+                # a plain text is read where it lies to the end; a backslash in it (a quoted path) parses it
+                assert ("_where" not in vars(records)) is plain
+                assert "lifecycle" not in vars(snap)  # the lifecycle part holds no backslash either way
+            with pytest.raises(KeyError):
+                records._path(missing)
+            with pytest.raises(KeyError):
+                snap.lifecycle_at(missing)
+
+    try:
+        engine.run(check)
+        assert [h["id"] for h in store.grep("alpha", lifecycle="all", limit=50).to_dict()["hits"]].count("one") == 1
+    finally:
+        store.close()
+
+
+def test_a_patched_image_is_parsed_not_read_where_it_lies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patch changes what a part says without changing its text: its keys are never read from the text."""
+    monkeypatch.setattr(persist, "PATCH_SHARE", 0)  # every later image a patch
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store(root, "f/plain.md")
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    _page(root, "e/n3.md", "n-3", status="withdrawn")
+    _page(root, "e/n4.md", "n-4-moved")
+    with knowtk.open_store(root, state_dir=state_dir) as second:  # finds the image behind the files: patches it
+        second.grep("alpha")
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    meta = json.loads(conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = 'meta'").fetchone()[0])
+    conn.close()
+    store = knowtk.open_store(root, state_dir=state_dir)
+    engine = store.engine
+
+    def check() -> None:
+        snap = engine.snapshot()
+        assert snap.lifecycle_at("n-3") == "withdrawn"
+        with pytest.raises(KeyError):
+            snap.lifecycle_at("n-4")
+        assert snap.records["n-4-moved"].path == "e/n4.md"
+
+    try:
+        engine.run(check)
+    finally:
+        store.close()
+    assert meta["patches"], meta
