@@ -187,6 +187,44 @@ def test_the_registry_keeps_a_dicts_order_and_the_write_tool_names_are_the_write
         reg["a"]
 
 
+def test_threads_looking_up_a_tool_not_made_yet_all_get_it_made_once() -> None:
+    """The first lookups of a tool from several threads at once: each gets the tool, it is made once.
+
+    Without the registry's lock a thread that found the tool not made yet, while another was making it,
+    looked for its maker after the other had removed it: "not a knowtk tool" (seen in test_processes).
+    """
+    import threading
+    import time
+
+    from knowtk.query import TOOLS, Tool, ToolRegistry
+
+    made: list[str] = []
+
+    def slow_maker() -> Tool:
+        made.append("a")
+        time.sleep(0.05)  # a module import: long enough for every thread to arrive meanwhile
+        return Tool("a", (), TOOLS["knowledge_grep"].run)
+
+    reg = ToolRegistry({"a": slow_maker})
+    start = threading.Barrier(8)
+    got: list[object] = []
+
+    def look_up() -> None:
+        start.wait()
+        try:
+            got.append(reg["a"])
+        except KeyError as exc:
+            got.append(exc)
+
+    threads = [threading.Thread(target=look_up) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == ["a"] and len(got) == 8 and all(tool is got[0] for tool in got)
+    assert isinstance(got[0], Tool)
+
+
 def test_check_in_a_new_process_checks_the_projections_no_query_of_it_imported(tmp_path: Path) -> None:
     """``knowtk check`` imports the dated and embedding projections itself: a damaged dated table is found."""
     import sqlite3

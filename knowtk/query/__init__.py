@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -88,23 +89,29 @@ class ToolRegistry(MutableMapping[str, Tool]):
         self._pending = dict(built_in)  # name -> the maker of a tool not looked up yet
         self._tools: dict[str, Tool] = {}
         self._order: dict[str, None] = dict.fromkeys(built_in)
+        self._making = threading.RLock()  # reentrant: a tool's module may look another tool up
 
     def __getitem__(self, name: str) -> Tool:
         tool = self._tools.get(name)
         if tool is None:
-            tool = self._tools[name] = self._pending[name]()  # KeyError: not a tool
-            del self._pending[name]
+            with self._making:  # threads asking for the same new tool at once: one makes it, all get it
+                tool = self._tools.get(name)
+                if tool is None:
+                    tool = self._tools[name] = self._pending[name]()  # KeyError: not a tool
+                    del self._pending[name]
         return tool
 
     def __setitem__(self, name: str, tool: Tool) -> None:
-        self._pending.pop(name, None)
-        self._tools[name] = tool
-        self._order.setdefault(name)  # a replaced tool keeps its place, as in a dict
+        with self._making:
+            self._pending.pop(name, None)
+            self._tools[name] = tool
+            self._order.setdefault(name)  # a replaced tool keeps its place, as in a dict
 
     def __delitem__(self, name: str) -> None:
-        del self._order[name]
-        self._pending.pop(name, None)
-        self._tools.pop(name, None)
+        with self._making:
+            del self._order[name]
+            self._pending.pop(name, None)
+            self._tools.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
         return name in self._order
