@@ -100,7 +100,9 @@ NOT_IMPORTED |= {
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:
     out = tmp_path / "modules.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # no socket folder, so no server may answer (else the client imports socket and hashlib to ask one: a
+    # socket folder left by an earlier test or by the user's own `knowtk serve` must not change the import set)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KNOWTK_SERVE_DIR": str(tmp_path / "no-servers")}
     res = subprocess.run(
         [sys.executable, "-c", CHILD, str(out), *args], capture_output=True, text=True, env=env, timeout=120
     )
