@@ -745,14 +745,7 @@ def _cached_meta(text: str | None) -> dict[str, Any] | None:
 
 
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:
-    problem = entry.problem
-    return (
-        path,
-        entry.stat[0],
-        entry.stat[1],
-        entry.sha256,
-        json.dumps(entry.meta, ensure_ascii=False) if entry.meta is not None else None,
-        entry.body_line,
-        problem.code if problem else None,
-        problem.message if problem else None,
-    )
+    """The row of scan_files_v1: ``_stat_row``'s columns with the frontmatter and body line between."""
+    stat = _stat_row(path, entry)
+    meta = json.dumps(entry.meta, ensure_ascii=False) if entry.meta is not None else None
+    return (*stat[:4], meta, entry.body_line, *stat[4:])
