@@ -2,7 +2,8 @@
 
 ``StoredRecords._path`` (a record's path, from ``record_at``) and ``StoredSnapshot.lifecycle_at`` (from
 ``lifecycle``) must give exactly what the parsed parts give, for every id and for ids the image does not
-hold; a text they cannot read by a byte search (a backslash in it, a patch over it) is parsed as before.
+hold; a key a patch wrote over is read from the patch; a text they cannot read by a byte search (a backslash in it)
+is parsed as before.
 """
 
 from __future__ import annotations
@@ -90,32 +91,62 @@ def test_records_read_where_they_lie_are_the_parsed_ones(
         store.close()
 
 
-def test_a_patched_image_is_parsed_not_read_where_it_lies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A patch changes what a part says without changing its text: its keys are never read from the text."""
+def test_a_patched_image_is_read_where_it_lies_with_the_patches_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch changes what a part says without changing its text: a key a patch names is read from the patch
+    (the last one that names it), any other from the text, and both give what the parsed, patched part gives."""
     monkeypatch.setattr(persist, "PATCH_SHARE", 0)  # every later image a patch
+    monkeypatch.setattr(persist, "POINTS", 10_000)
     root, state_dir = tmp_path / "store", tmp_path / "state"
     _store(root, "f/plain.md")
     with knowtk.open_store(root, state_dir=state_dir) as first:
         first.grep("alpha")
-    _page(root, "e/n3.md", "n-3", status="withdrawn")
-    _page(root, "e/n4.md", "n-4-moved")
-    with knowtk.open_store(root, state_dir=state_dir) as second:  # finds the image behind the files: patches it
-        second.grep("alpha")
+    edits = [
+        lambda: _page(root, "e/n3.md", "n-3", status="withdrawn"),  # a lifecycle set by a patch
+        lambda: _page(root, "e/n4.md", "n-4-moved"),  # an id gone, another come: a record removed and one added
+        lambda: (root / "e/n5.md").unlink(),  # a record removed
+        lambda: _page(root, "e/n3.md", "n-3"),  # not set back: the withdrawal's safeguard holds it
+        lambda: _page(root, "g/new.md", "n-new", status="withdrawn"),  # a new record
+        lambda: _page(root, "e/n6.md", "n-6-again"),  # moved twice: the last patch wins
+        lambda: (root / "e/n6.md").unlink() or _page(root, "h/n6.md", "n-6-again"),
+    ]
+    for edit in edits:
+        edit()
+        with knowtk.open_store(root, state_dir=state_dir) as second:  # finds the image behind the files: patches it
+            second.grep("alpha")
     conn = sqlite3.connect(state_dir / STATE_FILE)
     meta = json.loads(conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = 'meta'").fetchone()[0])
     conn.close()
+    assert len(meta["patches"]) >= len(edits), meta
+    ids, _, lifecycle = _stored(state_dir)
+    asked = [*ids, "n-4-moved", "n-new", "n-6-again", "nope", "n-"]
     store = knowtk.open_store(root, state_dir=state_dir)
     engine = store.engine
 
     def check() -> None:
         snap = engine.snapshot()
-        assert snap.lifecycle_at("n-3") == "withdrawn"
-        with pytest.raises(KeyError):
-            snap.lifecycle_at("n-4")
-        assert snap.records["n-4-moved"].path == "e/n4.md"
+        assert isinstance(snap, StoredSnapshot)
+        records = snap.records
+        paths, lives = {}, {}
+        for rid in asked:
+            try:
+                paths[rid] = records._path(rid)
+            except KeyError:
+                paths[rid] = None
+        for rid in [*lifecycle, *asked]:
+            try:
+                lives[rid] = snap.lifecycle_at(rid)
+            except KeyError:
+                lives[rid] = None
+        assert "_where" not in vars(records) and "lifecycle" not in vars(snap)  # nothing parsed for them
+        assert paths == {rid: records._where.get(rid) for rid in asked}
+        assert lives == {rid: snap.lifecycle.get(rid) for rid in lives}
+        assert (paths["n-4"], paths["n-5"], paths["n-6"], paths["n-6-again"]) == (None, None, None, "h/n6.md")
+        assert (lives["n-3"], lives["n-new"], lives["n-7"]) == ("withdrawn", "withdrawn", "active")
+        assert records["n-4-moved"].path == "e/n4.md"
 
     try:
         engine.run(check)
     finally:
         store.close()
-    assert meta["patches"], meta

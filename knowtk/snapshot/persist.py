@@ -77,6 +77,7 @@ SHA_POINTS = 32  # record hashes read where they lie past which record_sha is pa
 # keys read where they lie in a part's JSON text (a record's path, its lifecycle) past which the part is parsed
 # whole: a new process's query shows a page of records, and parsing record_at and lifecycle cost ~110 ms at 100k
 POINTS = 64
+UNTOUCHED = object()  # a key no patch names (``ImageParts.patched_key``): the part's text holds it
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9._:-]+")  # a key JSON writes as it is, that no quote or separator can end
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
@@ -439,10 +440,10 @@ class ImageParts:
         return data
 
     def plain(self, name: str) -> bytes | None:
-        """A part's JSON text where a key can be found by a byte search: not parsed yet, no patch written over it
-        (the text is then what the part holds) and no backslash in it (every quote then opens or closes a
-        string: no string holds one); None otherwise."""
-        if name in self.parsed or self.meta.get("patches"):
+        """A part's JSON text where a key can be found by a byte search: not parsed yet and no backslash in it
+        (every quote then opens or closes a string: no string holds one); None otherwise. The text is the part
+        as first written: a key a patch wrote over is read from the patch (``patched_key``, ``patched_record``)."""
+        if name in self.parsed:
             return None
         plain = self._plain.get(name)
         data = self.inflated(name)
@@ -456,6 +457,9 @@ class ImageParts:
         data = self.plain(name) if _PLAIN_KEY.fullmatch(key) else None
         if data is None or not data.startswith(b'{"'):
             return UNKNOWN
+        over = self.patched_key(name, key)
+        if over is not UNTOUCHED:
+            return over if over is ABSENT or isinstance(over, str) else UNKNOWN
         needle = b'"' + key.encode() + b'": '  # a key's: a value's closing quote is followed by ", " or "}"
         at = data.find(needle)
         if at < 0:
@@ -465,6 +469,42 @@ class ImageParts:
         if (at != 1 and data[at - 2 : at] != b", ") or data[start - 1 : start] != b'"' or end < 0:
             return UNKNOWN
         return data[start:end].decode()
+
+    def patched_key(self, name: str, key: str) -> Any:
+        """``key``'s value in part ``name`` as the patches leave it (``get`` applies them the same way): the last
+        patch's value, ``ABSENT`` (removed), ``UNTOUCHED`` (no patch names it: the part's text holds it), or
+        ``UNKNOWN`` (a patch wrote the part whole, or a patch is unreadable: the part must be parsed)."""
+        found: Any = UNTOUCHED
+        try:
+            for patch in self.patches():
+                if name in patch["whole"]:
+                    return UNKNOWN
+                change = patch["parts"].get(name)
+                if change is None:
+                    continue
+                if key in change["del"]:  # (removed after the keys are set)
+                    found = ABSENT
+                elif key in change["set"]:
+                    found = change["set"][key]
+        except (ImageDamaged, ValueError, TypeError, KeyError, AttributeError):
+            return UNKNOWN
+        return found
+
+    def patched_record(self, rid: str) -> Any:
+        """Record ``rid``'s path as the patches' record locations leave it (``records`` applies them the same
+        way): a path, ``ABSENT``, ``UNTOUCHED`` or ``UNKNOWN`` (as ``patched_key``)."""
+        found: Any = UNTOUCHED
+        try:
+            for patch in self.patches():
+                change = patch["records"]
+                if rid in change["del"]:  # (removed before the locations are set)
+                    found = ABSENT
+                for at, path, _ in change["set"]:
+                    if at == rid:
+                        found = path
+        except (ImageDamaged, ValueError, TypeError, KeyError, AttributeError):
+            return UNKNOWN
+        return found if found is ABSENT or found is UNTOUCHED or isinstance(found, str) else UNKNOWN
 
     def patches(self) -> list[dict[str, Any]]:
         """The patches written since the parts, in order (each parsed and checked once)."""
@@ -772,6 +812,9 @@ class StoredRecords(Mapping[str, Record]):
         data = self._parts.plain("record_at") if _PLAIN_KEY.fullmatch(rid) else None
         if data is None:
             return UNKNOWN
+        over = self._parts.patched_record(rid)
+        if over is not UNTOUCHED:
+            return over
         if self._point_paths is None:
             middle = data.find(b'"], ["')  # the last id's closing quote
             if middle < 0 or not data.startswith(b'[["') or not data.endswith(b'"]]'):
