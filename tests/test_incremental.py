@@ -6,12 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 import knowtk
+from knowtk.engine.desired import PatchedMap
+from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.engine import Engine
 from knowtk.scan import pool
 from knowtk.snapshot import overlay, persist
@@ -19,6 +23,7 @@ from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Deferred, Overlaid
 from knowtk.snapshot.persist import StoredSnapshot
+from knowtk.state import STATE_FILE
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
 
@@ -379,6 +384,24 @@ def _index_tables(snap: Snapshot) -> dict:
     return out
 
 
+def _keyword_rows(state: Path) -> tuple[dict[str, str], dict[str, str]]:
+    conn = sqlite3.connect(state / STATE_FILE)
+    try:
+        main, history = (
+            "SELECT id, sha256 FROM keyword_rows_v1_root",
+            "SELECT id, sha256 FROM keyword_history_rows_v1_root",
+        )
+        return dict(conn.execute(main)), dict(conn.execute(history))
+    finally:
+        conn.close()
+
+
+def _desired_of(snap: Snapshot) -> tuple[dict[str, str], dict[str, str]]:
+    maps: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    derive_desired(snap, snap.records, *maps)
+    return maps
+
+
 @pytest.mark.parametrize("seed", [6, 7])
 def test_edits_over_a_stored_image_parse_no_per_record_map_and_stay_exact(
     builder: StoreBuilder, seed: int, tmp_path
@@ -414,13 +437,17 @@ def test_edits_over_a_stored_image_parse_no_per_record_map_and_stay_exact(
         opened.call("knowledge_grep", {"query": "alpha"})
         snap = engine._snapshot
         assert snap is not None
-        if i == 0:  # the first change: one edit, not one of these parts parsed
+        if i == 0:  # the first change: one edit, not one of these parts parsed, nor the projections' rows read
             assert snap.previous_generation == stored.generation
             assert not LAZY_PARTS & stored.parts.parsed.keys(), sorted(stored.parts.parsed)
+            assert engine._keyword_desired is not None
+            for desired in engine._keyword_desired[1:]:
+                assert isinstance(desired, PatchedMap) and desired._map is None and desired._base._map is None
         engine.scanner.fill_all()  # (a new process's entries are stubs until read: the full build needs them)
         full = build_snapshot(
             engine.scanner.files, engine.config, engine.safeguards, generation=0, now=snap.evaluated_at
         )
+        assert _keyword_rows(state) == _desired_of(full), i  # the projections hold what a fresh build wants
         expected = _tables(full)
         assert dict(snap.records) == expected.pop("records"), i  # (an old stored record is gone once its file is)
         kept.append((snap, expected, _index_tables(full)))

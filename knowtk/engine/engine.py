@@ -15,11 +15,13 @@ import itertools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
+from knowtk.engine.desired import PatchedMap, TrustedMap
+from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument, StoreUnavailable
 from knowtk.index.fts import FtsProjection
@@ -392,11 +394,13 @@ class Engine:
 
             def derive() -> tuple[dict[str, str], dict[str, str]]:  # the maps as _desired makes them, once
                 if not derived:
-                    derived.append(_derive(snap, snap.records, {}, {}))
+                    maps: tuple[dict[str, str], dict[str, str]] = ({}, {})
+                    derive_desired(snap, snap.records, *maps)
+                    derived.append(maps)
                 return derived[0]
 
-            main = _Trusted(index.main, snap.image_key, lambda: derive()[0])
-            history = _Trusted(index.history, snap.image_key, lambda: derive()[1])
+            main = TrustedMap(index.main, snap.image_key, lambda: derive()[0])
+            history = TrustedMap(index.history, snap.image_key, lambda: derive()[1])
             self._desired_version += 1
             index.main.trust(main, self._desired_version)
             index.history.trust(history, self._desired_version)
@@ -408,6 +412,8 @@ class Engine:
         if cached is not None and cached[0] == snap.generation:
             return cached[1], cached[2]
         self._keyword_base = None
+        main: MutableMapping[str, str]
+        history: MutableMapping[str, str]
         if cached is not None and snap.changed_ids is not None and cached[0] == snap.previous_generation:
             # the previous maps patched in place, at the ids the snapshot says may have changed; a projection
             # that held the previous version compares those ids only (copying the maps cost ~5 ms at 300k)
@@ -418,16 +424,17 @@ class Engine:
             main, history = {}, {}
             ids = snap.records
         self._desired_version += 1
-        main, history = _derive(snap, ids, main, history)
+        derive_desired(snap, ids, main, history)
         self._keyword_desired = (snap.generation, main, history)
         return main, history
 
-    def _patchable(self, desired: Mapping[str, str]) -> dict[str, str]:
-        """A desired map as a dict to patch in place: a trusted one is read whole now, and the projection
-        synced to it is taken as synced to the dict (the same rows)."""
-        if isinstance(desired, dict):
+    def _patchable(self, desired: Mapping[str, str]) -> MutableMapping[str, str]:
+        """A desired map to patch in place: a trusted one gets a ``PatchedMap`` over it (nothing of it read), and
+        the projection synced to it is taken as synced to that map (the same rows)."""
+        if not isinstance(desired, TrustedMap):
+            assert isinstance(desired, MutableMapping)
             return desired
-        out = dict(desired.items())
+        out = PatchedMap(desired)
         if self._keyword is not None:
             for proj in (self._keyword.main, self._keyword.history):
                 proj.retarget(desired, out)
@@ -514,58 +521,6 @@ class Engine:
             if close_source is not None:
                 close_source()
             self.state.close()
-
-
-def _derive(
-    snap: Snapshot, ids: Iterable[str], main: dict[str, str], history: dict[str, str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The desired maps (``Engine._desired``) brought to ``snap`` at ``ids``: available active records in
-    ``main``, available superseded ones in ``history``."""
-    unavailable, lifecycle = snap.unavailable, snap.lifecycle
-    sha256_of = snap.sha256_lookup()  # a stored snapshot knows each record's hash without building the record
-    for rid in ids:
-        sha = sha256_of(rid)
-        life = lifecycle[rid] if sha is not None and rid not in unavailable else None
-        if sha is not None and life == "active":
-            main[rid] = sha
-        else:
-            main.pop(rid, None)
-        if sha is not None and life == "superseded":
-            history[rid] = sha
-        else:
-            history.pop(rid, None)
-    return main, history
-
-
-class _Trusted(Mapping[str, str]):
-    """The desired map of a projection whose image mark matched the snapshot: the rows it holds. Nothing is
-    read while the projection stays synced to it (a new process's query); read whole when first needed,
-    from the rows if they are still the image's (the projection has not moved since, or its mark still
-    names the image), else derived from the snapshot (the same map: a function of the snapshot alone)."""
-
-    def __init__(self, proj: FtsProjection, key: str | None, derive: Callable[[], dict[str, str]]) -> None:
-        self._proj, self._at, self._key, self._derive = proj, proj.mirror, key, derive
-        self._map: dict[str, str] | None = None
-
-    def _whole(self) -> dict[str, str]:
-        if self._map is None:
-            proj = self._proj
-            proj.ensure()  # loaded again if it was forgotten or another process wrote: the mirror then moves on
-            same = proj.mirror == self._at or (self._key is not None and proj.image_mark == self._key)
-            self._map = dict(proj.shas.items()) if same else self._derive()
-        return self._map
-
-    def __getitem__(self, key: str) -> str:
-        return self._whole()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._whole())
-
-    def __len__(self) -> int:
-        return len(self._whole())
-
-    def items(self) -> ItemsView[str, str]:
-        return self._whole().items()
 
 
 def _parsed(snap: Snapshot) -> Snapshot:

@@ -442,6 +442,10 @@ class FtsProjection:
         """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
         self._synced, self._synced_version = desired, version
 
+    def synced_to(self, desired: Mapping[str, str]) -> bool:
+        """Whether the rows were last brought to ``desired`` (at some version of it), and nothing wrote them since."""
+        return self._synced is desired
+
     def retarget(self, before: Mapping[str, str], after: Mapping[str, str]) -> None:
         """``after`` holds what ``before`` did: synced to one, the rows are synced to the other."""
         if self._synced is before:
