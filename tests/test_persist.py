@@ -31,7 +31,7 @@ from knowtk.scan.changes import StatWalk
 from knowtk.snapshot import persist
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
-from knowtk.snapshot.persist import StoredRecords
+from knowtk.snapshot.persist import StoredRecords, StoredSnapshot
 from knowtk.state import STATE_FILE, StateDB
 
 FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
@@ -602,6 +602,35 @@ def test_a_process_that_applied_changes_patches_the_image_and_the_next_reads_it_
         assert_same([third], root, tmp_path / "ref1", 1, "patched")
         _edit(root, "d/n5.md", "n5", "Note five", depends_on=["new"])  # and a build on it
         assert_same([third], root, tmp_path / "ref2", 2, "patched, then edited")
+
+
+def test_an_image_a_process_left_behind_the_scan_cache_is_compared_once_then_trusted(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A process that saw an edit and its undoing writes the scan cache, not an image (too little drift): the
+    image's scan token is then behind the cache's. The next new process compares every file with the image,
+    finds none changed and records that, so the one after it takes the image on the token, comparing nothing."""
+    root, state_dir = _built_chain(tmp_path)
+    original = (root / "d/n1.md").read_bytes()
+    with knowtk.open_store(root, state_dir=state_dir) as long_lived:
+        long_lived.grep("alpha")
+        (root / "d/n1.md").write_bytes(original + b"\nzebra words\n")
+        assert [h["id"] for h in long_lived.grep("zebra").to_dict()["hits"]] == ["n1"]
+        (root / "d/n1.md").write_bytes(original)
+        assert long_lived.grep("zebra").to_dict()["hits"] == []
+    meta = image_meta(state_dir)
+    assert meta is not None and meta["patches"] == []  # no image written by it
+    compared = []
+    for _ in range(2):
+        with knowtk.open_store(root, state_dir=state_dir) as store:
+            store.grep("alpha")
+            snap = store.engine._snapshot
+            assert isinstance(snap, StoredSnapshot) and how_adopted(store) == "image"
+            compared.append("paths" in snap.parts.parsed)  # (the comparison reads the image's paths)
+            assert_same([store], root, tmp_path / f"ref{len(compared)}", 1, "behind, then confirmed")
+    assert compared == [True, False]
+    after = image_meta(state_dir)
+    assert after is not None and after["key"] == meta["key"] and after["scan_token"] != meta["scan_token"]
 
 
 @pytest.mark.usefixtures("small_patches")

@@ -36,7 +36,14 @@ from knowtk.scan.pool import collector_paused
 from knowtk.scan.watch import choose_change_source, freshness_mode
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
-from knowtk.snapshot.persist import StoredRecords, StoredSnapshot, guards_key, load_image, write_image
+from knowtk.snapshot.persist import (
+    StoredRecords,
+    StoredSnapshot,
+    confirm_scan_token,
+    guards_key,
+    load_image,
+    write_image,
+)
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
@@ -294,6 +301,10 @@ class Engine:
             paths = image.snapshot.paths
             drift = {p for p, e in scanner.files.items() if e.sha256 is None or paths.get(p) != e.sha256}
             drift |= paths.keys() - scanner.files.keys()  # (what the scan touched is in these if it matters)
+            token = scanner.saved_token
+            if not drift and token is not None:  # the image is the scan cache as saved: the next process need not
+                confirm_scan_token(self.state, image.key, token)  # compare (a process that saw an edit and wrote
+                # no image, its drift too small, left the image's token behind the cache's)
         self._generation += 1
         if drift:
             self._adopted = image.snapshot

@@ -58,6 +58,7 @@ __all__ = [
     "StoredRecords",
     "StoredSnapshot",
     "config_key",
+    "confirm_scan_token",
     "guards_key",
     "load_image",
     "write_image",
@@ -300,6 +301,23 @@ def _write_patch(
     except (sqlite3.Error, Contention, ValueError, TypeError, KeyError):
         return None
     return key
+
+
+def confirm_scan_token(state: StateDB, key: str, token: int) -> bool:
+    """Record that stored image ``key`` is exactly the scan cache at ``token`` (a new process compared every
+    file with it and found none changed): the next new process then skips that comparison. Another image
+    stored meanwhile is left as it is; a failure to write only leaves the comparison to the next process."""
+    try:
+        with state.transaction() as conn:
+            row = conn.execute(f"SELECT data FROM {TABLE} WHERE part = 'meta'").fetchone()
+            meta = json.loads(row[0]) if row is not None else None
+            if not isinstance(meta, dict) or meta.get("key") != key or meta.get("format") != FORMAT:
+                return False
+            meta["scan_token"] = token
+            conn.execute(f"UPDATE {TABLE} SET data = ? WHERE part = 'meta'", (json.dumps(meta),))
+    except (sqlite3.Error, Contention, ValueError, TypeError):
+        return False
+    return True
 
 
 _ABSENT = object()
