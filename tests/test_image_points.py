@@ -139,8 +139,13 @@ def test_a_patched_image_is_read_where_it_lies_with_the_patches_over_it(
                 lives[rid] = snap.lifecycle_at(rid)
             except KeyError:
                 lives[rid] = None
+        shas = {rid: records._sha_point(rid) for rid in asked}
+        holds = {rid: rid in records for rid in asked}
         assert "_where" not in vars(records) and "lifecycle" not in vars(snap)  # nothing parsed for them
+        assert "record_sha" not in snap.parts.parsed
         assert paths == {rid: records._where.get(rid) for rid in asked}
+        assert holds == {rid: rid in records._where for rid in asked}
+        assert shas == {rid: records._sha.get(rid) for rid in asked}
         assert lives == {rid: snap.lifecycle.get(rid) for rid in lives}
         assert (paths["n-4"], paths["n-5"], paths["n-6"], paths["n-6-again"]) == (None, None, None, "h/n6.md")
         assert (lives["n-3"], lives["n-new"], lives["n-7"]) == ("withdrawn", "withdrawn", "active")

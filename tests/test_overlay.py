@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from knowtk.snapshot import overlay
-from knowtk.snapshot.overlay import Overlaid
+from knowtk.snapshot import overlay, persist
+from knowtk.snapshot.overlay import Deferred, Lazy, Overlaid, changes_over
 
 
 class Owner:
@@ -122,3 +124,29 @@ def test_a_deferred_map_keeps_every_generation_without_reading_its_table() -> No
     assert not third._deferred
     third.discard("d", "4")
     assert dict(third.finish()) == {"a": ["3"]} and dict(two) == {"a": ["3"], "d": ["4"]}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_deferred_map_s_patch_over_its_table_makes_what_flat_makes(seed: int) -> None:
+    """A patch written over a stored key -> ids table it never read (ids dropped from every key, ids added per
+    key: ``changes_over``) and applied to that table when it is parsed gives exactly ``Deferred.flat``, key
+    order included."""
+    rng = random.Random(seed)
+    ids = [f"r{i}" for i in range(30)]
+    table = {f"k{i}": sorted(rng.sample(ids, rng.randint(1, 4))) for i in range(15)}
+    owner = type("Owner", (), {})()
+    owner.names = table  # type: ignore[attr-defined]
+    lazy: Lazy[list[str]] = Lazy(lambda: dict(table), None, (owner, "names"))
+    void = set(rng.sample(ids, rng.randint(0, 6)))
+    added: dict[str, list[str]] = {}
+    for rid in rng.sample(sorted(void), rng.randint(0, len(void))):  # a changed record's new keys, old or new
+        for key in rng.sample([*table, "new1", "new2"], rng.randint(1, 3)):
+            added.setdefault(key, []).append(rid)
+    deferred = Deferred(lazy, frozenset(void), {k: sorted(v) for k, v in added.items()})
+    over = changes_over(deferred, owner, "names")
+    assert over is not None and not lazy.loaded  # told without reading the table
+    patched = {k: list(v) for k, v in table.items()}
+    persist._void_and_add(patched, over.void, over.add)
+    expected = deferred.flat()
+    assert patched == expected and list(patched) == list(expected)
+    assert changes_over(deferred, object(), "names") is None  # over another table: only a comparison tells

@@ -24,7 +24,7 @@ import base64
 import sys
 from array import array
 from bisect import bisect_right
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import compress
 from typing import Any, NamedTuple
@@ -264,8 +264,13 @@ def _wanted(criteria: Criteria) -> tuple[Any, ...]:
 class LayeredFacets(Facets):
     """The facets of a ``Layered`` snapshot: its changed records (``top``) over the stored facets, ``gone`` removed."""
 
-    def __init__(self, base: Facets, top: Mapping[str, Record], gone: Container[str]) -> None:
-        self.base, self.top, self.gone = base, top, gone
+    def __init__(self, base: Callable[[], Facets], top: Mapping[str, Record], gone: Container[str]) -> None:
+        self._base, self.top, self.gone = base, top, gone
+
+    @cached_property
+    def base(self) -> Facets:
+        """The stored facets, read when a record outside the top is asked for (a patch asks for the top's only)."""
+        return self._base()
 
     def of(self, rid: str) -> Facet:
         found = self.top.get(rid)

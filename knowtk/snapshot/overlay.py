@@ -17,6 +17,7 @@ __all__ = [
     "DEFERRED_MAX",
     "OVERLAID_MIN",
     "UNKNOWN",
+    "Changes",
     "Deferred",
     "Former",
     "Grouped",
@@ -24,6 +25,7 @@ __all__ = [
     "Layered",
     "Lazy",
     "Overlaid",
+    "changes_over",
 ]
 
 
@@ -142,7 +144,7 @@ class Layered(Mapping[str, Record]):
 
     def facets(self) -> Facets:
         """The records' filter facets: this build's records over the stored facets (none built for them)."""
-        return LayeredFacets(self.base.facets(), self.top, self.gone)
+        return LayeredFacets(self.base.facets, self.top, self.gone)
 
     def sha256_of(self, rid: str) -> str | None:
         if rid in self.top:
@@ -183,12 +185,18 @@ class Lazy(Mapping[str, _LV]):
     ``knowtk.snapshot.persist``). A pass over every key, or a key the probe cannot tell, loads it.
     """
 
-    __slots__ = ("_load", "_probe", "_value")
+    __slots__ = ("_load", "_probe", "_value", "source")
 
-    def __init__(self, load: Callable[[], Mapping[str, _LV]], probe: Callable[[str], Any] | None = None) -> None:
+    def __init__(
+        self,
+        load: Callable[[], Mapping[str, _LV]],
+        probe: Callable[[str], Any] | None = None,
+        source: tuple[object, str] | None = None,
+    ) -> None:
         self._load: Callable[[], Mapping[str, _LV]] | None = load
         self._probe = probe
         self._value: Mapping[str, _LV] | None = None
+        self.source = source  # (owner, attribute name) of the table it reads
 
     @classmethod
     def over(cls, owner: object, name: str) -> Any:
@@ -197,7 +205,7 @@ class Lazy(Mapping[str, _LV]):
         if parsed is not _MISSING:
             return parsed
         probe = getattr(owner, "probe", None)
-        return cls(lambda: getattr(owner, name), probe(name) if probe is not None else None)
+        return cls(lambda: getattr(owner, name), probe(name) if probe is not None else None, (owner, name))
 
     @property
     def value(self) -> Mapping[str, _LV]:
@@ -489,7 +497,7 @@ class Overlaid(Mapping[str, _V]):
     The top's share is bounded: past an eighth of the base, ``finish`` returns one dict again.
     """
 
-    __slots__ = ("_base", "_load", "top")
+    __slots__ = ("_base", "_load", "source", "top")
 
     def __init__(
         self,
@@ -497,10 +505,13 @@ class Overlaid(Mapping[str, _V]):
         top: dict[str, object] | None = None,
         *,
         base: Mapping[str, _V] | None = None,
+        source: tuple[object, str] | None = None,
     ) -> None:
         self._base: Mapping[str, _V] | None = base
         self._load: Callable[[], Mapping[str, _V]] | None = load if base is None else None
         self.top: dict[str, object] = top if top is not None else {}
+        # (owner, attribute name) of the stored table the base is, read or not (``changes_over``)
+        self.source = source if source is not None else base.source if isinstance(base, Lazy) else None
 
     @classmethod
     def over(cls, owner: object, name: str) -> Overlaid[_V]:
@@ -508,11 +519,11 @@ class Overlaid(Mapping[str, _V]):
         not parsed yet: then it is read only when a key outside the top is)."""
         parsed = vars(owner).get(name, _MISSING)
         if isinstance(parsed, Overlaid):
-            return cls(parsed._load, dict(parsed.top), base=parsed._base)
+            return cls(parsed._load, dict(parsed.top), base=parsed._base, source=parsed.source)
         if parsed is _MISSING:
             if getattr(owner, "probe", None) is not None and owner.probe(name) is not None:  # type: ignore[attr-defined]
                 return cls(None, base=Lazy.over(owner, name))  # a key the build changes is probed, not parsed
-            return cls(lambda: getattr(owner, name))
+            return cls(lambda: getattr(owner, name), source=(owner, name))
         return cls(None, base=parsed)
 
     @property
@@ -606,3 +617,50 @@ class Overlaid(Mapping[str, _V]):
         if len(top) > OVERLAID_MIN and len(top) * 8 > len(self.base):
             return self.flat()
         return self
+
+
+class Changes:
+    """What a map built over a stored table it never read changed over it (``changes_over``): keys ``set`` to
+    new values, keys ``removed``, and, for a key -> ids map deferred over it (``Deferred``), the ids dropped
+    from every key (``void``) and the ids ``add``ed per key after that (each key's list kept sorted)."""
+
+    __slots__ = ("add", "removed", "set", "void")
+
+    def __init__(
+        self,
+        set: dict[str, Any],
+        removed: list[str],
+        void: list[str] | None = None,
+        add: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.set, self.removed, self.void, self.add = set, removed, void or [], add or {}
+
+
+def changes_over(m: object, owner: object, name: str) -> Changes | None:
+    """What ``m`` changed over ``owner``'s table ``name`` when it was built over that table without reading
+    it (a stored image's part): the keys its top holds (set or removed, whether or not the value differs),
+    the ids a deferred map dropped and added. None when ``m`` is another map, or read its base: then only a
+    comparison with the table tells."""
+
+    def unread_source(base: object) -> bool:
+        return isinstance(base, Lazy) and not base.loaded and _is_source(base.source, owner, name)
+
+    if isinstance(m, Overlaid):
+        if m.loaded or not (unread_source(m._base) or (m._base is None and _is_source(m.source, owner, name))):
+            return None
+        top = m.top
+        return Changes({k: v for k, v in top.items() if v is not _GONE}, [k for k, v in top.items() if v is _GONE])
+    if isinstance(m, Deferred):
+        if not unread_source(m.lazy):
+            return None
+        return Changes({}, [], sorted(m.void), {k: sorted(v) for k, v in m.added.items() if v})
+    if isinstance(m, Grouped) and not isinstance(m.base, Deferred) and unread_source(m.base):
+        grouped = m.top
+        return Changes(
+            {k: v for k, v in grouped.items() if v is not None}, [k for k, v in grouped.items() if v is None]
+        )
+    return None
+
+
+def _is_source(source: tuple[object, str] | None, owner: object, name: str) -> bool:
+    return source is not None and source[0] is owner and source[1] == name

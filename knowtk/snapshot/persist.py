@@ -47,7 +47,18 @@ from knowtk.scan.cache import Scanner
 from knowtk.scan.pool import collector_paused
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
-from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Deferred, Former, Grouped, Layered, Overlaid, unwrap
+from knowtk.snapshot.overlay import (
+    ABSENT,
+    UNKNOWN,
+    Deferred,
+    Former,
+    Grouped,
+    Layered,
+    Lazy,
+    Overlaid,
+    changes_over,
+    unwrap,
+)
 from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import Contention, StateDB, deflate, inflate_bytes, now_utc
 
@@ -64,8 +75,8 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 4  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
-# 4: record_facets)
+FORMAT = 5  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
+# 4: record_facets; 5: a patch's ids dropped from every key and added per key, over a part it did not read)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
@@ -370,7 +381,20 @@ def image_delta(base: Snapshot, snap: Snapshot) -> dict[str, Any]:
     ]
     for prefix, table, new_of, old_of in tables:
         for name, (dump, _) in table.items():
-            old, new = getattr(old_of, name), getattr(new_of, name)
+            new = getattr(new_of, name)
+            over = changes_over(new, old_of, name) if name not in vars(old_of) else None
+            if over is not None:  # built over the stored part without reading it: its top says what changed
+                if over.set or over.removed or over.void or over.add:
+                    part = dump(_Only(name, over.set))
+                    entry = {"set": part, "del": over.removed}
+                    if over.void or over.add:
+                        entry.update(void=over.void, add=over.add)
+                    out["parts"][prefix + name] = entry
+                if name in ("paths", "claims"):
+                    keys = [*over.set, *over.removed]
+                    changed_paths, changed_claims = (keys, changed_claims) if name == "paths" else (changed_paths, keys)
+                continue
+            old = getattr(old_of, name)
             if old is new:
                 continue
             if not isinstance(new, Mapping):  # a set or a list: small, written whole when it changed
@@ -395,12 +419,13 @@ def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list
     assert ix is not None and base_ix is not None
     ids = set(claims) | set(snap.changed_ids or ())
     for path in paths:
-        for id_at in (ix.id_at, base_ix.id_at):
+        for id_at in (ix.id_at, Lazy.over(base_ix, "id_at")):
             found = id_at.get(path)
             if found is not None:
                 ids.add(found)
     records, claimed, hashes = snap.records, ix.claims, snap.paths
-    base_records, base_claimed, base_hashes = base.records, base_ix.claims, base.paths
+    # the base's tables read at these ids only (a stored image's are probed, not parsed)
+    base_records, base_claimed, base_hashes = base.records, Lazy.over(base_ix, "claims"), Lazy.over(base, "paths")
     moved: dict[str, list[str]] = {}
     for rid in ids:
         if rid in records:
@@ -419,6 +444,20 @@ def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list
     gone = sorted(rid for rid in ids if rid not in records and rid in base_records)
     facets = snap.facets()
     return {"set": [moved[rid] for rid in put], "del": gone, "facets": [list(facets.of(rid)) for rid in put]}
+
+
+def _void_and_add(data: dict[str, list[str]], void: list[str], add: dict[str, list[str]]) -> None:
+    """A deferred key -> ids map's changes over ``data`` (as ``Deferred.flat`` makes them): ``void``'s ids
+    dropped from every key, then ``add``'s merged in, each list sorted; a key left with none removed."""
+    gone = set(void)
+    changed = {k: [i for i in ids if i not in gone] for k, ids in data.items() if gone and not gone.isdisjoint(ids)}
+    for key, more in add.items():
+        changed[key] = sorted([*changed.get(key, data.get(key, ())), *more])
+    for key, ids in changed.items():  # (a key kept stays in its place, a new one goes last: as flat's)
+        if ids:
+            data[key] = ids
+        else:
+            data.pop(key, None)
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -500,6 +539,8 @@ class ImageParts:
                 change = patch["parts"].get(name)
                 if change is None:
                     continue
+                if "void" in change:  # ids dropped from every key: the part must be parsed
+                    return UNKNOWN
                 if key in change["del"]:  # (removed after the keys are set)
                     found = ABSENT
                 elif key in change["set"]:
@@ -540,6 +581,8 @@ class ImageParts:
                         data = patch["whole"][name]
                     elif name in patch["parts"]:
                         change = patch["parts"][name]
+                        if "void" in change:
+                            _void_and_add(data, change["void"], change["add"])
                         data.update(change["set"])
                         for key in change["del"]:
                             data.pop(key, None)
@@ -621,7 +664,18 @@ class StoredSnapshot(Snapshot):
     def probe(self, name: str) -> Callable[[str], Any] | None:
         """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
         record's file hash, from the record at that path; every other file scanned is excluded (its hash:
-        ``UNKNOWN``); any other path was not scanned (``ABSENT``)."""
+        ``UNKNOWN``); any other path was not scanned (``ABSENT``). A lifecycle or a successor is read where it
+        lies in the part's text (``ImageParts.value_at``), for the first ``POINTS`` keys (then parsed)."""
+        if name in ("lifecycle", "superseded_by"):
+            read: list[int] = []
+
+            def value_at(key: str) -> Any:
+                if len(read) >= POINTS:
+                    return UNKNOWN
+                read.append(1)
+                return self.parts.value_at(name, key)
+
+            return value_at
         if name != "paths":
             return None
         records = self.records
@@ -710,12 +764,12 @@ class StoredRecords(Mapping[str, Record]):
         self._formers: dict[str, dict[str, list[str]]] = {}  # "names", "references": the stored map inverted
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
+        self._point_ids: list[str] | None = None  # the ids in record_sha's order, for hash reads (no patches)
         self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
         self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
         self._patched_sha: dict[str, str] | None = None
-        self._point_ids: list[str] | None = None  # the ids in record_sha's order, for those reads (no patches)
-        self._path_points = 0  # record paths read where they lie (``_path``) before record_at is parsed
+        self._path_read: dict[str, Any] = {}  # record paths read where they lie (``_point``), record_at not parsed
         self._point_paths: tuple[int, list[bytes]] | None = None  # (end of the ids in record_at, its paths)
         # places in record_at's ids where the separators before them were counted: each read counts from the
         # nearest one (a page of reads goes through the ids about once, not once each)
@@ -785,13 +839,16 @@ class StoredRecords(Mapping[str, Record]):
         record of that id is at that path (a file claims one id), else found in ``at_path``."""
         entry = self._scanner.entry(path)
         rid = entry.record.id if entry is not None and entry.record is not None else None
-        if rid is not None and self._where.get(rid) == path:
+        if rid is not None and self.path_of(rid) == path:
             return rid
         return self.at_path.get(path)
 
     def path_of(self, rid: str) -> str | None:
         """The path of record ``rid``, or None."""
-        return self._where.get(rid)
+        found = self._point(rid)
+        if found is UNKNOWN:
+            return self._where.get(rid)
+        return None if found is ABSENT else str(found)
 
     @property
     def ids(self) -> KeysView[str]:
@@ -805,7 +862,8 @@ class StoredRecords(Mapping[str, Record]):
         return iter(self._where)
 
     def __contains__(self, rid: object) -> bool:
-        return rid in self._where
+        found = self._point(rid) if isinstance(rid, str) else UNKNOWN
+        return rid in self._where if found is UNKNOWN else found is not ABSENT
 
     def __getitem__(self, rid: str) -> Record:
         found = self._records.get(rid)
@@ -815,24 +873,34 @@ class StoredRecords(Mapping[str, Record]):
 
     def _path(self, rid: str) -> str:
         """The path of record ``rid`` (KeyError: none): a query's few records read where they lie in record_at."""
-        if "_where" not in vars(self) and self._path_points < POINTS:
-            self._path_points += 1
-            found = self._path_point(rid)
-            if found is ABSENT:
-                raise KeyError(rid)
-            if found is not UNKNOWN:
-                return str(found)
-        return self._where[rid]
+        found = self._point(rid)
+        if found is ABSENT:
+            raise KeyError(rid)
+        return self._where[rid] if found is UNKNOWN else str(found)
+
+    def _point(self, rid: str) -> Any:
+        """``rid``'s path read where it lies (``_path_point``) while record_at is not parsed, for the first
+        ``POINTS`` reads (past them it is parsed: a pass over many records reads them all); else ``UNKNOWN``."""
+        found = self._path_read.get(rid, UNKNOWN)
+        if found is UNKNOWN and "_where" not in vars(self) and len(self._path_read) < POINTS:
+            found = self._path_read[rid] = self._path_point(rid)  # (a record the build asks about again and again)
+        return found
 
     def _path_point(self, rid: str) -> Any:
-        """``rid``'s path from record_at's text (``ImageParts.plain``: ``[[ids], [paths]]``, every quote a string's
-        end): its place among the ids is the separators before it, and the paths are split once."""
-        data = self._parts.plain("record_at") if _PLAIN_KEY.fullmatch(rid) else None
-        if data is None:
-            return UNKNOWN
+        """``rid``'s path: the last patch's that names it, else record_at's text (``_stored_at``)."""
         over = self._parts.patched_record(rid)
         if over is not UNTOUCHED:
             return over
+        found = self._stored_at(rid)
+        return found[1] if isinstance(found, tuple) else found
+
+    def _stored_at(self, rid: str) -> Any:
+        """(place among the ids, path) of ``rid`` in record_at's text as first written (``ImageParts.plain``:
+        ``[[ids], [paths]]``, every quote a string's end), ``ABSENT`` or ``UNKNOWN``: its place is the
+        separators before it, and the paths are split once."""
+        data = self._parts.plain("record_at") if _PLAIN_KEY.fullmatch(rid) else None
+        if data is None:
+            return UNKNOWN
         if self._point_paths is None:
             middle = data.find(b'"], ["')  # the last id's closing quote
             if middle < 0 or not data.startswith(b'[["') or not data.endswith(b'"]]'):
@@ -847,7 +915,8 @@ class StoredRecords(Mapping[str, Record]):
             return ABSENT
         if at != 2 and data[at - 2 : at] != b", ":
             return UNKNOWN
-        return paths[self._separators(data, at + 1)].decode()
+        place = self._separators(data, at + 1)
+        return place, paths[place].decode()
 
     def _separators(self, data: bytes, end: int) -> int:
         """The ids' separators in ``data[:end]`` (``end`` just past an id's opening quote: no separator
@@ -916,31 +985,52 @@ class StoredRecords(Mapping[str, Record]):
 
     def _sha_point(self, rid: str) -> Any:
         """One record's file hash read from record_sha without parsing it (a JSON list of hashes, each 64
-        characters: the n-th at a known offset), the patches' over it; ``UNKNOWN`` for a list of another shape."""
-        where = self._where  # (sets _stored_ids when patches follow)
-        if rid not in where:
-            return None
+        characters: the n-th at a known offset, n its place in record_at), the patches' over it; ``UNKNOWN``
+        for a list of another shape. Neither record_at nor record_sha is parsed."""
+        over = self._parts.patched_record(rid)
+        if over is ABSENT or over is UNKNOWN:
+            return None if over is ABSENT else UNKNOWN
         if self._patched_sha is None:
             patched: dict[str, str] = {}
-            self._parts.records(where, patched)  # the hashes the patches set, last one kept
+            self._parts.records({}, patched)  # the hashes the patches set, last one kept
             self._patched_sha = patched
         found = self._patched_sha.get(rid)
         if found is not None:
             return found
+        if over is not UNTOUCHED:
+            return UNKNOWN  # (a record a patch placed has its hash in that patch)
+        place, count = self._place(rid)
+        if place is None:
+            return None
+        text = self._parts.inflated("record_sha")
+        if place is UNKNOWN or len(text) != 68 * count or not text.startswith(b'["'):
+            return UNKNOWN
+        start = 2 + 68 * place
+        if text[start - 1 : start] != b'"' or text[start + 64 : start + 65] != b'"':
+            return UNKNOWN
+        return text[start : start + 64].decode("ascii")
+
+    def _place(self, rid: str) -> tuple[Any, int]:
+        """(``rid``'s place among the ids as record_at was written, how many): from record_at's text while it
+        is not parsed, else from the parsed ids; (None, n) when it holds no such id, (``UNKNOWN``, n) when the
+        text cannot tell."""
+        if "_where" not in vars(self):
+            at = self._stored_at(rid)
+            if at is ABSENT or at is UNKNOWN:
+                return (None if at is ABSENT else UNKNOWN), 0
+            assert self._point_paths is not None
+            return at[0], len(self._point_paths[1])
         ids = self._stored_ids if self._stored_ids is not None else self._point_ids
         if ids is None:  # no patches: the ids in their stored order
-            ids = self._point_ids = list(where)
-        text = self._parts.inflated("record_sha")
-        if len(text) != 68 * len(ids) or not text.startswith(b'["'):
-            return UNKNOWN
-        at = 2 + 68 * ids.index(rid)
-        if text[at - 1 : at] != b'"' or text[at + 64 : at + 65] != b'"':
-            return UNKNOWN
-        return text[at : at + 64].decode("ascii")
+            ids = self._point_ids = list(self._where)
+        try:
+            return ids.index(rid), len(ids)
+        except ValueError:
+            return None, len(ids)
 
     def previous(self, rid: str) -> Record | Former | None:
         """The stored record, or (its file changed since) the names and references a build takes back."""
-        if rid not in self._where:
+        if rid not in self:  # (read where it lies: record_at is not parsed for a few changed records)
             return None
         try:
             return self[rid]
