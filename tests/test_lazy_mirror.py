@@ -174,3 +174,21 @@ def test_rows_read_before_another_process_wrote_are_never_served_after(tmp_path:
         assert store.engine.run(read) == "new"  # the kept row was dropped with its version
     finally:
         store.close()
+
+
+def test_rowids_of_many_ids_read_in_one_query_are_the_table_s(tmp_path: Path, clock: Clock) -> None:
+    """``rowids_of`` (superseded wording's current records) reads the rows of the ids it is given, not the
+    table: the same rowids as the table holds, none for an id it does not hold, and nothing read whole."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _write(root, 40)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    table = {rid: rowid for rowid, rid in _rows(state_dir).items()}
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        store.grep("alpha")
+        main = store.engine._keyword.main  # type: ignore[union-attr]
+        asked = ["r3", "r17", "nowhere", "r3", "r39", ""]
+        assert main.rowids_of(asked) == {rid: table[rid] for rid in asked if rid in table}
+        assert main.rowids_of(["r5"]) == {"r5": table["r5"]}
+        assert not main._rows_read.whole  # (read row by row: the table was not read whole)
+        assert main.rowids_of([]) == {}

@@ -41,6 +41,7 @@ GREP_MODULES = {
     "knowtk.cli",
     "knowtk.engine",
     "knowtk.engine.engine",
+    "knowtk.engine.desired",
     "knowtk.engine.repair",
     "knowtk.engine.transactions",
     "knowtk.errors",

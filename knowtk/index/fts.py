@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import sqlite3
 import threading
@@ -441,6 +442,10 @@ class FtsProjection:
     def trust(self, desired: Mapping[str, str], version: int) -> None:
         """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
         self._synced, self._synced_version = desired, version
+
+    def rowids_of(self, ids: Collection[str]) -> dict[str, int]:
+        """id -> rowid of those of ``ids`` the projection holds (``ids`` for many at once)."""
+        return self._rows_read.rowids_of(ids)
 
     def synced_to(self, desired: Mapping[str, str]) -> bool:
         """Whether the rows were last brought to ``desired`` (at some version of it), and nothing wrote them since."""
@@ -1031,6 +1036,22 @@ class _Rows:
         value = _ABSENT if row is None else row[0]
         self.known[slot][key] = value
         return value
+
+    def rowids_of(self, ids: Collection[str]) -> dict[str, int]:
+        """id -> rowid of those of ``ids`` the table holds: from the whole table when read, else one query for
+        them all (an index lookup each: a few thousand ids do not read a 300k-row table whole), kept."""
+        known = self.current()[IDS]
+        if not self.whole:
+            unread = [rid for rid in ids if rid not in known]
+            if unread:
+                proj = self.proj
+                sql = f"SELECT id, rowid FROM {proj.rows} WHERE id IN (SELECT value FROM json_each(?))"
+                with proj.state.reading():
+                    proj.check_current()
+                    found = dict(proj.conn.execute(sql, (json.dumps(unread),)).fetchall())
+                for rid in unread:
+                    known[rid] = found.get(rid, _ABSENT)
+        return {rid: rowid for rid in ids if (rowid := known.get(rid, _ABSENT)) is not _ABSENT}
 
     def load_whole(self) -> tuple[dict[Any, Any], ...]:
         self.current()

@@ -166,17 +166,16 @@ def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: F
         # rows in it): sets kept for this snapshot, and from facets, so that no record is built for them
         passing = _allowed(main, snap, flt)  # None: everything passes
         in_scope = _allowed(history, snap, RecordFilter(scope=flt.scope)) if flt.scope else None
-        ids = main.ids
+        chain_ends, leads = snap.chain_ends, {}
         for rid, rowid in history.ids.items():
-            end = snap.chain_ends.get(rid)
-            if (
-                end is not None
-                and end.current is not None
-                and end.current in ids
-                and (in_scope is None or rowid in in_scope)
-                and (passing is None or ids[end.current] in passing)
-            ):
-                found[rowid] = end.current
+            end = chain_ends.get(rid)
+            if end is not None and end.current is not None and (in_scope is None or rowid in in_scope):
+                leads[rowid] = end.current
+        ids = main.rowids_of(set(leads.values()))  # (one query: the main rows are not read whole for them)
+        for rowid, current in leads.items():
+            at = ids.get(current)
+            if at is not None and (passing is None or at in passing):
+                found[rowid] = current
     return found
 
 
