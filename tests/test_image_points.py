@@ -1,9 +1,9 @@
-"""A stored snapshot reads a query's few records where they lie in the image's JSON text, not parsing the parts.
+"""A stored snapshot reads a query's few records from the image's points, not parsing the per-record parts.
 
-``StoredRecords._path`` (a record's path, from ``record_at``) and ``StoredSnapshot.lifecycle_at`` (from
-``lifecycle``) must give exactly what the parsed parts give, for every id and for ids the image does not
-hold; a key a patch wrote over is read from the patch; a text they cannot read by a byte search (a backslash in it)
-is parsed as before.
+``StoredRecords._path`` (a record's path), ``StoredSnapshot.lifecycle_at`` and ``StoredRecords._sha_point``
+(its file hash) read the ``points.<k>`` part their id hashes to; they must give exactly what the parsed parts
+(``record_at``, ``lifecycle``, ``record_sha``) give, for every id and for ids the image does not hold, paths of
+any characters included; a key a patch wrote over is read from the last patch that names it.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
     return ids, paths, json.loads(inflate_bytes(texts["lifecycle"]))
 
 
-@pytest.mark.parametrize(("odd_path", "plain"), [("f/plain name.md", True), ('f/a "quoted" name.md', False)])
+@pytest.mark.parametrize("odd_path", ["f/plain name.md", 'f/a "quoted" \\ name.md', "f/\u00e9t\u00e9 \U0001f600.md"])
 def test_records_read_where_they_lie_are_the_parsed_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd_path: str, plain: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd_path: str
 ) -> None:
     monkeypatch.setattr(persist, "POINTS", 10_000)
     root, state_dir = tmp_path / "store", tmp_path / "state"
@@ -74,15 +74,14 @@ def test_records_read_where_they_lie_are_the_parsed_ones(
             assert records[rid].path == path
         for rid, life in lifecycle.items():
             assert snap.lifecycle_at(rid) == life
-        for missing in ("nope", "n-", "-1", "n-1.md", 'one", "two'):  # (the last one is parsed for: a quote)
-            if missing.startswith("one"):
-                # a plain text is read where it lies to the end; a backslash in it (a quoted path) parses it
-                assert ("_where" not in vars(records)) is plain
-                assert "lifecycle" not in vars(snap)  # the lifecycle part holds no backslash either way
+        for missing in ("nope", "n-", "-1", "n-1.md", 'one", "two'):
             with pytest.raises(KeyError):
                 records._path(missing)
             with pytest.raises(KeyError):
                 snap.lifecycle_at(missing)
+        # every path and lifecycle came from the image's points (any character in a path): nothing was parsed
+        assert "_where" not in vars(records) and "lifecycle" not in vars(snap)
+        assert not {"record_at", "lifecycle", "record_sha"} & snap.parts.parsed.keys()
 
     try:
         engine.run(check)

@@ -30,11 +30,10 @@ on a full build), so a damaged image costs one build, never an answer.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
-import re
 import sqlite3
+import zlib
 from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
 from datetime import datetime
 from functools import cached_property
@@ -75,8 +74,9 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 5  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
-# 4: record_facets; 5: a patch's ids dropped from every key and added per key, over a part it did not read)
+FORMAT = 6  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
+# 4: record_facets; 5: a patch's ids dropped from every key and added per key, over a part it did not read;
+# 6: the points.<k> parts)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
@@ -89,8 +89,8 @@ SHA_POINTS = 32  # record hashes read where they lie past which record_sha is pa
 # keys read where they lie in a part's JSON text (a record's path, its lifecycle) past which the part is parsed
 # whole: a new process's query shows a page of records, and parsing record_at and lifecycle cost ~110 ms at 100k
 POINTS = 64
-UNTOUCHED = object()  # a key no patch names (``ImageParts.patched_key``): the part's text holds it
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9._:-]+")  # a key JSON writes as it is, that no quote or separator can end
+UNTOUCHED = object()  # a key no patch names (``ImageParts.patched_key``): the part as first written holds it
+POINT_SHARDS = 256  # the most ``points.<k>`` parts an image is split into (``shard_count``)
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -225,6 +225,7 @@ def write_image(
             return found
     meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
     meta["parts"], meta["bytes"], meta["patches"] = {}, 0, []
+    meta["shards"] = shard_count(len(snap.records))  # (as _point_texts splits them)
     rows: list[tuple[str, bytes]] = []
     # one part at a time, only its deflated bytes kept (a third of its text) before the transaction, which
     # stays short: every part at once, as text, bytes and deflated, was some 50 MB more at 100k records
@@ -262,6 +263,36 @@ def _part_texts(snap: Snapshot) -> Iterator[tuple[str, str]]:
     del at
     facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
     yield "record_facets", json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False)
+    yield from _point_texts(snap, ids)
+
+
+def shard_count(records: int) -> int:
+    """How many ``points.<k>`` parts an image of this many records has (a few hundred records each, at most 256)."""
+    return max(1, min(POINT_SHARDS, records // 400))
+
+
+def shard_of(rid: str, shards: int) -> int:
+    return zlib.crc32(rid.encode("utf-8", "surrogatepass")) % shards
+
+
+def _point_texts(snap: Snapshot, ids: list[str]) -> Iterator[tuple[str, str]]:
+    """The ``points.<k>`` parts: id -> [path, file sha256, lifecycle, superseded by] of every record (and of every
+    other id the lifecycle names), split by a hash of the id, so that a new process reads a page of records'
+    paths and lifecycles from a few small parts instead of parsing record_at and lifecycle whole."""
+    ix = snap.index
+    assert ix is not None
+    shards = shard_count(len(ids))
+    points: list[dict[str, list[str | None]]] = [{} for _ in range(shards)]
+    claims, paths, lifecycle, successor = ix.claims, snap.paths, snap.lifecycle, snap.superseded_by
+    for rid in ids:
+        path = claims[rid][0]
+        points[shard_of(rid, shards)][rid] = [path, paths[path], lifecycle.get(rid), successor.get(rid)]
+    for rid, life in lifecycle.items():
+        shard = points[shard_of(rid, shards)]
+        if rid not in shard:
+            shard[rid] = [None, None, life, successor.get(rid)]
+    for k, shard in enumerate(points):
+        yield f"points.{k}", json.dumps(shard, ensure_ascii=False)
 
 
 def _meta(snap: Snapshot, key: str, *, scanner: Scanner, config: StoreConfig, safeguards: Safeguards) -> dict[str, Any]:
@@ -306,7 +337,7 @@ def _write_patch(
                 return None
             name = f"patch.{len(patches)}"
             patches.append([name, hashlib.sha256(patch).hexdigest(), len(patch)])
-            meta.update(parts=stored["parts"], bytes=stored["bytes"], patches=patches)
+            meta.update(parts=stored["parts"], bytes=stored["bytes"], patches=patches, shards=stored.get("shards"))
             conn.execute(f"INSERT OR REPLACE INTO {TABLE} (part, data) VALUES (?, ?)", (name, deflate(patch)))
             conn.execute(f"UPDATE {TABLE} SET data = ? WHERE part = 'meta'", (json.dumps(meta),))
     except (sqlite3.Error, Contention, ValueError, TypeError, KeyError):
@@ -469,8 +500,7 @@ class ImageParts:
         self.meta, self.texts, self.on_damage = meta, texts, on_damage
         self.parsed: dict[str, Any] = {}
         self._patches: list[dict[str, Any]] | None = None
-        self._inflated: dict[str, bytes] = {}  # parts read by ``inflated`` and not parsed yet
-        self._plain: dict[str, bool] = {}  # part -> whether its text holds no backslash (``plain``)
+        self._points: dict[str, dict[str, Any]] = {}  # the ``points.<k>`` parts read (``point``)
 
     def _bytes(self, name: str, digest: str | None) -> bytes:
         raw = self.texts.get(name)
@@ -480,56 +510,50 @@ class ImageParts:
         return data
 
     def _json(self, name: str, digest: str | None) -> Any:
-        data = self._inflated.pop(name, None)
-        parsed = json.loads(data if data is not None else self._bytes(name, digest))
+        parsed = json.loads(self._bytes(name, digest))
         # parsed once (``parsed`` keeps the table): its stored bytes are not read again (15 MB at 100k records)
         self.texts.pop(name, None)
         return parsed
 
-    def inflated(self, name: str) -> bytes:
-        """A part's JSON text as stored (its digest checked; the patches not applied), kept until it is parsed."""
-        data = self._inflated.get(name)
-        if data is None:
+    def point(self, rid: str) -> Any:
+        """``rid``'s [path, file sha256, lifecycle, superseded by] as the image was first written (from its
+        ``points.<k>`` part, parsed once): None when the image holds no such id, ``UNKNOWN`` for an image
+        without those parts. A key a patch wrote over is read from the patch (``patched_key``,
+        ``patched_record``)."""
+        shards = self.meta.get("shards")
+        if not isinstance(shards, int) or shards < 1:
+            return UNKNOWN
+        name = f"points.{shard_of(rid, shards)}"
+        table = self._points.get(name)
+        if table is None:
             try:
-                data = self._inflated[name] = self._bytes(name, self.meta["parts"].get(name))
+                table = self._points[name] = json.loads(self._bytes(name, self.meta["parts"].get(name)))
+                if not isinstance(table, dict):
+                    raise ValueError("not an object")
             except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
                 raise self.damaged(name, exc) from exc
-        return data
+        found = table.get(rid)
+        if found is not None and not (isinstance(found, list) and len(found) == 4):
+            raise self.damaged(name, ValueError(f"{rid!r} holds {found!r}"))
+        return found
 
-    def plain(self, name: str) -> bytes | None:
-        """A part's JSON text where a key can be found by a byte search: not parsed yet and no backslash in it
-        (every quote then opens or closes a string: no string holds one); None otherwise. The text is the part
-        as first written: a key a patch wrote over is read from the patch (``patched_key``, ``patched_record``)."""
+    def point_value(self, name: str, key: str) -> Any:
+        """``key``'s value in the lifecycle or superseded_by part without parsing it: the value, ``ABSENT``,
+        or ``UNKNOWN`` (the part must be parsed to tell)."""
         if name in self.parsed:
-            return None
-        plain = self._plain.get(name)
-        data = self.inflated(name)
-        if plain is None:
-            plain = self._plain[name] = b"\\" not in data
-        return data if plain else None
-
-    def value_at(self, name: str, key: str) -> Any:
-        """``key``'s value in part ``name``, a JSON object of strings, read where it lies (``plain``): the
-        value, ``ABSENT``, or ``UNKNOWN`` (the part must be parsed to tell)."""
-        data = self.plain(name) if _PLAIN_KEY.fullmatch(key) else None
-        if data is None or not data.startswith(b'{"'):
             return UNKNOWN
         over = self.patched_key(name, key)
         if over is not UNTOUCHED:
             return over if over is ABSENT or isinstance(over, str) else UNKNOWN
-        needle = b'"' + key.encode() + b'": '  # a key's: a value's closing quote is followed by ", " or "}"
-        at = data.find(needle)
-        if at < 0:
-            return ABSENT
-        start = at + len(needle) + 1
-        end = data.find(b'"', start)
-        if (at != 1 and data[at - 2 : at] != b", ") or data[start - 1 : start] != b'"' or end < 0:
+        found = self.point(key)
+        if found is UNKNOWN:
             return UNKNOWN
-        return data[start:end].decode()
+        value = None if found is None else found[2 if name == "lifecycle" else 3]
+        return ABSENT if value is None else value
 
     def patched_key(self, name: str, key: str) -> Any:
         """``key``'s value in part ``name`` as the patches leave it (``get`` applies them the same way): the last
-        patch's value, ``ABSENT`` (removed), ``UNTOUCHED`` (no patch names it: the part's text holds it), or
+        patch's value, ``ABSENT`` (removed), ``UNTOUCHED`` (no patch names it: the part as first written holds it), or
         ``UNKNOWN`` (a patch wrote the part whole, or a patch is unreadable: the part must be parsed)."""
         found: Any = UNTOUCHED
         try:
@@ -654,7 +678,7 @@ class StoredSnapshot(Snapshot):
     def lifecycle_at(self, rid: str) -> str:
         if "lifecycle" not in vars(self) and self._points < POINTS:  # not parsed: read where it lies
             self._points += 1
-            found = self.parts.value_at("lifecycle", rid)
+            found = self.parts.point_value("lifecycle", rid)
             if found is ABSENT:
                 raise KeyError(rid)
             if found is not UNKNOWN:
@@ -664,8 +688,8 @@ class StoredSnapshot(Snapshot):
     def probe(self, name: str) -> Callable[[str], Any] | None:
         """How an update reads one key of the table ``name`` without parsing it (None: it does not): a
         record's file hash, from the record at that path; every other file scanned is excluded (its hash:
-        ``UNKNOWN``); any other path was not scanned (``ABSENT``). A lifecycle or a successor is read where it
-        lies in the part's text (``ImageParts.value_at``), for the first ``POINTS`` keys (then parsed)."""
+        ``UNKNOWN``); any other path was not scanned (``ABSENT``). A lifecycle or a successor is read from the
+        image's points (``ImageParts.point_value``), for the first ``POINTS`` keys (then parsed)."""
         if name in ("lifecycle", "superseded_by"):
             read: list[int] = []
 
@@ -673,7 +697,7 @@ class StoredSnapshot(Snapshot):
                 if len(read) >= POINTS:
                     return UNKNOWN
                 read.append(1)
-                return self.parts.value_at(name, key)
+                return self.parts.point_value(name, key)
 
             return value_at
         if name != "paths":
@@ -764,16 +788,11 @@ class StoredRecords(Mapping[str, Record]):
         self._formers: dict[str, dict[str, list[str]]] = {}  # "names", "references": the stored map inverted
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
         self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
-        self._point_ids: list[str] | None = None  # the ids in record_sha's order, for hash reads (no patches)
         self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
         self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
         self._patched_sha: dict[str, str] | None = None
         self._path_read: dict[str, Any] = {}  # record paths read where they lie (``_point``), record_at not parsed
-        self._point_paths: tuple[int, list[bytes]] | None = None  # (end of the ids in record_at, its paths)
-        # places in record_at's ids where the separators before them were counted: each read counts from the
-        # nearest one (a page of reads goes through the ids about once, not once each)
-        self._counted: tuple[list[int], list[int]] = ([0], [0])
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -887,46 +906,14 @@ class StoredRecords(Mapping[str, Record]):
         return found
 
     def _path_point(self, rid: str) -> Any:
-        """``rid``'s path: the last patch's that names it, else record_at's text (``_stored_at``)."""
+        """``rid``'s path: the last patch's that names it, else the image's points (``ImageParts.point``)."""
         over = self._parts.patched_record(rid)
         if over is not UNTOUCHED:
             return over
-        found = self._stored_at(rid)
-        return found[1] if isinstance(found, tuple) else found
-
-    def _stored_at(self, rid: str) -> Any:
-        """(place among the ids, path) of ``rid`` in record_at's text as first written (``ImageParts.plain``:
-        ``[[ids], [paths]]``, every quote a string's end), ``ABSENT`` or ``UNKNOWN``: its place is the
-        separators before it, and the paths are split once."""
-        data = self._parts.plain("record_at") if _PLAIN_KEY.fullmatch(rid) else None
-        if data is None:
+        found = self._parts.point(rid)
+        if found is UNKNOWN:
             return UNKNOWN
-        if self._point_paths is None:
-            middle = data.find(b'"], ["')  # the last id's closing quote
-            if middle < 0 or not data.startswith(b'[["') or not data.endswith(b'"]]'):
-                return UNKNOWN
-            paths = data[middle + 6 : -3].split(b'", "')
-            if len(paths) != data.count(b'", "', 0, middle) + 1:
-                return UNKNOWN
-            self._point_paths = (middle, paths)
-        middle, paths = self._point_paths
-        at = data.find(b'"' + rid.encode() + b'"', 0, middle + 1)
-        if at < 0:
-            return ABSENT
-        if at != 2 and data[at - 2 : at] != b", ":
-            return UNKNOWN
-        place = self._separators(data, at + 1)
-        return place, paths[place].decode()
-
-    def _separators(self, data: bytes, end: int) -> int:
-        """The ids' separators in ``data[:end]`` (``end`` just past an id's opening quote: no separator
-        straddles it), counted from the nearest place counted before."""
-        places, counts = self._counted
-        i = bisect.bisect_right(places, end) - 1
-        n = counts[i] + data.count(b'", "', places[i], end)
-        places.insert(i + 1, end)
-        counts.insert(i + 1, n)
-        return n
+        return ABSENT if found is None or found[0] is None else found[0]
 
     def _record(self, rid: str, path: str) -> Record:
         self._loads += 1
@@ -984,9 +971,8 @@ class StoredRecords(Mapping[str, Record]):
         return self._sha.get(rid)
 
     def _sha_point(self, rid: str) -> Any:
-        """One record's file hash read from record_sha without parsing it (a JSON list of hashes, each 64
-        characters: the n-th at a known offset, n its place in record_at), the patches' over it; ``UNKNOWN``
-        for a list of another shape. Neither record_at nor record_sha is parsed."""
+        """One record's file hash, the patches' over the image's points (``ImageParts.point``): neither record_at
+        nor record_sha is parsed; ``UNKNOWN`` for an image without points."""
         over = self._parts.patched_record(rid)
         if over is ABSENT or over is UNKNOWN:
             return None if over is ABSENT else UNKNOWN
@@ -999,34 +985,10 @@ class StoredRecords(Mapping[str, Record]):
             return found
         if over is not UNTOUCHED:
             return UNKNOWN  # (a record a patch placed has its hash in that patch)
-        place, count = self._place(rid)
-        if place is None:
-            return None
-        text = self._parts.inflated("record_sha")
-        if place is UNKNOWN or len(text) != 68 * count or not text.startswith(b'["'):
+        point = self._parts.point(rid)
+        if point is UNKNOWN:
             return UNKNOWN
-        start = 2 + 68 * place
-        if text[start - 1 : start] != b'"' or text[start + 64 : start + 65] != b'"':
-            return UNKNOWN
-        return text[start : start + 64].decode("ascii")
-
-    def _place(self, rid: str) -> tuple[Any, int]:
-        """(``rid``'s place among the ids as record_at was written, how many): from record_at's text while it
-        is not parsed, else from the parsed ids; (None, n) when it holds no such id, (``UNKNOWN``, n) when the
-        text cannot tell."""
-        if "_where" not in vars(self):
-            at = self._stored_at(rid)
-            if at is ABSENT or at is UNKNOWN:
-                return (None if at is ABSENT else UNKNOWN), 0
-            assert self._point_paths is not None
-            return at[0], len(self._point_paths[1])
-        ids = self._stored_ids if self._stored_ids is not None else self._point_ids
-        if ids is None:  # no patches: the ids in their stored order
-            ids = self._point_ids = list(self._where)
-        try:
-            return ids.index(rid), len(ids)
-        except ValueError:
-            return None, len(ids)
+        return None if point is None or point[0] is None else point[1]
 
     def previous(self, rid: str) -> Record | Former | None:
         """The stored record, or (its file changed since) the names and references a build takes back."""
