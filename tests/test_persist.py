@@ -507,6 +507,7 @@ def _parts(state_dir: Path) -> dict[str, str]:
 
 
 PARTS = [
+    "points.0",  # (a small store: one points part holds every record)
     "record_at",
     "record_sha",
     "record_facets",
