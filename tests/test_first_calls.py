@@ -177,3 +177,48 @@ def test_a_filters_rows_for_sqlite_and_their_tokens_are_kept_for_that_set_and_th
     store.call("knowledge_grep", {"query": "quite"})  # the rows change (reconcile)
     assert main.among(allowed) is not among  # made again for the rows as they are
     assert main.tokens_in(allowed) == sum(main.tokens.get(r, -1) for r in allowed)
+
+
+@pytest.mark.parametrize("ties_rows", [2, 256])
+@pytest.mark.parametrize("k", [1, 3, 10, 40, 500])
+def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, k: int, ties_rows: int
+) -> None:
+    """A new process's page of a query ``bm25()`` scores alone is ordered by SQLite (``native_top``: k + 1 rows
+    and a count, every row otherwise): the same count, matches and scores as every row ranked, ties past the
+    k-th score included (identical records tie: past ``TIES_ROWS`` more rows, every row is read)."""
+    rng = random.Random(k)
+    _build(builder, rng, 120)
+    for i in range(12):  # ties: the same text, so the same score
+        builder.write(f"same/s{i:02d}.md", {"id": f"same-{i:02d}", "kind": "page", "title": "Zebra"}, "zebra crossing")
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    tops: list[bool] = []
+    native_top = fts.FtsProjection.native_top
+
+    def spy(self: fts.FtsProjection, terms: QueryTerms, k: int) -> list[tuple[int, float]] | None:
+        found = native_top(self, terms, k)
+        tops.append(found is not None)
+        return found
+
+    monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
+    monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
+    for words, mode in (
+        (("the",), "all"),
+        (("zebra",), "all"),
+        (("the", "alpha"), "any"),
+        (("alpha", "the"), "phrase"),
+    ):
+        terms = QueryTerms(words, mode)
+        sources = [bm25.Source(main, None)]
+        expected = bm25.top_matches(sources, terms, None)  # every row ranked
+        main._asked.clear()  # (a first ask: arrays do not pay)
+        monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
+        count, page = bm25.top_matches(sources, terms, k)
+        monkeypatch.undo()
+        monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
+        monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
+        assert count == expected[0]
+        assert [(m.id, m.score) for m in page] == [(m.id, m.score) for m in expected[1][:k]]
+    assert True in tops  # SQLite's page taken, and every row read where the ties went past the rows fetched
+    assert (False in tops) is (ties_rows < 12 and k <= 12)

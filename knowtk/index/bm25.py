@@ -64,9 +64,22 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     its phrases, or where a phrase is asked for the first time in a process without numpy: the same
     doubles, the same order, and a new process answering it imports no numpy.
     """
-    rows = sources[0].projection.native_rows(terms) if _native(sources, terms) else None
-    if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
-        return _top_native_plain(rows, sources, k)
+    native = _native(sources, terms)
+    rows: list[tuple[int, float]] | None
+    if native and k is not None and not arrays_loaded():  # a page bm25() scores alone: SQLite orders it
+        proj = sources[0].projection
+        count = proj.match_count(terms)
+        pay = _arrays_pay(proj, terms, count)
+        top = None if pay else proj.native_top(terms, k)
+        if top is not None:
+            return count, _top_native_plain(top, sources, k)[1]
+        rows = proj.native_rows(terms)
+        if not pay:
+            return _top_native_plain(rows, sources, k)
+    else:
+        rows = sources[0].projection.native_rows(terms) if native else None
+        if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
+            return _top_native_plain(rows, sources, k)
     if rows is None:
         plain = _filtered_plain(sources, terms)
         if plain is not None:

@@ -652,6 +652,32 @@ class FtsProjection:
         )
         return self.conn.execute(sql, (terms.expression,)).fetchall()
 
+    def native_top(self, terms: QueryTerms, k: int) -> list[tuple[int, float]] | None:
+        """``native_rows`` of the k best scores, every row tied with the k-th included: SQLite orders every
+        match and hands over the first k + ``TIES_ROWS`` (a common word's 140k rows are not made into Python
+        tuples); None when the k-th best score ties past them (every row is then needed to break the tie by id)."""
+        if k < 1:
+            return None
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) AS score "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ? ORDER BY score LIMIT ?"
+        )
+        rows: list[tuple[int, float]] = self.conn.execute(sql, (terms.expression, k + TIES_ROWS)).fetchall()
+        if len(rows) <= k:
+            return rows
+        kth = rows[k - 1][1]
+        end = next((i for i in range(k, len(rows)) if rows[i][1] != kth), None)
+        return None if end is None and len(rows) == k + TIES_ROWS else rows[:end]
+
+    def match_count(self, terms: QueryTerms) -> int:
+        """How many rows match (no score computed)."""
+        return int(
+            self.conn.execute(
+                f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?", (terms.expression,)
+            ).fetchone()[0]
+        )
+
     def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``native_rows`` as arrays: (minus the score, rowid)."""
         return columns(self.native_rows(terms))
@@ -988,6 +1014,7 @@ class ProjectionChanged(Contention):
 
 
 IDS, SHAS, ID_OF, TOKENS = range(4)  # the four views of a rows table (``_Column``), by their place in ``_Rows.known``
+TIES_ROWS = 256  # rows past the k-th that ``native_top`` fetches to see the k-th score's ties end
 LOAD_AFTER = 2000  # rows read one at a time (~6 us each at 100k) past which the whole table is read at once (~140 ms)
 _ABSENT: Any = object()  # a key known to be in no row
 _UNREAD: Any = object()
