@@ -48,11 +48,11 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from knowtk import __version__
 from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound, SafeguardLoss
+from knowtk.model.shapes import field, shape
 from knowtk.query import TOOLS, WRITE_TOOL_NAMES
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
@@ -83,7 +83,7 @@ Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], dict[str, Any] | int]
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class Command:
     name: str  # "grep", or "chronicle day" for a subcommand of a group
     help: str

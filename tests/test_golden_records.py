@@ -5,7 +5,6 @@ Regenerate after an intended change with KNOWTK_UPDATE_GOLDEN=1 and review the d
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from knowtk.model import shapes
 from knowtk.model.records import FileProblem, build_record, load_frontmatter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "fixtures" / "records"
@@ -24,12 +24,12 @@ def as_json(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     loaded = load_frontmatter(data)
     if isinstance(loaded, FileProblem):
-        return {"problem": dataclasses.asdict(loaded)}
+        return {"problem": shapes.asdict(loaded)}
     meta, body, body_line = loaded
     record, issues = build_record(path.name, hashlib.sha256(data).hexdigest(), meta, body_line)
     out: dict[str, Any] = {"body": body, "issues": [i.to_json() for i in issues], "record": None}
     if record is not None:
-        fields = dataclasses.asdict(record)
+        fields = shapes.asdict(record)
         fields.pop("frontmatter")
         fields["dates"] = {k: v.to_json() for k, v in record.dates.items()}
         fields["expires_at"] = record.expires_at.to_json() if record.expires_at else None

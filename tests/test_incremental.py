@@ -3,7 +3,6 @@ build, a parallel first scan equals a serial one, and filtered BM25 stays exact 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import sqlite3
@@ -17,6 +16,7 @@ import knowtk
 from knowtk.engine.desired import PatchedMap
 from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.engine import Engine
+from knowtk.model import shapes
 from knowtk.scan import pool
 from knowtk.snapshot import overlay, persist
 from knowtk.snapshot.build import build_snapshot
@@ -27,7 +27,7 @@ from knowtk.state import STATE_FILE
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
 
-FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
+FIELDS = [f.name for f in shapes.fields(Snapshot) if not f.name.startswith("_")]
 COMPARED = [f for f in FIELDS if f not in ("generation", "changed_ids", "previous_generation", "image_key")]
 FOLDERS = ["team", "team/notes", "ops", "ops/old", "misc"]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]

@@ -55,6 +55,7 @@ GREP_MODULES = {
     "knowtk.model.plainyaml",  # knowtk.yaml and plain frontmatter, read without PyYAML
     "knowtk.model.profile",
     "knowtk.model.records",
+    "knowtk.model.shapes",
     "knowtk.query",
     "knowtk.query.args",
     "knowtk.query.citations",
@@ -96,7 +97,9 @@ NOT_IMPORTED |= {
     "html",
     "difflib",
     "signal",
-}  # MCP, dates, a server, HTML, diffs, a pool
+    "dataclasses",
+    "inspect",
+}  # MCP, dates, a server, HTML, diffs, a pool, record classes made apart (knowtk.model.shapes makes them)
 
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:

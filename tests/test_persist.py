@@ -9,7 +9,6 @@ between two processes without sleeping.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import multiprocessing
 import random
@@ -27,6 +26,7 @@ import yaml
 import knowtk
 from knowtk.engine import engine as engine_module
 from knowtk.engine.engine import Engine
+from knowtk.model import shapes
 from knowtk.scan.changes import StatWalk
 from knowtk.snapshot import persist
 from knowtk.snapshot.model import Snapshot
@@ -34,7 +34,7 @@ from knowtk.snapshot.overlay import Layered
 from knowtk.snapshot.persist import StoredRecords, StoredSnapshot
 from knowtk.state import STATE_FILE, StateDB
 
-FIELDS = [f.name for f in dataclasses.fields(Snapshot) if not f.name.startswith("_")]
+FIELDS = [f.name for f in shapes.fields(Snapshot) if not f.name.startswith("_")]
 # what two engines built at different instants may differ in (the image keeps the instant it was built at)
 COMPARED = [
     f

@@ -398,9 +398,15 @@ def test_a_forwarded_grep_imports_the_client_and_nothing_of_the_cli(serving: Ser
         assert "knowtk.store" not in forwarded
 
 
-def test_no_socket_folder_runs_locally_without_hashing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No server has ever run for this user (no socket folder): the command runs here, and nothing is hashed."""
-    monkeypatch.setenv(client.DIR_ENV, str(tmp_path / "never-made"))
+@pytest.mark.parametrize("folder", ["never-made", "empty"])
+def test_no_socket_folder_runs_locally_without_hashing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    """No server runs for this user (no socket folder, or one a stopped server left empty): the command runs
+    here, and nothing is hashed."""
+    if folder == "empty":
+        (tmp_path / folder).mkdir(mode=0o700)
+    monkeypatch.setenv(client.DIR_ENV, str(tmp_path / folder))
     hashed: list[bool] = []
     monkeypatch.setattr(client, "fingerprint", lambda: hashed.append(True) or "x")
     monkeypatch.delenv(client.ENV, raising=False)

@@ -16,7 +16,6 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
@@ -29,6 +28,7 @@ from knowtk.index.projection import Findings, kept, registered
 from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
 from knowtk.model.profile import DEFAULT_PROFILE, ProfileMap, profile_names
 from knowtk.model.records import Record
+from knowtk.model.shapes import shape
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
@@ -63,7 +63,7 @@ IMAGE_DRIFT_FILES = 1000
 PROFILES_META = "profiles"  # knowtk_meta: the profiles the projections were built under (absent: knowtk)
 
 
-@dataclass
+@shape
 class KeywordIndex:
     """The reconciled keyword projections for one snapshot, or why they are unavailable."""
 

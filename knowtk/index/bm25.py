@@ -16,10 +16,10 @@ from __future__ import annotations
 import heapq
 import math
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from knowtk.index.fts import K1, Among, B, FtsProjection, QueryTerms, columns, rows_among
+from knowtk.model.shapes import shape
 
 if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches), not with knowtk
     import numpy as np
@@ -33,7 +33,7 @@ KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this m
 NARROW_SHARE = 0.5
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class Source:
     """One projection and the rows of it that pass the query's scope and filters (None: all of them)."""
 
@@ -41,7 +41,7 @@ class Source:
     allowed: set[int] | None
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class Match:
     score: float
     id: str

@@ -37,10 +37,10 @@ import math
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Hashable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from knowtk.model.datevalues import format_utc
+from knowtk.model.shapes import shape
 from knowtk.scan.progress import progress
 from knowtk.state import Contention, StateDB, deflate, inflate, inflate_opening, now_utc
 
@@ -82,7 +82,7 @@ SCAN_FROM_ROWS = 200
 PATCH_SHARE = 0.1  # kept counts are patched across changes of up to this share of the rows, dropped beyond
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class QueryTerms:
     """A query as FTS5 sees it: tokens from SQLite's own tokenizer, and the phrases bm25() iterates."""
 
@@ -1271,7 +1271,7 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class Among:
     """Some rows of a projection, as a query keeps to them (``hit_count``, ``matches_among``, ``counts_among``):
     a rowid range when they are every rowid of one (FTS5 then reads that stretch of a phrase's rows alone),

@@ -9,9 +9,9 @@ checks them through this protocol alone, so that it names none of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from knowtk.model.shapes import field, shape
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import StateDB
 
@@ -21,7 +21,7 @@ T = TypeVar("T")
 P = TypeVar("P")
 
 
-@dataclass
+@shape
 class Findings:
     """What a check found wrong, what it rebuilt or restored, and what needs a person."""
 

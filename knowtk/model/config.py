@@ -4,11 +4,11 @@ Git checkpoints."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from knowtk.model.profile import DEFAULT_PROFILE, profile_names
 from knowtk.model.records import FileProblem, parse_yaml, read_regular
+from knowtk.model.shapes import field, shape
 
 __all__ = ["CONFIG_FILE", "StoreConfig", "load_config"]
 
@@ -16,7 +16,7 @@ CONFIG_FILE = "knowtk.yaml"
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class StoreConfig:
     name: str
     share: bool = False

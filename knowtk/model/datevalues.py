@@ -16,10 +16,10 @@ and that interval is closed at its end, so every instant of the day still overla
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from knowtk.errors import InvalidArgument
+from knowtk.model.shapes import shape
 
 __all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "shown"]
 
@@ -29,7 +29,7 @@ ONE_DAY = timedelta(days=1)
 LAST_INSTANT = datetime.max.replace(tzinfo=UTC)  # stands for 10000-01-01T00:00Z, the end of 9999-12-31
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class DateValue:
     text: str  # as authored
     date_only: bool

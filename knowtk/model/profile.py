@@ -14,9 +14,10 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
+
+from knowtk.model.shapes import field, shape
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -75,7 +76,7 @@ _STATUSES = ("active", "superseded", "withdrawn")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class Source:
     """One file as a profile reads it: its path, its frontmatter (None when it has none) and its body."""
 
@@ -93,7 +94,7 @@ class Source:
         return None
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class Derivation:
     """What a profile derived from one file.
 
@@ -136,7 +137,7 @@ def profile_names() -> tuple[str, ...]:
     return (DEFAULT_PROFILE, *sorted(_profiles))
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class ProfileMap:
     """Which profile reads which file: ``default`` for the store, ``prefixes`` (folder, name) for folders."""
 

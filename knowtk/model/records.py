@@ -15,12 +15,12 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from knowtk.model.datevalues import DateValue, parse_date_value
 from knowtk.model.plainyaml import plain_yaml
 from knowtk.model.profile import DERIVED_KEY, Source
+from knowtk.model.shapes import field, shape
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -81,7 +81,7 @@ MAX_INT_BITS = 14_000  # about 4,200 decimal digits: below the limit of Python's
 MAX_REVISION = 2**63 - 1  # SQLite's largest integer
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class Issue:
     """A coverage issue: something in the store that a query could not take at face value."""
 
@@ -94,7 +94,7 @@ class Issue:
         return {"path": self.path, "id": self.id, "code": self.code, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class FileProblem:
     """The file cannot be a record at all (encoding or frontmatter)."""
 
@@ -102,7 +102,7 @@ class FileProblem:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class Evidence:
     path: str
     line_start: int | None
@@ -110,7 +110,7 @@ class Evidence:
     quote: str | None
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class Record:
     id: str
     path: str  # relative to the store root, with "/"

@@ -21,8 +21,9 @@ import functools
 import importlib
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from knowtk.model.shapes import shape
 
 if TYPE_CHECKING:
     from knowtk.engine.engine import Engine
@@ -38,7 +39,7 @@ Runner = Callable[["Engine", dict[str, Any], "EvidenceVerifier"], dict[str, Any]
 WRITE_TOOL_NAMES = frozenset({"knowledge_mutation", "knowledge_history"})
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class Tool:
     name: str
     params: tuple[Param, ...]

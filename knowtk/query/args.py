@@ -16,11 +16,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import parse_bound, shown
+from knowtk.model.shapes import shape
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -83,7 +83,7 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class Param:
     name: str  # as in the seeds (camelCase)
     check: Check

@@ -13,11 +13,11 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass
 from typing import Any
 
 from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
 from knowtk.model.records import Evidence, FileProblem, Record, read_regular
+from knowtk.model.shapes import shape
 
 __all__ = [
     "EVIDENCE_MAX_BYTES",
@@ -182,7 +182,7 @@ def _field_lines(r: Record) -> tuple[int, int]:
     return 1, max(1, r.body_line - 1)  # (a file without frontmatter: its first line)
 
 
-@dataclass
+@shape
 class _File:
     stat: tuple[int, int]
     sha256: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
+from knowtk.model.shapes import shape
 from knowtk.query.args import FOLDERS, Param, bound, choice, strings, with_schema
 from knowtk.snapshot.facets import Criteria, Facet, facet_of
 from knowtk.snapshot.model import Snapshot
@@ -34,7 +34,7 @@ FILTER_PARAMS = (
 )
 
 
-@dataclass(frozen=True)
+@shape(frozen=True)
 class RecordFilter:
     """The filters of knowledge_grep / knowledge_records, applied to one (current) record."""
 

@@ -10,7 +10,6 @@ query a record that did not match does contain. It takes any object with a store
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from typing import Any, Protocol
 
@@ -19,6 +18,7 @@ from knowtk.errors import InvalidArgument, RecordNotFound, StoreChanged, Unexpec
 from knowtk.index.bm25 import Match
 from knowtk.index.fts import FtsProjection, QueryTerms
 from knowtk.model.records import Issue
+from knowtk.model.shapes import replace
 from knowtk.query.args import plain_text, validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
@@ -405,7 +405,7 @@ def _filters(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str, 
     )
     out = []
     for name, used, only, wanted, has in aspects:
-        if used and not dataclasses.replace(RecordFilter(), **only).passes(r):
+        if used and not replace(RecordFilter(), **only).passes(r):
             detail = {"filter": name, "record": rid, **wanted}
             out.append(_reason("filter", detail, f"the {name} filter leaves it out{on}: {has}"))
     return out

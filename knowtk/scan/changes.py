@@ -13,10 +13,10 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
 from knowtk.errors import ScanLimitExceeded, StoreUnavailable
+from knowtk.model.shapes import shape
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -35,13 +35,13 @@ DEFAULT_MAX_FILES = 1_000_000
 Stat = tuple[int, int]  # (size, mtime_ns)
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class ScanDelta:
     changed: dict[str, Stat]  # new or modified record files
     removed: list[str]
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class FolderWalk:
     """A whole walk of the store by folder (``StatWalk.listing_by_folder``), made for a scanner that compares
     folder by folder (``knowtk.scan.cache``): it replaces the walk the source's next ``changes`` would make."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from knowtk.model.profile import DEFAULT_PROFILE, derive_meta
 from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular, read_source
+from knowtk.model.shapes import shape
 from knowtk.scan.changes import LISTED_PROBLEMS, Stat
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "FileEntry", "Loaded", "load_file"]
@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_MAX_FILE_BYTES", "FileEntry", "Loaded", "load_file"]
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(slots=True)
+@shape(slots=True)
 class FileEntry:
     """What the scan knows of one record file."""
 

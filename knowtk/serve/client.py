@@ -2,7 +2,7 @@
 
 This module runs before the command line is parsed and must stay cheap: it imports only the standard
 library's ``os``, ``sys``, ``stat`` and ``json``, and ``socket`` and ``hashlib`` only when a server may
-answer (a socket folder exists; tests/test_serve.py pins the import set of a forwarded ``knowtk grep``).
+answer (a socket folder holds something; tests/test_serve.py pins the import set of a forwarded ``knowtk grep``).
 ``forward(argv)`` answers a read-only query through a running server, or returns None and the CLI runs
 the command itself, as it does without a server.
 
@@ -210,8 +210,8 @@ def forward(argv: list[str]) -> int | None:
         return None
     _, store, state, profile = parsed
     try:  # a folder gone, a package not on a file system, no server, a refusal: the CLI runs it here
-        if not os.path.isdir(socket_dir()):  # no server has run for this user: nothing to hash or ask
-            raise OSError(f"{socket_dir()}: no server has run")
+        if not os.path.isdir(socket_dir()) or not os.listdir(socket_dir()):  # no server runs for this user:
+            raise OSError(f"{socket_dir()}: no server is running")  # nothing to hash (or import hashlib for) or ask
         cwd = os.getcwd()
         root, folder = resolve(store, state, cwd=cwd)
         code = fingerprint()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
@@ -16,6 +15,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Issue, Record
+from knowtk.model.shapes import field, shape
 from knowtk.snapshot.facets import Criteria, Facets, RecordFacets
 
 __all__ = [
@@ -50,7 +50,7 @@ def is_expired(expires_at: DateValue | None, now: datetime) -> bool:
     return now >= expires_at.end if expires_at.date_only else now > expires_at.start
 
 
-@dataclass(frozen=True, slots=True)
+@shape(frozen=True, slots=True)
 class ChainEnd:
     """Where a supersession chain leads from one superseded record."""
 
@@ -59,7 +59,7 @@ class ChainEnd:
     via: tuple[str, ...] = ()  # the records after the start, in order
 
 
-@dataclass
+@shape
 class SnapshotIndex:
     """What the next build needs to update a snapshot rather than redo it; part of no answer.
 
@@ -80,7 +80,7 @@ class SnapshotIndex:
     dep_issues: dict[str, tuple[Issue, ...]]  # id -> its missing dependencies
 
 
-@dataclass
+@shape
 class Snapshot:
     """The store at one generation: every record with its effective lifecycle, availability and chain end.
 
