@@ -14,6 +14,8 @@ from typing import Any
 from knowtk.index.fts import FtsProjection
 from knowtk.snapshot.model import Snapshot
 
+__all__ = ["PatchedMap", "TrustedMap", "derive"]
+
 
 def derive(
     snap: Snapshot, ids: Iterable[str], main: MutableMapping[str, str], history: MutableMapping[str, str]
