@@ -499,7 +499,11 @@ class SafeguardJournal:
 
     def _take(self, raw: bytes) -> None:
         try:
-            item = json.loads(raw)
+            try:  # text, so that json does not detect the encoding of each line (a tenth of a journal's read)
+                text: str | bytes = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw  # (json reads another encoding, or says what is wrong)
+            item = json.loads(text)
             if not isinstance(item, dict):
                 raise ValueError("not an object")
             if self._lines == 1:

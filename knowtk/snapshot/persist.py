@@ -501,6 +501,7 @@ class ImageParts:
         self.parsed: dict[str, Any] = {}
         self._patches: list[dict[str, Any]] | None = None
         self._points: dict[str, dict[str, Any]] = {}  # the ``points.<k>`` parts read (``point``)
+        self._points_dropped = False  # (every part parsed: ``drop_points``)
 
     def _bytes(self, name: str, digest: str | None) -> bytes:
         raw = self.texts.get(name)
@@ -521,7 +522,7 @@ class ImageParts:
         without those parts. A key a patch wrote over is read from the patch (``patched_key``,
         ``patched_record``)."""
         shards = self.meta.get("shards")
-        if not isinstance(shards, int) or shards < 1:
+        if not isinstance(shards, int) or shards < 1 or self._points_dropped:
             return UNKNOWN
         name = f"points.{shard_of(rid, shards)}"
         table = self._points.get(name)
@@ -530,12 +531,20 @@ class ImageParts:
                 table = self._points[name] = json.loads(self._bytes(name, self.meta["parts"].get(name)))
                 if not isinstance(table, dict):
                     raise ValueError("not an object")
+                self.texts.pop(name, None)  # (parsed once, kept parsed)
             except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
                 raise self.damaged(name, exc) from exc
         found = table.get(rid)
         if found is not None and not (isinstance(found, list) and len(found) == 4):
             raise self.damaged(name, ValueError(f"{rid!r} holds {found!r}"))
         return found
+
+    def drop_points(self) -> None:
+        """Forget the points parts (every part they copy is parsed)."""
+        for name in [n for n in self.texts if n.startswith("points.")]:
+            del self.texts[name]
+        self._points.clear()
+        self._points_dropped = True
 
     def point_value(self, name: str, key: str) -> Any:
         """``key``'s value in the lifecycle or superseded_by part without parsing it: the value, ``ABSENT``,
@@ -713,13 +722,15 @@ class StoredSnapshot(Snapshot):
         return sha_at
 
     def parse_all(self) -> None:
-        """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good."""
+        """Parse every part now (raises ImageDamaged for a damaged one): before it leaves a call for good. The
+        points, a copy of what the parsed parts hold, are dropped."""
         for name in SNAPSHOT_PARTS:
             getattr(self, name)
         index = self.index
         for name in INDEX_PARTS:
             getattr(index, name)
         self.records.parse_all()
+        self.parts.drop_points()
 
     def __getattr__(self, name: str) -> Any:  # only called for what is not set yet: the stored tables
         return _stored_attribute(self, name, SNAPSHOT_PARTS, "")
