@@ -144,7 +144,7 @@ def load_plugins(modules: Iterable[str] = DEFAULT_PLUGINS) -> None:
 
 def _common(*, top: bool) -> argparse.ArgumentParser:
     """--store, --state-dir and --json; at the top with defaults, after a subcommand only when given."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
     p.add_argument("--state-dir", default=default(None), help="where to keep state.sqlite (default: STORE/.knowtk)")
@@ -633,6 +633,29 @@ def tool_commands() -> None:
             _tool_command(tool.command_name, name, tool.summary or name, tool.positional, None)
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, the terminal's width found without ``shutil``: argparse makes a formatter at
+    every ``add_argument`` (to check a metavar), and its own asks ``shutil.get_terminal_size``, an import (with
+    bz2 and lzma) every command paid. The width is found as ``shutil`` finds it: ``COLUMNS``, else the
+    terminal of standard output, else 80."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _terminal_width() - 2 if width is None else width)
+
+
+def _terminal_width() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns if columns > 0 else 80
+
+
 def parser(plugins: Iterable[str] = DEFAULT_PLUGINS, *, command: str | None = None) -> argparse.ArgumentParser:
     """The command line: the subcommands defined here, one for every registered tool, and those of ``plugins``.
 
@@ -644,7 +667,10 @@ def parser(plugins: Iterable[str] = DEFAULT_PLUGINS, *, command: str | None = No
     load_plugins(plugins)
     names = [name for name in COMMANDS if name.split(" ")[0] == command] or list(COMMANDS)
     p = argparse.ArgumentParser(
-        prog="knowtk", description="Query a Markdown knowledge store.", parents=[_common(top=True)]
+        prog="knowtk",
+        description="Query a Markdown knowledge store.",
+        parents=[_common(top=True)],
+        formatter_class=_Formatter,
     )
     p.add_argument("--version", action="version", version=f"knowtk {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -655,10 +681,12 @@ def parser(plugins: Iterable[str] = DEFAULT_PLUGINS, *, command: str | None = No
         if " " in name:
             group, leaf = name.split(" ", 1)
             if group not in groups:
-                gp = sub.add_parser(group, help=f"{group} {{...}}")
+                gp = sub.add_parser(group, help=f"{group} {{...}}", formatter_class=_Formatter)
                 groups[group] = gp.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
             where = groups[group]
-        sp = where.add_parser(leaf, help=cmd.help, description=cmd.help, parents=[_common(top=False)])
+        sp = where.add_parser(
+            leaf, help=cmd.help, description=cmd.help, parents=[_common(top=False)], formatter_class=_Formatter
+        )
         if cmd.setup is not None:
             cmd.setup(sp)
         sp.set_defaults(handler=cmd)

@@ -99,7 +99,9 @@ NOT_IMPORTED |= {
     "signal",
     "dataclasses",
     "inspect",
-}  # MCP, dates, a server, HTML, diffs, a pool, record classes made apart (knowtk.model.shapes makes them)
+    "shutil",
+}  # MCP, dates, a server, HTML, diffs, a pool, record classes made apart (knowtk.model.shapes makes them), the
+# terminal's width asked through shutil (knowtk.cli._Formatter asks os)
 
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:
