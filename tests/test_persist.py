@@ -605,33 +605,62 @@ def test_a_process_that_applied_changes_patches_the_image_and_the_next_reads_it_
         assert_same([third], root, tmp_path / "ref2", 2, "patched, then edited")
 
 
-def test_an_image_a_process_left_behind_the_scan_cache_is_compared_once_then_trusted(
-    tmp_path: Path, clock: Clock
+@pytest.mark.usefixtures("small_patches")  # (a patch: an image written whole would parse every part)
+@pytest.mark.parametrize("undone", [True, False])
+def test_an_image_a_process_left_behind_the_scan_cache_knows_the_files_it_is_behind_on(
+    tmp_path: Path, clock: Clock, undone: bool
 ) -> None:
-    """A process that saw an edit and its undoing writes the scan cache, not an image (too little drift): the
-    image's scan token is then behind the cache's. The next new process compares every file with the image,
-    finds none changed and records that, so the one after it takes the image on the token, comparing nothing."""
+    """A process that sees edits writes the scan cache, not an image (too little drift): it records in the image
+    the files the image is behind on, so the next new process takes the image with those as its drift (it
+    compares no other file) and answers as a fresh build; it writes a patch, and the one after takes that."""
     root, state_dir = _built_chain(tmp_path)
     original = (root / "d/n1.md").read_bytes()
     with knowtk.open_store(root, state_dir=state_dir) as long_lived:
         long_lived.grep("alpha")
         (root / "d/n1.md").write_bytes(original + b"\nzebra words\n")
         assert [h["id"] for h in long_lived.grep("zebra").to_dict()["hits"]] == ["n1"]
-        (root / "d/n1.md").write_bytes(original)
-        assert long_lived.grep("zebra").to_dict()["hits"] == []
+        _edit(root, "d/n2.md", "n2", "Note two, edited by hand")
+        assert long_lived.grep("alpha").to_dict()["hits"]
+        if undone:
+            (root / "d/n1.md").write_bytes(original)
+            assert long_lived.grep("zebra").to_dict()["hits"] == []
     meta = image_meta(state_dir)
     assert meta is not None and meta["patches"] == []  # no image written by it
-    compared = []
+    assert meta["behind"] == ["d/n1.md", "d/n2.md"]
+    compared, adopted = [], []
     for _ in range(2):
         with knowtk.open_store(root, state_dir=state_dir) as store:
             store.grep("alpha")
-            snap = store.engine._snapshot
-            assert isinstance(snap, StoredSnapshot) and how_adopted(store) == "image"
-            compared.append("paths" in snap.parts.parsed)  # (the comparison reads the image's paths)
-            assert_same([store], root, tmp_path / f"ref{len(compared)}", 1, "behind, then confirmed")
-    assert compared == [True, False]
+            stored = store.engine._adopted or store.engine._snapshot
+            assert isinstance(stored, StoredSnapshot)
+            compared.append("paths" in stored.parts.parsed)  # (a comparison of every file reads the image's paths)
+            adopted.append(how_adopted(store))
+            assert_same([store], root, tmp_path / f"ref{len(compared)}", 1, ("behind", undone))
+    assert compared == [False, False] and adopted == ["drift", "image"]
     after = image_meta(state_dir)
-    assert after is not None and after["key"] == meta["key"] and after["scan_token"] != meta["scan_token"]
+    assert after is not None and after["key"] != meta["key"] and not after.get("behind")  # the patch's image
+
+
+def test_a_cache_another_process_moved_on_is_not_taken_for_the_image_s(tmp_path: Path, clock: Clock) -> None:
+    """Two processes that see edits one after the other without writing an image: the second one's cache is
+    not exactly its own files when the first wrote in between (its token is not recorded), so a new process
+    compares every file, and answers as a fresh build."""
+    root, state_dir = _built_chain(tmp_path)
+    one = knowtk.open_store(root, state_dir=state_dir)
+    two = knowtk.open_store(root, state_dir=state_dir)
+    try:
+        one.grep("alpha")
+        two.grep("alpha")
+        _edit(root, "d/n1.md", "n1", "Note one, seen by one")
+        one.grep("alpha")  # one writes the cache
+        _edit(root, "d/n3.md", "n3", "Note three, seen by two")
+        two.grep("alpha")  # two writes the cache over one's write, knowing only its own files
+    finally:
+        one.close()
+        two.close()
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        store.grep("alpha")
+        assert_same([store], root, tmp_path / "ref", 1, "two writers")
 
 
 @pytest.mark.usefixtures("small_patches")

@@ -39,9 +39,9 @@ from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.persist import (
     StoredRecords,
     StoredSnapshot,
-    confirm_scan_token,
     guards_key,
     load_image,
+    record_behind,
     write_image,
 )
 from knowtk.snapshot.safeguards import Safeguards
@@ -140,6 +140,8 @@ class Engine:
         self._snapshot: Snapshot | None = None
         self._image_tried = False  # the stored snapshot image is looked at once, by the first snapshot
         self._image_drift = 0  # files changed since the image was written or loaded
+        self._image_key: str | None = None  # the stored image this process's snapshots were built on
+        self._behind: set[str] = set()  # files whose content may differ from that image's (record_behind)
         self._adopted: Snapshot | None = None  # the image the first snapshot was loaded from, if behind the files
         self._generation = 0
         self._touched: set[str] = set()
@@ -180,9 +182,9 @@ class Engine:
         """knowtk.yaml now reads the files with other profiles: every file is read again, every projection rebuilt."""
         self.scanner.reread_all(self.profile_map())
         self._align_projections()
-        self._snapshot = self._adopted = self._keyword = None
+        self._snapshot = self._adopted = self._keyword = self._image_key = None
         self._keyword_desired = self._keyword_base = None
-        self._touched, self._pending_bodies, self.extensions = set(), {}, {}
+        self._touched, self._pending_bodies, self.extensions, self._behind = set(), {}, {}, set()
 
     # -- the snapshot --------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -261,6 +263,7 @@ class Engine:
             if snap is None:
                 self.scanner.fill_all()  # a full build reads every record
             self._image_drift += len(self._touched)
+            changed = set(self._touched)
             # a new image after a full build, when this process found the stored one behind the files (the
             # next process need not apply the same changes again), and when the files drifted far from it
             write = (
@@ -285,7 +288,18 @@ class Engine:
                     self.state, snap, scanner=self.scanner, config=self.config, safeguards=self.safeguards, base=base
                 )
                 self._image_drift = 0
+                self._image_key, self._behind = snap.image_key, set()
+            elif changed:
+                self._record_behind(changed)
         return snap
+
+    def _record_behind(self, changed: set[str]) -> None:
+        """Files changed and no image written (too few): the stored image learns which files it is behind on,
+        so that the next new process takes it with those as its drift instead of comparing every file."""
+        self._behind |= changed
+        token = self.scanner.saved_token  # None: the cache is not exactly this process's files (not recorded)
+        if self._image_key is not None and token is not None:
+            record_behind(self.state, self._image_key, token, sorted(self._behind))
 
     def _adopt_image(self) -> None:
         """Take the snapshot stored in state.sqlite as the previous one, with the files changed since as touched."""
@@ -296,15 +310,17 @@ class Engine:
             return
         scanner = self.scanner
         if image.scan_token is not None and image.scan_token == scanner.loaded_token:
-            drift = self._touched  # the scan cache was the image's files when loaded: what the scan changed since
+            # the scan cache was the image's files when loaded, but those it is behind on: they and what the scan
+            # changed since are the drift
+            drift = self._touched | set(image.behind)
         else:  # compare the files with those the image was built from
             paths = image.snapshot.paths
             drift = {p for p, e in scanner.files.items() if e.sha256 is None or paths.get(p) != e.sha256}
             drift |= paths.keys() - scanner.files.keys()  # (what the scan touched is in these if it matters)
             token = scanner.saved_token
             if not drift and token is not None:  # the image is the scan cache as saved: the next process need not
-                confirm_scan_token(self.state, image.key, token)  # compare (a process that saw an edit and wrote
-                # no image, its drift too small, left the image's token behind the cache's)
+                record_behind(self.state, image.key, token, [])  # compare (another writer moved the cache on)
+        self._image_key, self._behind = image.key, set(drift)
         self._generation += 1
         if drift:
             self._adopted = image.snapshot
@@ -313,8 +329,8 @@ class Engine:
 
     def _image_damaged(self) -> None:
         """A part of the stored image proved damaged: forget it; the query runs again on a full build."""
-        self._snapshot = None
-        self._touched = set()
+        self._snapshot = self._image_key = None
+        self._touched, self._behind = set(), set()
         self._keyword_desired = self._keyword_base = None
         self.safeguards.repairs.append("the stored snapshot image was damaged; the snapshot was built again")
 

@@ -68,9 +68,9 @@ __all__ = [
     "StoredRecords",
     "StoredSnapshot",
     "config_key",
-    "confirm_scan_token",
     "guards_key",
     "load_image",
+    "record_behind",
     "write_image",
 ]
 
@@ -345,17 +345,22 @@ def _write_patch(
     return key
 
 
-def confirm_scan_token(state: StateDB, key: str, token: int) -> bool:
-    """Record that stored image ``key`` is exactly the scan cache at ``token`` (a new process compared every
-    file with it and found none changed): the next new process then skips that comparison. Another image
-    stored meanwhile is left as it is; a failure to write only leaves the comparison to the next process."""
+def record_behind(state: StateDB, key: str, token: int, behind: list[str]) -> bool:
+    """Record that stored image ``key`` is the scan cache at ``token`` but at the files ``behind`` (paths
+    whose content may differ from the image's): the next new process takes the image with those as its
+    drift instead of comparing every file with it. Written by a process that compared every file (and found
+    ``behind`` empty) or that changed files without writing an image (its drift too small); left as it is
+    when another image is stored meanwhile or the cache moved past ``token``; a failure to write only leaves
+    the comparison to the next process."""
     try:
         with state.transaction() as conn:
+            if state.meta("scan_token") != str(token):
+                return False  # another process wrote the cache since: its token is not this one
             row = conn.execute(f"SELECT data FROM {TABLE} WHERE part = 'meta'").fetchone()
             meta = json.loads(row[0]) if row is not None else None
             if not isinstance(meta, dict) or meta.get("key") != key or meta.get("format") != FORMAT:
                 return False
-            meta["scan_token"] = token
+            meta["scan_token"], meta["behind"] = token, behind
             conn.execute(f"UPDATE {TABLE} SET data = ? WHERE part = 'meta'", (json.dumps(meta),))
     except (sqlite3.Error, Contention, ValueError, TypeError):
         return False
@@ -1034,7 +1039,11 @@ class Image:
 
     def __init__(self, meta: dict[str, Any], snapshot: StoredSnapshot) -> None:
         self.key: str = meta["key"]
-        self.scan_token: int | None = meta.get("scan_token")
+        behind = meta.get("behind", [])
+        valid = isinstance(behind, list) and all(isinstance(p, str) for p in behind)
+        # (a token without a readable list of the files it is behind on is no token: every file is compared)
+        self.scan_token: int | None = meta.get("scan_token") if valid else None
+        self.behind: list[str] = behind if valid else []
         self.config: str = meta["config"]
         self.guards: str = meta["guards"]
         self.snapshot = snapshot
