@@ -56,6 +56,7 @@ from knowtk.model.shapes import field, shape
 from knowtk.query import TOOLS, WRITE_TOOL_NAMES
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
+from knowtk.scan.changes import StatWalk
 from knowtk.state import STATE_DIR
 from knowtk.store import Store, open_store
 
@@ -159,10 +160,15 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
     return p
 
 
-def _store(a: argparse.Namespace) -> Store:
+def _store(a: argparse.Namespace, *, one_query: bool = False) -> Store:
+    """The store of the command line; ``one_query``: the process asks one read-only query and exits, so its
+    store walks the files (``StatWalk``) rather than watching them: the first query walks either way, and
+    the watches (an inotify instance, one per folder: ~20 ms at 100k records) would never be read."""
     held = getattr(a, "held_store", None)  # the store a ``knowtk serve`` server holds open (serve_request)
     if held is not None:
         return held
+    if one_query:
+        return open_store(a.store, state_dir=a.state_dir, profile=a.profile, change_source=StatWalk)
     return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
 
 
@@ -226,7 +232,7 @@ def _tool_command(name: str, tool: str, helptext: str, positional: tuple[str, ..
             return open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link), profile=a.profile).call(
                 tool, args
             )
-        return _store(a).call(tool, args)
+        return _store(a, one_query=tool not in WRITE_TOOL_NAMES).call(tool, args)
 
     COMMANDS[name] = Command(name, f"{helptext} ({tool})", run, setup, table, tool, flags)
 

@@ -88,7 +88,8 @@ GREP_MODULES = {
     "knowtk.write.journal",
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
-NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes.util", "yaml"}
+# ctypes: a one-query command line walks the store and places no inotify watch (knowtk.cli._store)
+NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes", "yaml"}
 NOT_IMPORTED |= {
     "mcp",
     "anyio",

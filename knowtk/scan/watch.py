@@ -28,17 +28,20 @@ network file system raise no event (docs/performance.md lists the limits).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
 import sys
 import threading
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from knowtk.errors import ScanLimitExceeded
 from knowtk.model.config import CONFIG_FILE
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, FolderWalk, ScanDelta, Stat, StatWalk, flatten
+
+if TYPE_CHECKING:
+    import ctypes
 
 __all__ = [
     "UNWATCHABLE_FILESYSTEMS",
@@ -140,6 +143,8 @@ def _libc() -> ctypes.CDLL:
 
     ``ctypes.util.find_library`` runs ``ldconfig`` in a subprocess: a new process need not pay it.
     """
+    import ctypes  # (here: a process that watches nothing, a one-query command line, does not import it)
+
     own = ctypes.CDLL(None, use_errno=True)
     if hasattr(own, "inotify_init1"):
         return own
@@ -152,21 +157,24 @@ class _Inotify:
     """A minimal ctypes binding: one inotify instance, non-blocking, closed on exec."""
 
     def __init__(self) -> None:
+        import ctypes
+
         libc = _libc()
+        self._errno = ctypes.get_errno
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._rm = libc.inotify_rm_watch
         self._rm.argtypes = [ctypes.c_int, ctypes.c_int]
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
-            code = ctypes.get_errno()
+            code = self._errno()
             raise OSError(code, os.strerror(code))
         self.fd = fd
 
     def add_watch(self, path: str, mask: int) -> int:
         wd = self._add(self.fd, os.fsencode(path), mask)
         if wd < 0:
-            code = ctypes.get_errno()
+            code = self._errno()
             raise OSError(code, os.strerror(code), path)
         return int(wd)
 
