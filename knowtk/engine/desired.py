@@ -44,7 +44,23 @@ def _forget(desired: MutableMapping[str, str], rid: str) -> None:
         desired.pop(rid, None)
 
 
-class TrustedMap(Mapping[str, str]):
+class _Whole(Mapping[str, str]):
+    """A map whose passes over every key go through ``whole()``: the dict it is made into when first needed."""
+
+    def whole(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.whole())
+
+    def __len__(self) -> int:
+        return len(self.whole())
+
+    def items(self) -> ItemsView[str, str]:
+        return self.whole().items()
+
+
+class TrustedMap(_Whole):
     """The desired map of a projection whose image mark matched the snapshot: the rows it holds. Nothing is
     read while the projection stays synced to it (a new process's query); read whole when first needed,
     from the rows if they are still the image's (the projection has not moved since, or its mark still
@@ -76,17 +92,8 @@ class TrustedMap(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self.whole()[key]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.whole())
 
-    def __len__(self) -> int:
-        return len(self.whole())
-
-    def items(self) -> ItemsView[str, str]:
-        return self.whole().items()
-
-
-class PatchedMap(MutableMapping[str, str]):
+class PatchedMap(_Whole, MutableMapping[str, str]):
     """A trusted map patched in place (``Engine._desired``): the keys set and removed since, over it. The first
     change of a new process compares only the ids it changed, so a key it names is read here and no other is
     read at all (reading a 300k-record map whole took ~100 ms). Iterated or sized, it is made whole once (the
@@ -135,15 +142,6 @@ class PatchedMap(MutableMapping[str, str]):
         else:
             self._set.pop(key, None)
             self._gone.add(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.whole())
-
-    def __len__(self) -> int:
-        return len(self.whole())
-
-    def items(self) -> ItemsView[str, str]:
-        return self.whole().items()
 
     def __eq__(self, other: Any) -> bool:
         return self.whole() == (other.whole() if isinstance(other, (PatchedMap, TrustedMap)) else other)
