@@ -67,6 +67,7 @@ GREP_MODULES = {
     "knowtk.scan.cache",
     "knowtk.scan.changes",
     "knowtk.scan.entry",
+    "knowtk.scan.split",
     "knowtk.scan.pool",
     "knowtk.scan.progress",
     "knowtk.scan.watch",

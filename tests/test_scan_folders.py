@@ -542,8 +542,8 @@ def test_lost_events_read_every_file_again(builder: StoreBuilder, tmp_path: Path
     scanner(builder.root, state).scan()
 
     class Lost(StatWalk):
-        def folder_walk(self) -> Any:
-            walked = super().folder_walk()
+        def folder_walk(self, known: Any = None) -> Any:
+            walked = super().folder_walk(known)
             walked.forced = set(flatten(walked.folders))
             return walked
 

@@ -163,7 +163,8 @@ class Scanner:
             packs = self._load_packs() if folder_walk is not None else None
             if packs is None:
                 self._load_cache()
-            walked = folder_walk() if folder_walk is not None else None
+            known = {folder: pack[2] for folder, pack in packs.items()} if packs else None
+            walked = folder_walk(known) if folder_walk is not None else None
             if walked is not None and packs is None:
                 self._walked = walked.folders  # (the packs are written in its order)
                 return _flat_delta(flatten(walked.folders), walked.forced, self._stats)

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from knowtk.errors import ScanLimitExceeded, StoreUnavailable
 from knowtk.model.shapes import shape
+from knowtk.scan.split import Listed, list_in_two, may_split
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -82,13 +83,22 @@ class StatWalk:
         return flatten(self.listing_by_folder(enter=enter, symlinks=symlinks))
 
     def listing_by_folder(
-        self, *, enter: Callable[[str], object] | None = None, symlinks: set[str] | None = None
+        self,
+        *,
+        enter: Callable[[str], object] | None = None,
+        symlinks: set[str] | None = None,
+        known: Mapping[str, int] | None = None,
+        leave: Callable[[str], object] | None = None,
     ) -> dict[str, dict[str, Stat]]:
         """What ``listing`` lists, by folder: '' or 'a/b/' -> {name: stat} of what it holds (``folder_of``).
 
         A key of ``listing`` is its folder and its name joined; a name ending with '/' is a folder
         listed under a problem code. Every folder walked has its mapping, if only an empty one, and
         they come in the order the walk listed them (as do the names in each).
+
+        ``known`` (folder -> files, what the last walk found) lets a large store's folders be listed
+        in two processes (``knowtk.scan.split``): each is entered first, and ``leave`` is called
+        with those the walk then does not reach. The answer is the same.
         """
         out: dict[str, dict[str, Stat]] = {}
         stack = [""]
@@ -97,18 +107,41 @@ class StatWalk:
         if _BY_FD:
             with contextlib.suppress(OSError):  # (listing the store folder by its path then says why)
                 root_fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        entered: set[str] = set()
         try:
+            listed: dict[str, Listed] = {}
+            if known and may_split(known):
+                entered = set(known)
+                for folder in known:  # watched before either process lists it
+                    if enter is not None:
+                        enter(folder)
+                listed = list_in_two(lambda folder: self._listed_alone(folder, root_fd), known)
             while stack:
                 prefix = stack.pop()
-                if enter is not None:
-                    enter(prefix)
-                count += self._list_folder(prefix, root_fd, out, stack, symlinks)
+                found = listed.pop(prefix, None)
+                if found is None:
+                    if enter is not None and prefix not in entered:
+                        enter(prefix)
+                    found = self._listed_alone(prefix, root_fd)
+                entered.discard(prefix)
+                count += _merge(found, out, stack, symlinks)
                 if count > limit:
                     raise ScanLimitExceeded("max_files", count, limit)
         finally:
             if root_fd is not None:
                 os.close(root_fd)
+        if leave is not None:
+            for folder in entered:  # entered for the split walk, never reached
+                leave(folder)
         return out
+
+    def _listed_alone(self, prefix: str, root_fd: int | None) -> Listed:
+        """One folder listed as the walk lists it, into a listing of its own (``knowtk.scan.split.Listed``)."""
+        out: dict[str, dict[str, Stat]] = {}
+        stack: list[str] = []
+        links: set[str] = set()
+        added = self._list_folder(prefix, root_fd, out, stack, links)
+        return out, stack, list(links), added
 
     def _list_folder(
         self,
@@ -270,9 +303,10 @@ class StatWalk:
             return (st.st_size, st.st_mtime_ns)
         return _problem_stat(_NOT_REGULAR, st.st_mtime_ns)  # a FIFO, socket or device: never opened
 
-    def folder_walk(self) -> FolderWalk:
-        """The walk ``changes`` makes, by folder; a scanner compares it folder by folder."""
-        return FolderWalk(self.listing_by_folder(), set())
+    def folder_walk(self, known: Mapping[str, int] | None = None) -> FolderWalk:
+        """The walk ``changes`` makes, by folder; a scanner compares it folder by folder (``known``: the
+        folders it knows and their files, see ``listing_by_folder``)."""
+        return FolderWalk(self.listing_by_folder(known=known), set())
 
     def changes(self, known: Mapping[str, Stat]) -> ScanDelta:
         listing = self.listing()
@@ -312,6 +346,20 @@ def _close(fd: int | None) -> None:
 def folder_of(path: str) -> str:
     """The folder ('' or 'a/b/') a key of ``StatWalk.listing`` is listed in (a key ending with '/' is a folder's)."""
     return path[: path.rfind("/", 0, len(path) - 1) + 1]
+
+
+def _merge(found: Listed, out: dict[str, dict[str, Stat]], stack: list[str], symlinks: set[str] | None) -> int:
+    """Add one folder's own listing to the walk's: what ``_list_folder`` would have written into it."""
+    listing, folders, links, added = found
+    for folder, names in listing.items():  # the folder, or its parent when it is listed under a problem code
+        if folder in out:
+            out[folder].update(names)
+        else:
+            out[folder] = names
+    stack.extend(folders)
+    if symlinks is not None:
+        symlinks.update(links)
+    return added
 
 
 def flatten(by_folder: Mapping[str, Mapping[str, Stat]]) -> dict[str, Stat]:

@@ -414,6 +414,14 @@ class InotifyWatch:
         if folder is not None and self._wd_of.get(folder) == wd:
             del self._wd_of[folder]
 
+    def _unwatch_folder(self, folder: str) -> None:
+        wd = self._wd_of.pop(folder, None)
+        self._owners.pop(folder, None)
+        if wd is not None and self._folders.get(wd) == folder:  # (a watch another folder shares is kept)
+            del self._folders[wd]
+            if self._inotify is not None:
+                self._inotify.rm_watch(wd)
+
     def _unwatch_tree(self, prefix: str) -> None:
         inotify = self._inotify
         for folder in [f for f in self._wd_of if f.startswith(prefix)]:
@@ -427,8 +435,9 @@ class InotifyWatch:
         """Watch one folder ('' or 'a/b/'); False when it is no longer a folder."""
         assert self._inotify is not None
         try:
-            # the store folder may be reached through a symlink (IN_DONT_FOLLOW applies to the last part only)
-            path = os.path.join(self.root, folder) if folder else os.path.realpath(self.root)
+            # the store folder may be reached through a symlink (IN_DONT_FOLLOW applies to the last part only:
+            # a folder's path is given without its '/', which would make a symlink's target the last part)
+            path = os.path.join(self.root, folder[:-1]) if folder else os.path.realpath(self.root)
             wd = self._inotify.add_watch(path, WATCH_MASK)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
@@ -504,7 +513,7 @@ class InotifyWatch:
         removed = [path for path in known if path not in listing]
         return ScanDelta(changed, removed)
 
-    def folder_walk(self) -> FolderWalk | None:
+    def folder_walk(self, known: Mapping[str, int] | None = None) -> FolderWalk | None:
         """The first call's whole walk, by folder, for a scanner that compares folder by folder (see
         ``StatWalk.folder_walk``); None once the watch is in place (``changes`` then says what changed).
 
@@ -513,19 +522,19 @@ class InotifyWatch:
         """
         with self._lock:
             if self.fallback_reason is not None:
-                return self.walk.folder_walk()
+                return self.walk.folder_walk(known)
             if not self._full or self._folders or self._inotify is None or os.getpid() != self._pid:
                 return None  # not the first call: changes() drains the events (or restarts after a fork)
             try:
-                return self._walk_folders(set())
+                return self._walk_folders(set(), known)
             except _Fallback as exc:
                 self._give_up(str(exc))
             except BaseException:
                 self._full = True
                 raise
-            return self.walk.folder_walk()
+            return self.walk.folder_walk(known)
 
-    def _walk_folders(self, forced: set[str]) -> FolderWalk:
+    def _walk_folders(self, forced: set[str], known: Mapping[str, int] | None = None) -> FolderWalk:
         try:
             st = os.stat(self.root)
             self._root_id = (st.st_dev, st.st_ino)
@@ -542,7 +551,14 @@ class InotifyWatch:
             if self._root_id is None or not self._add(folder):
                 unwatched.append(folder)
 
-        folders = self.walk.listing_by_folder(enter=enter, symlinks=self._symlinks)  # raises as the walk does
+        def leave(folder: str) -> None:  # entered for a split walk, not reached: watched as the walk would not
+            if folder in unwatched:
+                unwatched.remove(folder)
+            self._unwatch_folder(folder)
+
+        folders = self.walk.listing_by_folder(  # raises as the walk does
+            enter=enter, symlinks=self._symlinks, known=known, leave=leave
+        )
         self.walks += 1
         self._config_event = True
         if unwatched:  # else every folder listed was watched before it was listed
