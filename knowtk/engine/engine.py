@@ -15,7 +15,7 @@ import itertools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
@@ -57,6 +57,9 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 # (64 Mi before issue 20: the peak of a cold build 52 MiB higher at 30k records, for a re-read of
 # the other bodies that costs a file read and a hash each, small beside their parse and index.)
 PENDING_BODY_CHARS = 16 * 2**20
+# the ids a keyword rows' mark may name as differing from its image (FtsProjection.unsure_of); past them, no mark
+UNSURE_IDS = 20_000
+
 # files changed since the stored snapshot image past which it is written again (with at least this
 # many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
 IMAGE_DRIFT_FILES = 1000
@@ -151,6 +154,10 @@ class Engine:
         self._desired_version = 0  # bumped at every change of the desired maps (they are patched in place)
         # (the version the desired maps were patched from, the ids that may differ): reconcile looks at those only
         self._keyword_base: tuple[int, frozenset[str]] | None = None
+        # (the stored image the keyword rows were last exactly, the ids derived since): the rows are that image's
+        # records but at those ids, which the rows' mark then says (FtsProjection.unsure_of); None: not known
+        self._rows_base: tuple[str, set[str]] | None = None
+        self._unsure: set[str] = set()  # ids the rows taken on trust may differ at: derived at the next patch
         # the registered projections' instances (knowtk.index.projection), by kind
         self.extensions: dict[str, Any] = {}
         # called with the snapshot after each successful keyword reconcile (the write layer marks receipts indexed)
@@ -183,7 +190,7 @@ class Engine:
         self.scanner.reread_all(self.profile_map())
         self._align_projections()
         self._snapshot = self._adopted = self._keyword = self._image_key = None
-        self._keyword_desired = self._keyword_base = None
+        self._keyword_desired = self._keyword_base = self._rows_base = None
         self._touched, self._pending_bodies, self.extensions, self._behind = set(), {}, {}, set()
 
     # -- the snapshot --------------------------------------------------------------------------
@@ -331,7 +338,7 @@ class Engine:
         """A part of the stored image proved damaged: forget it; the query runs again on a full build."""
         self._snapshot = self._image_key = None
         self._touched, self._behind = set(), set()
-        self._keyword_desired = self._keyword_base = None
+        self._keyword_desired = self._keyword_base = self._rows_base = None
         self.safeguards.repairs.append("the stored snapshot image was damaged; the snapshot was built again")
 
     def _reload_config(self) -> bool:
@@ -378,17 +385,24 @@ class Engine:
                 adopted, cached = self._adopted, self._keyword_desired
                 if (
                     adopted is not None and cached is None and snap.previous_generation == adopted.generation
-                ):  # built on an image found behind the files: the image's rows, patched at the changed ids
-                    self._trust_image(index, adopted)
+                ):  # built on an image found behind the files: the image's rows, patched at the changed ids (and at
+                    # those another process changed after taking the rows as that image's, which its mark names)
+                    self._trust_image(index, adopted, unsure_ok=True)
                 main_ids, history_ids = self._desired(snap)
                 since, version = self._keyword_base, self._desired_version
 
                 def text(rid: str) -> tuple[str, str, str] | None:
                     return self._text(snap.records[rid])
 
-                mark = snap.image_key
-                index.written = index.main.reconcile(main_ids, text, version=version, since=since, mark=mark)
-                index.written += index.history.reconcile(history_ids, text, version=version, since=since, mark=mark)
+                mark, unsure = self._rows_mark(snap)
+                index.written = index.main.reconcile(
+                    main_ids, text, version=version, since=since, mark=mark, unsure=unsure
+                )
+                index.written += index.history.reconcile(
+                    history_ids, text, version=version, since=since, mark=mark, unsure=unsure
+                )
+                if mark is not None and not unsure and index.main.image_mark == mark == index.history.image_mark:
+                    self._rows_base = (mark, set())  # the rows are exactly that image's records now
         except sqlite3.Error as exc:
             index.main.invalidate()  # reload the mirrors next time
             index.history.invalidate()
@@ -407,16 +421,31 @@ class Engine:
             hook(snap)
         return index
 
-    def _trust_image(self, index: KeywordIndex, snap: Snapshot) -> None:
+    def _rows_mark(self, snap: Snapshot) -> tuple[str | None, Collection[str]]:
+        """The mark the keyword rows get once synced to this snapshot: its image when it is one, else the image
+        they were last exactly with the ids derived since (while they are few), else none."""
+        if snap.image_key is not None:
+            return snap.image_key, ()
+        base = self._rows_base
+        if base is not None and len(base[1]) <= UNSURE_IDS:
+            return base[0], base[1]
+        return None, ()
+
+    def _trust_image(self, index: KeywordIndex, snap: Snapshot, *, unsure_ok: bool = False) -> None:
         """When the projections hold what this stored snapshot needs (their mark says so), take their
-        rows as the desired maps instead of deriving those from every record."""
+        rows as the desired maps instead of deriving those from every record. With ``unsure_ok``, rows
+        marked with the ids they may differ at are taken too: the next patch derives those ids again."""
         cached = self._keyword_desired
         if cached is not None and cached[0] == snap.generation:
             return
         index.main.ensure()
         index.history.ensure()
+        key = snap.image_key
         # the mark is proof enough: any write of the rows but a reconcile's clears it (FtsProjection._create_triggers)
-        if index.main.image_mark == snap.image_key and index.history.image_mark == snap.image_key:
+        found = [proj.unsure_of(key) if key is not None else None for proj in (index.main, index.history)]
+        if found[0] is not None and found[1] is not None and (unsure_ok or not (found[0] or found[1])):
+            assert key is not None
+            self._rows_base, self._unsure = (key, found[0] | found[1]), found[0] | found[1]
             derived: list[tuple[dict[str, str], dict[str, str]]] = []
 
             def derive() -> tuple[dict[str, str], dict[str, str]]:  # the maps as _desired makes them, once
@@ -446,10 +475,15 @@ class Engine:
             # that held the previous version compares those ids only (copying the maps cost ~5 ms at 300k)
             main, history = self._patchable(cached[1]), self._patchable(cached[2])
             ids: Iterable[str] = snap.changed_ids
-            self._keyword_base = (self._desired_version, snap.changed_ids)
+            if self._unsure:  # rows taken on trust but at these ids: derived again, and compared
+                ids, self._unsure = frozenset(snap.changed_ids | self._unsure), set()
+            self._keyword_base = (self._desired_version, frozenset(ids))
+            if self._rows_base is not None:
+                self._rows_base[1].update(ids)
         else:
             main, history = {}, {}
             ids = snap.records
+            self._rows_base, self._unsure = None, set()
         self._desired_version += 1
         derive_desired(snap, ids, main, history)
         self._keyword_desired = (snap.generation, main, history)

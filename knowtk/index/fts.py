@@ -326,13 +326,16 @@ class FtsProjection:
         version: int = 0,
         since: tuple[int, Iterable[str]] | None = None,
         mark: str | None = None,
+        unsure: Collection[str] = (),
     ) -> int:
         """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written.
 
         The engine hands over the same map object, patched in place, with a ``version`` bumped at
         every patch, so an unchanged store costs an identity check here. ``since`` is (an earlier
         version, the ids at which ``desired`` may differ from it): when the projection holds
-        exactly that version, only those ids are compared.
+        exactly that version, only those ids are compared. ``mark`` names the stored image the rows are
+        then exactly (``image_mark``), but at the ids ``unsure`` where they may differ from it (see
+        ``unsure_of``).
         """
         self.ensure()
         synced = desired is self._synced
@@ -348,8 +351,8 @@ class FtsProjection:
             fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
         if not stale and not fresh:
             self._synced, self._synced_version = desired, version
-            if mark is not None and mark != self.image_mark:  # compared in full: the rows are that image's
-                self._set_mark(mark)
+            if mark is not None and _marked(mark, unsure) != self.image_mark:  # the rows are that image's
+                self._set_mark(mark, unsure)
             return 0
         conn = self.conn
         inserted: list[tuple[int, str]] = []
@@ -388,8 +391,8 @@ class FtsProjection:
             )
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
-            self.image_mark = mark if complete else None
-            self.state.set_meta(self._mark_key, self.image_mark or "")  # (after the rows: their triggers clear it)
+            self.image_mark = _marked(mark, unsure) if complete and mark is not None else None
+            self._write_mark(unsure)  # (after the rows: their triggers clear it)
         self.mirror += 1
         new_rows = [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted]
         self._rows_read.written(list(zip(stale, (rowid for (rowid,) in gone), strict=True)), new_rows)
@@ -456,16 +459,49 @@ class FtsProjection:
         if self._synced is before:
             self._synced = after
 
-    def _set_mark(self, mark: str) -> None:
-        """Record that the rows are exactly the records of stored image ``mark`` (they were just compared)."""
+    def _set_mark(self, mark: str, unsure: Collection[str] = ()) -> None:
+        """Record that the rows are exactly the records of stored image ``mark`` (they were just compared), but
+        at the ids ``unsure``."""
         try:
             with self.state.transaction():
                 if self.state.data_version() != self._version:
                     return  # another process wrote since the comparison: leave the mark to it
-                self.state.set_meta(self._mark_key, mark)
+                self.image_mark = _marked(mark, unsure)
+                self._write_mark(unsure)
         except (sqlite3.Error, Contention):
+            self.image_mark = None
             return
-        self.image_mark = mark
+
+    def _write_mark(self, unsure: Collection[str]) -> None:
+        """Write ``image_mark`` (and the ids it is unsure at) in the caller's transaction."""
+        self.state.set_meta(self._mark_key, self.image_mark or "")
+        if self.image_mark is not None and "~" in self.image_mark:
+            self.state.set_meta(self._unsure_key, json.dumps(sorted(unsure)))
+
+    @property
+    def _unsure_key(self) -> str:
+        return f"{self.key}:image:unsure"
+
+    def unsure_of(self, key: str) -> set[str] | None:
+        """The ids at which the rows may differ from stored image ``key``'s records (empty: they are exactly
+        its records), or None when the mark names another image or none.
+
+        A process that took the rows as an image's and then changed some (its own edits) marks them
+        ``key~digest`` and writes the ids it changed beside: the next process then compares those ids
+        only, where any other mark would make it compare every row."""
+        mark = self.image_mark
+        if mark == key:
+            return set()
+        if mark is None or not mark.startswith(key + "~"):
+            return None
+        try:
+            with self.state.reading():
+                found = json.loads(self.state.meta(self._unsure_key) or "null")
+        except (sqlite3.Error, ValueError):
+            return None
+        if not isinstance(found, list) or not all(isinstance(rid, str) for rid in found):
+            return None
+        return set(found) if _marked(key, found) == mark else None
 
     def memo(self, generation: int) -> dict[Hashable, Any]:
         """A cache for what queries derive from these rows and one snapshot (the rows a filter allows).
@@ -1007,6 +1043,14 @@ class FtsProjection:
             return sqlite3.DatabaseError(f"{self.fts} disagrees with {self.rows} even after a rebuild")
         self.damaged = self._rebuilt_out_of_step = True
         return ProjectionChanged(f"{self.fts} disagrees with {self.rows}; rebuilt and run again")
+
+
+def _marked(mark: str, unsure: Collection[str]) -> str:
+    """An image mark, with the digest of the ids the rows may differ from it at (``FtsProjection.unsure_of``)."""
+    if not unsure:
+        return mark
+    digest = hashlib.sha256("\n".join(sorted(unsure)).encode()).hexdigest()[:20]
+    return f"{mark}~{len(unsure)}~{digest}"
 
 
 class ProjectionChanged(Contention):
