@@ -77,7 +77,7 @@ __all__ = [
     "open_store",
 ]
 
-#: The one version source: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
+#: The one version source: pyproject.toml reads it (``[tool.hatch.version]``).
 __version__ = "0.3.0"
 
 

@@ -168,8 +168,14 @@ def _store(a: argparse.Namespace, *, one_query: bool = False) -> Store:
     if held is not None:
         return held
     if one_query:
-        return open_store(a.store, state_dir=a.state_dir, profile=a.profile, change_source=StatWalk)
+        store = open_store(a.store, state_dir=a.state_dir, profile=a.profile, change_source=StatWalk)
+        ONE_QUERY_STORES.append(store)
+        return store
     return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
+
+
+# the stores a one-query command opened: the program closes them and leaves (knowtk.serve.client.main)
+ONE_QUERY_STORES: list[Store] = []
 
 
 # -- tool subcommands, made from the Param specs ---------------------------------------------------

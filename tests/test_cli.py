@@ -305,3 +305,36 @@ def test_the_parser_of_one_subcommand_is_the_whole_parsers(capsys) -> None:
         assert run(capsys, *argv)[1] == run(capsys, "--help")[1], argv
     code, out, _ = run(capsys, "grep", "--help")
     assert code == 0 and out == whole["grep"].format_help()
+
+
+def test_a_one_query_program_leaves_at_once_with_its_whole_answer_and_its_state_closed(
+    builder: StoreBuilder, tmp_path: Path
+) -> None:
+    """``knowtk grep`` run as a program ends with ``os._exit`` (knowtk.serve.client.leave): its answer is
+    printed whole, the exit code kept, the state closed as a normal exit closes it (no WAL left behind),
+    and a reader that stops early (``| head``) costs no traceback."""
+    for i in range(400):
+        builder.page(f"r{i}", f"Zebra {i}", "zebra words " * 40)
+    state = tmp_path / "state"
+    cmd = [sys.executable, "-m", "knowtk", "--store", str(builder.root), "--state-dir", str(state)]
+    whole = subprocess.run([*cmd, "--json", "grep", "zebra", "--limit", "50"], capture_output=True, timeout=120)
+    assert whole.returncode == 0 and json.loads(whole.stdout)["total"] == 400  # (parses: every byte written)
+    assert sorted(p.name for p in state.iterdir()) == ["safeguards.jsonl", "state.sqlite"]
+    bad = subprocess.run([*cmd, "grep", "zebra", "--limit", "999"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "limit" in bad.stderr
+    head = subprocess.run(f"{' '.join(cmd)} grep zebra --limit 50 | head -c 10", shell=True, capture_output=True)
+    assert head.returncode == 0 and len(head.stdout) == 10 and b"Traceback" not in head.stderr
+    in_python = subprocess.run(  # main(argv) called from Python returns (the caller goes on)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from knowtk.serve.client import main; print('code', main(sys.argv[1:]))",
+            *cmd[3:],
+            "grep",
+            "zebra",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert in_python.stdout.rstrip().endswith("code 0")

@@ -14,11 +14,12 @@ every ``.py`` file of the package: an upgraded or edited knowtk never talks to a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "ENV",
@@ -231,6 +232,22 @@ def main(argv: list[str] | None = None) -> int:
     code = forward(args)
     if code is not None:
         return code
-    from knowtk.cli import main as run_here
+    from knowtk import cli
 
-    return run_here(args)
+    code = cli.main(args)
+    if argv is None and cli.ONE_QUERY_STORES:
+        leave(code, cli.ONE_QUERY_STORES)
+    return code
+
+
+def leave(code: int, stores: list[Any]) -> NoReturn:
+    """End a one-query program now: its stores closed (their state files as a normal exit leaves them), its
+    output flushed, and none of its objects freed one by one (the interpreter's own exit: ~8 ms for the
+    PEPs, ~40 ms at 300k records). Only a read-only query's program leaves this way: nothing runs after it."""
+    for store in stores:
+        with contextlib.suppress(Exception):
+            store.close()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # `knowtk grep ... | head`: the reader is gone
+            stream.flush()
+    os._exit(code)
