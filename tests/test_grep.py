@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import time
+from typing import Any
 
 import pytest
 
@@ -349,3 +351,36 @@ def test_total_counts_direct_and_replacement_hits_across_pages(chains) -> None:
     assert first["total"] == 2 and ids(first) == ["direct"] and first["nextOffset"] == 1
     second = chains.call("knowledge_grep", {"query": "ninety", "limit": 1, "offset": 1})
     assert ids(second) == ["v3"] and second["nextOffset"] is None and second["snapshot"] == first["snapshot"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_page_of_direct_hits_counts_the_replacements_as_the_ranked_path_does(
+    builder: StoreBuilder, seed: int
+) -> None:
+    """A page that direct matches fill counts superseded wording's replacements without ranking them
+    (``_replacements``): every total equals the one a page reaching past the direct matches gives (which
+    ranks them), whatever the chains, filters and modes; and the page's hits are the whole answer's first."""
+    rng = random.Random(seed)
+    words = ["ninety", "days", "retention", "logs", "kept", "sixty", "backup", "audit"]
+    for i in range(60):
+        fields: dict[str, Any] = {"kind": rng.choice(["claim", "page"]), "tags": [rng.choice(["ops", "dev"])]}
+        if i >= 10 and rng.random() < 0.5:  # superseded by an earlier record, or by one that does not exist
+            fields.update(status="superseded", superseded_by=rng.choice([f"r{rng.randrange(i)}", "nowhere"]))
+        body = " ".join(rng.choice(words) for _ in range(rng.randrange(3, 12)))
+        builder.page(f"r{i}", " ".join(rng.sample(words, 2)), body, path=f"{rng.choice('ab')}/r{i}.md", **fields)
+    store = builder.open()
+    counted = 0
+    for _ in range(60):
+        query = " ".join(rng.sample(words, rng.choice([1, 2])))
+        args = {"query": query, "mode": rng.choice(["all", "any", "phrase"])}
+        if rng.random() < 0.4:
+            args.update(rng.choice([{"kind": "claim"}, {"tag": "ops"}]))
+        whole = store.call("knowledge_grep", {**args, "limit": 50})
+        direct = sum(1 for h in whole["hits"] if h["via"] is None)
+        for limit in {1, max(1, direct)}:
+            page = store.call("knowledge_grep", {**args, "limit": limit})
+            assert page["total"] == whole["total"], (args, limit)
+            assert [h["id"] for h in page["hits"]] == [h["id"] for h in whole["hits"][:limit]], (args, limit)
+            counted += limit <= direct and whole["total"] > direct
+    assert counted  # some pages counted replacements they did not show
+    store.close()

@@ -613,3 +613,48 @@ def test_cache_module_keeps_its_pack_shape() -> None:
     assert cache._digest(names) == cache._digest(made)
     assert cache._digest(names) != cache._digest(dict(reversed(names.items())))
     assert knowtk.__name__ == "knowtk"
+
+
+def _unpacked_row_by_row(folder: str, pack: Any) -> Any:
+    """The pack check as it was written first, a row at a time (the reference for ``cache._unpacked``)."""
+    rows = marshal.loads(pack[3])
+    if not isinstance(rows, list) or len(rows) != pack[2]:
+        return None
+    for row in rows:
+        if not (
+            isinstance(row, tuple)
+            and len(row) == 6
+            and isinstance(row[0], str)
+            and folder_of(row[0]) == folder
+            and type(row[1]) is int
+            and type(row[2]) is int
+        ):
+            return None
+    return rows
+
+
+def test_a_pack_is_checked_column_by_column_as_row_by_row() -> None:
+    """``_unpacked`` checks a pack's rows with passes in C: it takes and refuses exactly what a check of each
+    row would (rows of another folder, a folder listed in its parent, a wrong type or length, a count off)."""
+    rng = random.Random(3)
+    taken = refused = 0
+    for _ in range(20_000):
+        folder = rng.choice(["", "a/", "a/b/", "x y/"])
+        rows: list[Any] = []
+        for _ in range(rng.randrange(0, 4)):
+            path = rng.choice(
+                [folder + "n.md", folder + "c/", "a/n.md", "n.md", folder + "c/d.md", "", folder, "a/b/c.md", folder]
+            )
+            row: Any = (path, rng.choice([1, 2, True, 1.0, "1"]), rng.choice([5, None, 7]), "sha", None, None)
+            if rng.random() < 0.1:
+                row = row[:5]
+            if rng.random() < 0.05:
+                row = list(row)
+            rows.append(row)
+        blob = marshal.dumps(rows if rng.random() < 0.95 else {"x": 1})
+        pack = (b"", 1, len(rows) if rng.random() < 0.95 else 9, blob)
+        expected = _unpacked_row_by_row(folder, pack)
+        assert cache._unpacked(folder, pack) == expected, (folder, rows)
+        taken += expected is not None
+        refused += expected is None
+    assert taken > 1000 and refused > 1000

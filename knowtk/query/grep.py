@@ -218,6 +218,8 @@ def _ranking(
     current_of = _replaced(snap, flt, main, history)
     if not current_of:
         return n_direct, ranked
+    if end is not None and n_direct >= end:  # the page is direct matches alone: the replacements are counted only
+        return n_direct + _replacements(terms, current_of, main, history), ranked
     earlier = rank([Source(history, set(current_of))], terms)
     if not earlier:
         return n_direct, ranked
@@ -232,6 +234,16 @@ def _ranking(
             ranked.append((m, current))
             replacements += 1
     return n_direct + replacements, ranked
+
+
+def _replacements(terms: QueryTerms, current_of: dict[int, str], main: FtsProjection, history: FtsProjection) -> int:
+    """How many current records superseded wording adds after the direct matches: those an earlier record's
+    wording matches and their own does not (the ranked path's count, without scoring the earlier records)."""
+    currents = {current_of[rowid] for rowid in history.matching(terms, set(current_of))}
+    if not currents:
+        return 0
+    rowids = {main.ids[current] for current in currents}
+    return len(currents) - len(main.matching(terms, rowids))
 
 
 def _hits(

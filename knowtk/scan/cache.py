@@ -26,7 +26,8 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
-from operator import itemgetter
+from itertools import repeat
+from operator import itemgetter, sub
 from typing import Any
 
 from knowtk.model.profile import ProfileMap
@@ -239,15 +240,13 @@ class Scanner:
         if lazy is None:  # (never while folders are packed) the entries made so far are kept as set anew
             lazy = self._lazy = _Lazy({})
             lazy.made, lazy.added, self._files = self._files, len(self._files), {}
-        stats, known = self._stats, lazy.rows
-        for row in rows:
-            path = row[0]
-            stats[path] = (row[1], row[2])
-            known[path] = row
-        self._members[folder] = {row[0] for row in rows}
+        paths = list(map(itemgetter(0), rows))  # (in C: a folder of ~900 rows, unpacked for one of its records)
+        self._stats.update(zip(paths, map(itemgetter(1, 2), rows), strict=True))
+        lazy.rows.update(zip(paths, rows, strict=True))
+        self._members[folder] = set(paths)
         self._members_unpacked = True
         if damaged:
-            self.forget([row[0] for row in rows])
+            self.forget(paths)
 
     def _table_rows(self, folder: str) -> list[tuple[Any, ...]]:
         try:
@@ -689,18 +688,20 @@ def _unpacked(folder: str, pack: _Pack) -> list[tuple[Any, ...]] | None:
         rows = marshal.loads(pack[3])
     except (ValueError, EOFError, TypeError):
         return None
-    if not isinstance(rows, list) or len(rows) != pack[2]:
+    if type(rows) is not list or len(rows) != pack[2]:
         return None
-    for row in rows:
-        if not (
-            isinstance(row, tuple)
-            and len(row) == 6
-            and isinstance(row[0], str)
-            and folder_of(row[0]) == folder
-            and type(row[1]) is int
-            and type(row[2]) is int
-        ):
-            return None
+    if not rows:
+        return rows
+    # each row a 6-tuple (path, size, mtime_ns, ...) of a path in this folder, checked column by column in C
+    if set(map(type, rows)) != {tuple} or set(map(len, rows)) != {6}:
+        return None
+    paths, sizes, mtimes = list(zip(*rows, strict=True))[:3]
+    if set(map(type, paths)) != {str} or not {*map(type, sizes), *map(type, mtimes)} <= {int}:
+        return None
+    # folder_of(path) == folder: the last '/' before a path's last character ends the folder's prefix
+    lasts = map(str.rfind, paths, repeat("/"), repeat(0), map(sub, map(len, paths), repeat(1)))
+    if set(lasts) != {len(folder) - 1} or set(map(itemgetter(slice(0, len(folder))), paths)) != {folder}:
+        return None
     return rows
 
 

@@ -136,9 +136,12 @@ def _pairs(d: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {k: tuple(v) for k, v in d.items()}
 
 
-def _zipped(lists: list[list[str]]) -> dict[str, str]:
-    keys, values = lists
-    return dict(zip(keys, values, strict=True))
+def _id_columns(lists: list[list[str]]) -> tuple[list[str], list[str]]:
+    """record_at's two columns (ValueError: not two lists of one length)."""
+    ids, paths = lists
+    if not isinstance(ids, list) or not isinstance(paths, list) or len(ids) != len(paths):
+        raise ValueError("record_at's ids and paths differ")
+    return ids, paths
 
 
 def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -831,11 +834,21 @@ class StoredRecords(Mapping[str, Record]):
         self._current_at = self._scanner.changes if value else None
 
     @cached_property
+    def _record_columns(self) -> tuple[list[str], list[str]]:
+        """record_at as stored: the ids and the paths of the records, in the parts' order (before the patches)."""
+        found: tuple[list[str], list[str]] = self._parts.get("record_at", _id_columns)
+        return found
+
+    @cached_property
     def _where(self) -> dict[str, str]:
         """id -> path of every record."""
-        where: dict[str, str] = self._parts.get("record_at", _zipped)
+        ids, paths = self._record_columns
+        try:
+            where = dict(zip(ids, paths, strict=True))
+        except (TypeError, ValueError) as exc:
+            raise self._parts.damaged("record_at", exc) from exc
         if self._parts.meta.get("patches"):
-            self._stored_ids = list(where)  # record_sha's order: the ids as the parts hold them, before the patches
+            self._stored_ids = ids  # record_sha's order: the ids as the parts hold them, before the patches
             self._parts.records(where, None)
         return where
 
@@ -861,8 +874,9 @@ class StoredRecords(Mapping[str, Record]):
 
     @cached_property
     def _facets(self) -> FacetColumns:
-        where = self._where  # (sets _stored_ids when patches follow)
-        return self._parts.facets(self._stored_ids if self._stored_ids is not None else list(where))
+        # aligned with the stored ids, the patches' records kept over them by id: id -> path is not needed (its
+        # dict cost ~50 ms at 300k records)
+        return self._parts.facets(self._record_columns[0])
 
     @cached_property
     def at_path(self) -> dict[str, str]:
