@@ -487,7 +487,7 @@ class FtsProjection:
         its records), or None when the mark names another image or none.
 
         A process that took the rows as an image's and then changed some (its own edits) marks them
-        ``key~digest`` and writes the ids it changed beside: the next process then compares those ids
+        ``key~count~digest`` and writes the ids it changed beside: the next process then compares those ids
         only, where any other mark would make it compare every row."""
         mark = self.image_mark
         if mark == key:
