@@ -169,13 +169,15 @@ def _store(a: argparse.Namespace, *, one_query: bool = False) -> Store:
         return held
     if one_query:
         store = open_store(a.store, state_dir=a.state_dir, profile=a.profile, change_source=StatWalk)
-        ONE_QUERY_STORES.append(store)
+        if ONE_QUERY_STORES is not None:
+            ONE_QUERY_STORES.append(store)
         return store
     return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
 
 
-# the stores a one-query command opened: the program closes them and leaves (knowtk.serve.client.main)
-ONE_QUERY_STORES: list[Store] = []
+# the stores a one-query command opened, kept only when the command line runs as a program (a list then):
+# it closes them and leaves (knowtk.serve.client.main); a caller of ``main(argv)`` keeps no store here
+ONE_QUERY_STORES: list[Store] | None = None
 
 
 # -- tool subcommands, made from the Param specs ---------------------------------------------------

@@ -338,3 +338,18 @@ def test_a_one_query_program_leaves_at_once_with_its_whole_answer_and_its_state_
         timeout=120,
     )
     assert in_python.stdout.rstrip().endswith("code 0")
+    kept = subprocess.run(  # nor keeps the stores it opened (a library caller's process would hold them open)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from knowtk import cli; cli.main(sys.argv[1:]); cli.main(sys.argv[1:]); "
+            "print('kept', cli.ONE_QUERY_STORES)",
+            *cmd[3:],
+            "grep",
+            "zebra",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert kept.stdout.rstrip().endswith("kept None"), kept.stderr

@@ -234,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     from knowtk import cli
 
+    if argv is None:  # the program: the stores a one-query command opens are closed as it leaves
+        cli.ONE_QUERY_STORES = []
     code = cli.main(args)
     if argv is None and cli.ONE_QUERY_STORES:
         leave(code, cli.ONE_QUERY_STORES)
