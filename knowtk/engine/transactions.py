@@ -64,7 +64,7 @@ def run_all(engines: Sequence[Participant], fn: Callable[[], T]) -> T:
                 return fn()
             ordered = fresh  # engines the outer call did not open yet get their own transaction here
         # the collector paused for the whole call: a query makes many small objects and no cycles worth it, and a
-        # pass over a large store's heap in the middle of one cost a first call 20-30 ms at 100k records
+        # pass over a large store's heap in the middle of one was paid by whichever first call met it
         stack.enter_context(collector_paused())
         return _with_retries(ordered, fn)
 

@@ -1,8 +1,9 @@
 """The CLI's side of ``knowtk serve``: which socket serves a store, and forwarding one command line to it.
 
 This module runs before the command line is parsed and must stay cheap: it imports only the standard
-library's ``os``, ``sys``, ``stat`` and ``json``, and ``socket`` and ``hashlib`` only when a server may
-answer (a socket folder holds something; tests/test_serve.py pins the import set of a forwarded ``knowtk grep``).
+library's ``os``, ``sys``, ``stat``, ``json`` and ``contextlib``, and ``socket`` and ``hashlib`` only when a
+server may answer (a socket folder holds something; tests/test_serve.py pins the import set of a forwarded
+``knowtk grep``).
 ``forward(argv)`` answers a read-only query through a running server, or returns None and the CLI runs
 the command itself, as it does without a server.
 
