@@ -45,6 +45,19 @@ def test_state_lives_in_dot_knowtk_and_tables_are_named_as_the_seed(builder: Sto
         assert table in names
 
 
+def test_keyword_tables_keep_a_builds_new_terms_in_memory_up_to_their_bound(builder: StoreBuilder) -> None:
+    # FTS5's default (1 MiB) wrote a first build out in many small segments that merges then rewrote
+    from knowtk.index.fts import PENDING_TERMS_BYTES
+
+    builder.page("a", "Zebra", "a body")
+    store = builder.open()
+    assert store.grep("zebra")["total"] == 1
+    conn = sqlite3.connect(store.state_path)
+    for fts in ("keyword_fts_v1_root", "keyword_history_fts_v1_root"):
+        config = dict(conn.execute(f"SELECT k, v FROM {fts}_config"))
+        assert config["hashsize"] == PENDING_TERMS_BYTES > 2**20
+
+
 def test_only_changed_records_are_reindexed(builder: StoreBuilder) -> None:
     for i in range(30):
         builder.page(f"r{i:02d}", f"Record {i}", f"common words and zebra{i}")
