@@ -7,8 +7,9 @@ Runs bench/run.py's groups as its children (``--child``), on STORE with its stat
 (STATE is removed and built again by the cold group: point it at a copy). For every group it
 prints the peak RSS of the whole process tree (the main process and its parse workers, sampled
 every 20 ms from /proc, as run.py does), of the main process alone, and of the largest parse
-worker, the median over --runs. ``changed`` is the group that builds every record (it walks
-``snap.records`` to choose the file it edits), then edits one file and queries it.
+worker, the median over --runs. ``changed`` opens the store, answers a query, then edits one file
+and queries it; the file is chosen beforehand in a process of its own (run.py's ``edit_paths``:
+choosing it builds every record, which the measured process must not hold).
 
 ``--trace GROUP`` runs GROUP once more in this process under tracemalloc (slow: several times
 the group's time) and prints the --top allocation sites still held at the end, by size: where
@@ -31,14 +32,23 @@ MIB = 1 << 20
 QUERY = [{"query": "retro", "words": ["retro"], "mode": "all"}]
 
 
+def spec_of(group: str, store: Path, state: Path) -> object:
+    """The group's --spec: the query, or for ``changed`` the file to edit (chosen in a child of its own)."""
+    if group != "changed":
+        return QUERY
+    return run.run_child("edit_paths", argparse.Namespace(runs=1, queries=1, seed=1), store, state, [])
+
+
 def measure(group: str, store: Path, state: Path, runs: int) -> dict[str, float]:
     a = argparse.Namespace(runs=1, queries=1, seed=1)
-    results = [run.run_child(group, a, store, state, QUERY) for _ in range(runs)]
+    spec = spec_of(group, store, state)
+    results = [run.run_child(group, a, store, state, spec) for _ in range(runs)]
     return {key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")}
 
 
 def trace(group: str, store: Path, state: Path, top: int) -> None:
-    a = argparse.Namespace(store=str(store), state=str(state), spec=json.dumps(QUERY), runs=1, queries=1, seed=1)
+    spec = json.dumps(spec_of(group, store, state))
+    a = argparse.Namespace(store=str(store), state=str(state), spec=spec, runs=1, queries=1, seed=1)
     tracemalloc.start(4)
     run.CHILDREN[group](a)
     current, peak = tracemalloc.get_traced_memory()
