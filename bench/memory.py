@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peak memory of the cold build, the warm open and the first change, each in a fresh process.
+"""Peak memory and time of the cold build, the warm open and the first change, each in a fresh process.
 
     python bench/memory.py STORE STATE [--groups cold warm changed] [--runs 1] [--trace GROUP] [--top 25]
 
@@ -7,9 +7,11 @@ Runs bench/run.py's groups as its children (``--child``), on STORE with its stat
 (STATE is removed and built again by the cold group: point it at a copy). For every group it
 prints the peak RSS of the whole process tree (the main process and its parse workers, sampled
 every 20 ms from /proc, as run.py does), of the main process alone, and of the largest parse
-worker, the median over --runs. ``changed`` opens the store, answers a query, then edits one file
-and queries it; the file is chosen beforehand in a process of its own (run.py's ``edit_paths``:
-choosing it builds every record, which the measured process must not hold).
+worker, and the group's own timing (cold: the build and first query; warm: the open and first
+query; changed: the edited file's query), each the median over --runs. ``changed`` opens the
+store, answers a query, then edits one file and queries it; the file is chosen beforehand in a
+process of its own (run.py's ``edit_paths``: choosing it builds every record, which the measured
+process must not hold).
 
 ``--trace GROUP`` runs GROUP once more in this process under tracemalloc (slow: several times
 the group's time) and prints the --top allocation sites still held at the end, by size: where
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run
 
 MIB = 1 << 20
+TIMED = {"cold": "cold", "warm": "reopen", "changed": "changed"}  # group -> the key of its timing in run.py's answer
 QUERY = [{"query": "retro", "words": ["retro"], "mode": "all"}]
 
 
@@ -43,7 +46,11 @@ def measure(group: str, store: Path, state: Path, runs: int) -> dict[str, float]
     a = argparse.Namespace(runs=1, queries=1, seed=1)
     spec = spec_of(group, store, state)
     results = [run.run_child(group, a, store, state, spec) for _ in range(runs)]
-    return {key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")}
+    found = {
+        key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")
+    }
+    found["time"] = statistics.median(r[TIMED[group]] for r in results)
+    return found
 
 
 def trace(group: str, store: Path, state: Path, top: int) -> None:
@@ -70,11 +77,12 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     a = ap.parse_args()
     run.compile_package()
-    print("| group | tree peak | main process | largest worker |")
-    print("|---|---|---|---|")
+    print("| group | tree peak | main process | largest worker | time |")
+    print("|---|---|---|---|---|")
     for group in a.groups:
         m = measure(group, a.store.resolve(), a.state.resolve(), a.runs)
-        print(f"| {group} | {m['rss_tree']:.0f} MiB | {m['rss']:.0f} MiB | {m['rss_children']:.0f} MiB |", flush=True)
+        sizes = f"{m['rss_tree']:.0f} MiB | {m['rss']:.0f} MiB | {m['rss_children']:.0f} MiB"
+        print(f"| {group} | {sizes} | {run.fmt_s(m['time'])} |", flush=True)
     if a.trace:
         trace(a.trace, a.store.resolve(), a.state.resolve(), a.top)
 
