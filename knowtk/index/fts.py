@@ -77,8 +77,8 @@ HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "\ue000", "\ue001"  # private-use characters m
 OPENING_CHARS = 4096  # what texts() keeps of a body over its limit: enough for an opening excerpt
 MEMO_ENTRIES = 16  # derived sets kept per projection (each can hold a rowid per record)
 # FTS5 keeps a write's new terms in memory up to this many bytes, then writes them out as a segment that
-# later merges rewrite: 1 MiB by default, which made a first build of 100k records spend ~40% more time
-# in FTS5 (bench/run.py's cold row). A write's transaction ends with every pending term written anyway.
+# later merges rewrite: 1 MiB by default, with which a first build of 100k records took 36-40 s against
+# 31-32 s (bench/memory.py --groups cold, docs/performance.md). A transaction ends with every term written.
 PENDING_TERMS_BYTES = 16 * 2**20
 PHRASE_ENTRIES = 32  # phrases whose per-row counts are kept (16 bytes per row holding the phrase)
 # ``matching`` asks for this many rows or more in one pass over the expression's rows: FTS5 seeks each rowid of
