@@ -192,3 +192,39 @@ def test_rowids_of_many_ids_read_in_one_query_are_the_table_s(tmp_path: Path, cl
         assert main.rowids_of(["r5"]) == {"r5": table["r5"]}
         assert not main._rows_read.whole  # (read row by row: the table was not read whole)
         assert main.rowids_of([]) == {}
+
+
+def _table(state_dir: Path) -> tuple[dict[str, str], dict[int, str], dict[int, int]]:
+    """The rows table as it is: id -> sha256, rowid -> id, rowid -> tokens."""
+    conn = sqlite3.connect(state_dir / STATE_FILE)
+    try:
+        rows = conn.execute("SELECT rowid, id, sha256, tokens FROM keyword_rows_v1_root").fetchall()
+    finally:
+        conn.close()
+    return {r[1]: r[2] for r in rows}, {r[0]: r[1] for r in rows}, {r[0]: r[3] for r in rows}
+
+
+def test_hashes_read_apart_from_the_rest_of_the_rows_stay_the_table_s_across_writes(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A filter reads ids, rowids and token counts of every row without their hashes; the hashes read one at a
+    time before this process writes rows are patched with the write (or dropped), never served stale."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _write(root, 40)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        assert store.grep("alpha", kind="page").to_dict()["total"] == 40
+        main = store.engine._keyword.main  # type: ignore[union-attr]
+        rows = main._rows_read
+        assert rows.whole and not rows.shas_whole  # (the filter read the table whole, the hashes apart)
+        shas, id_of, tokens = _table(state_dir)
+        assert main.shas["r3"] == shas["r3"] and main.shas["r4"] == shas["r4"] and "gone" not in main.shas
+        path = root / "r3.md"
+        path.write_text(path.read_text(encoding="utf-8") + "zebra\n", encoding="utf-8")
+        assert _hits(store, "zebra") == ["r3"]  # this process wrote r3's rows again
+        assert rows.whole and not rows.shas_whole  # patched, not dropped
+        shas, id_of, tokens = _table(state_dir)
+        assert main.shas["r3"] == shas["r3"] and main.shas["r4"] == shas["r4"]
+        assert dict(main.id_of.items()) == id_of and dict(main.tokens.items()) == tokens
+        assert dict(main.shas.items()) == shas and rows.shas_whole

@@ -1079,12 +1079,17 @@ class _Rows:
     table, which a write of this projection patches (a long-lived process reads it once). A row is read
     in the query's transaction, after checking that no other process wrote since the projection was
     loaded (``FtsProjection.check_current``): never a row of another version than the ones read before.
+
+    The file hashes are read whole apart from the other columns (``load_shas``): a filter and a phrase's
+    counts need ids, rowids and token counts of every row, and the 64-character hashes made reading the
+    table whole ~25% slower for them.
     """
 
     def __init__(self, proj: FtsProjection) -> None:
         self.proj = proj
         self.at = -1  # the mirror what follows belongs to
-        self.whole = False  # every row is in ``known``
+        self.whole = False  # every row's id, rowid and tokens are in ``known``
+        self.shas_whole = False  # every row's sha256 is in ``known``
         self.known: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})  # ids, shas, id_of, tokens (or _ABSENT)
         self.count: int | None = None
         self.total: int | None = None
@@ -1094,7 +1099,7 @@ class _Rows:
     def current(self) -> tuple[dict[Any, Any], ...]:
         """``known`` for the projection's present mirror (emptied when it moved on)."""
         if self.at != self.proj.mirror:
-            self.at, self.whole, self.known = self.proj.mirror, False, ({}, {}, {}, {})
+            self.at, self.whole, self.shas_whole, self.known = self.proj.mirror, False, False, ({}, {}, {}, {})
             self.count = self.total = None
             self.reads = 0
             for column in self.columns:  # their lookups go through ``_Column.get`` again
@@ -1105,7 +1110,7 @@ class _Rows:
         """One row's value (``_ABSENT`` if none), read and kept; past LOAD_AFTER reads, the whole table."""
         self.reads += 1
         if self.reads > LOAD_AFTER:
-            return self.load_whole()[slot].get(key, _ABSENT)
+            return self.load(slot)[slot].get(key, _ABSENT)
         proj = self.proj
         with proj.state.reading():
             proj.check_current()
@@ -1130,25 +1135,51 @@ class _Rows:
                     known[rid] = found.get(rid, _ABSENT)
         return {rid: rowid for rid in ids if (rowid := known.get(rid, _ABSENT)) is not _ABSENT}
 
+    def is_whole(self, slot: int) -> bool:
+        return self.shas_whole if slot == SHAS else self.whole
+
+    def load(self, slot: int) -> tuple[dict[Any, Any], ...]:
+        """``known`` with ``slot`` read whole."""
+        return self.load_shas() if slot == SHAS else self.load_whole()
+
     def load_whole(self) -> tuple[dict[Any, Any], ...]:
-        self.current()
+        """``known`` with every row's id, rowid and tokens (the hashes read so far kept as they are)."""
+        known = self.current()
         if self.whole:
-            return self.known
+            return known
         proj = self.proj
         with proj.state.reading():
             proj.check_current()
-            rows = proj.conn.execute(f"SELECT rowid, id, sha256, tokens FROM {proj.rows}").fetchall()
-        rowids, ids, shas, tokens = zip(*rows, strict=True) if rows else ((), (), (), ())  # dict(zip()): no loop
+            rows = proj.conn.execute(f"SELECT rowid, id, tokens FROM {proj.rows}").fetchall()
+        rowids, ids, tokens = zip(*rows, strict=True) if rows else ((), (), ())  # dict(zip()): no loop
         self.known = (
             dict(zip(ids, rowids, strict=True)),
-            dict(zip(ids, shas, strict=True)),
+            known[SHAS],
             dict(zip(rowids, ids, strict=True)),
             dict(zip(rowids, tokens, strict=True)),
         )
         self.whole, self.count = True, len(rows)
-        for column in self.columns:  # a lookup is then the dict's own (in C: a bulk caller maps over it)
-            column.__dict__["get"] = self.known[column.slot].get
+        self._bind(IDS, ID_OF, TOKENS)
         return self.known
+
+    def load_shas(self) -> tuple[dict[Any, Any], ...]:
+        """``known`` with every row's sha256."""
+        known = self.current()
+        if self.shas_whole:
+            return known
+        proj = self.proj
+        with proj.state.reading():
+            proj.check_current()
+            shas = dict(proj.conn.execute(f"SELECT id, sha256 FROM {proj.rows}").fetchall())
+        self.known = (known[IDS], shas, known[ID_OF], known[TOKENS])
+        self.shas_whole = True
+        self._bind(SHAS)
+        return self.known
+
+    def _bind(self, *slots: int) -> None:
+        for column in self.columns:  # a lookup is then the dict's own (in C: a bulk caller maps over it)
+            if column.slot in slots:
+                column.__dict__["get"] = self.known[column.slot].get
 
     def length(self) -> int:
         self.current()
@@ -1179,13 +1210,15 @@ class _Rows:
 
     def written(self, deleted: list[tuple[str, int]], inserted: list[tuple[int, str, str, int]]) -> None:
         """The projection wrote these rows (its mirror moved on): a whole table is patched, rows read one at
-        a time are dropped (read again from the table as it is now)."""
+        a time are dropped (read again from the table as it is now). The hashes read so far are patched too
+        when the rest is whole: a hash of a row the write left alone is still its row's."""
         if not self.whole or self.at != self.proj.mirror - 1:
             self.current()
             return
         ids, shas, id_of, tokens = self.known
         for rid, rowid in deleted:
-            del ids[rid], shas[rid], id_of[rowid], tokens[rowid]
+            del ids[rid], id_of[rowid], tokens[rowid]
+            shas.pop(rid, None)
         for rowid, rid, sha, size in inserted:
             ids[rid], shas[rid], id_of[rowid], tokens[rowid] = rowid, sha, rid, size
         self.at, self.count, self.total = self.proj.mirror, len(ids), None
@@ -1202,7 +1235,7 @@ class _Column(Mapping[Any, Any]):
 
     def get(self, key: Any, default: Any = None) -> Any:
         rows = self._rows
-        value = rows.current()[self.slot].get(key, _ABSENT if rows.whole else _UNREAD)
+        value = rows.current()[self.slot].get(key, _ABSENT if rows.is_whole(self.slot) else _UNREAD)
         if value is _UNREAD:
             value = rows.read(self.slot, self._sql, key)
         return default if value is _ABSENT else value
@@ -1220,7 +1253,7 @@ class _Column(Mapping[Any, Any]):
         return self._rows.length()
 
     def _whole(self) -> dict[Any, Any]:
-        return self._rows.load_whole()[self.slot]
+        return self._rows.load(self.slot)[self.slot]
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._whole())
