@@ -1111,11 +1111,8 @@ class _Rows:
         self.reads += 1
         if self.reads > LOAD_AFTER:
             return self.load(slot)[slot].get(key, _ABSENT)
-        proj = self.proj
-        with proj.state.reading():
-            proj.check_current()
-            row = proj.conn.execute(sql, (key,)).fetchone()
-        value = _ABSENT if row is None else row[0]
+        rows = self._select(sql, key)
+        value = rows[0][0] if rows else _ABSENT
         self.known[slot][key] = value
         return value
 
@@ -1126,11 +1123,8 @@ class _Rows:
         if not self.whole:
             unread = [rid for rid in ids if rid not in known]
             if unread:
-                proj = self.proj
-                sql = f"SELECT id, rowid FROM {proj.rows} WHERE id IN (SELECT value FROM json_each(?))"
-                with proj.state.reading():
-                    proj.check_current()
-                    found = dict(proj.conn.execute(sql, (json.dumps(unread),)).fetchall())
+                sql = f"SELECT id, rowid FROM {self.proj.rows} WHERE id IN (SELECT value FROM json_each(?))"
+                found = dict(self._select(sql, json.dumps(unread)))
                 for rid in unread:
                     known[rid] = found.get(rid, _ABSENT)
         return {rid: rowid for rid in ids if (rowid := known.get(rid, _ABSENT)) is not _ABSENT}
@@ -1147,10 +1141,7 @@ class _Rows:
         known = self.current()
         if self.whole:
             return known
-        proj = self.proj
-        with proj.state.reading():
-            proj.check_current()
-            rows = proj.conn.execute(f"SELECT rowid, id, tokens FROM {proj.rows}").fetchall()
+        rows = self._select(f"SELECT rowid, id, tokens FROM {self.proj.rows}")
         rowids, ids, tokens = zip(*rows, strict=True) if rows else ((), (), ())  # dict(zip()): no loop
         self.known = (
             dict(zip(ids, rowids, strict=True)),
@@ -1167,14 +1158,18 @@ class _Rows:
         known = self.current()
         if self.shas_whole:
             return known
-        proj = self.proj
-        with proj.state.reading():
-            proj.check_current()
-            shas = dict(proj.conn.execute(f"SELECT id, sha256 FROM {proj.rows}").fetchall())
+        shas = dict(self._select(f"SELECT id, sha256 FROM {self.proj.rows}"))
         self.known = (known[IDS], shas, known[ID_OF], known[TOKENS])
         self.shas_whole = True
         self._bind(SHAS)
         return self.known
+
+    def _select(self, sql: str, *params: Any) -> list[Any]:
+        """The rows of ``sql``, read in the query's transaction from the tables the mirror was loaded from."""
+        proj = self.proj
+        with proj.state.reading():
+            proj.check_current()
+            return proj.conn.execute(sql, params).fetchall()
 
     def _bind(self, *slots: int) -> None:
         for column in self.columns:  # a lookup is then the dict's own (in C: a bulk caller maps over it)
@@ -1184,10 +1179,7 @@ class _Rows:
     def length(self) -> int:
         self.current()
         if self.count is None:
-            proj = self.proj
-            with proj.state.reading():
-                proj.check_current()
-                self.count = int(proj.conn.execute(f"SELECT count(*) FROM {proj.rows}").fetchone()[0])
+            self.count = int(self._select(f"SELECT count(*) FROM {self.proj.rows}")[0][0])
         return self.count
 
     def total_tokens(self) -> int:
@@ -1201,11 +1193,8 @@ class _Rows:
             if self.whole:
                 self.total = sum(self.known[TOKENS].values())
             else:
-                proj = self.proj
-                with proj.state.reading():
-                    proj.check_current()
-                    row = proj.conn.execute(f"SELECT block FROM {proj.fts}_data WHERE id = 1").fetchone()
-                self.total = sum(_varints(row[0])[1:]) if row is not None else 0
+                rows = self._select(f"SELECT block FROM {self.proj.fts}_data WHERE id = 1")
+                self.total = sum(_varints(rows[0][0])[1:]) if rows else 0
         return self.total
 
     def written(self, deleted: list[tuple[str, int]], inserted: list[tuple[int, str, str, int]]) -> None:
