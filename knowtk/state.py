@@ -43,7 +43,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from knowtk.errors import SafeguardLoss, StateError
+from knowtk.errors import SafeguardLoss, StateError, StoreChanged
 from knowtk.model.datevalues import format_utc
 
 __all__ = [
@@ -143,6 +143,12 @@ def accept_hint(root: str, state_dir: str | None) -> str:
 
 class Contention(Exception):
     """Another process changed the state under this query; the query is run again (never shown to a user)."""
+
+
+class RecordChanged(Contention, StoreChanged):
+    """A record's file changed since the record was read, and what the record reads back of it is gone: in a
+    call, the call runs again on the file as it is now (a Contention); a record held outside a call raises it
+    as a StoreChanged (take the record again from a new snapshot)."""
 
 
 def is_busy(exc: sqlite3.Error) -> bool:

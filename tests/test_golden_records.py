@@ -30,7 +30,7 @@ def as_json(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"body": body, "issues": [i.to_json() for i in issues], "record": None}
     if record is not None:
         fields = shapes.asdict(record)
-        fields.pop("frontmatter")
+        fields.pop("frontmatter_or_source")
         fields["dates"] = {k: v.to_json() for k, v in record.dates.items()}
         fields["expires_at"] = record.expires_at.to_json() if record.expires_at else None
         out["record"] = fields

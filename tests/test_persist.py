@@ -34,6 +34,7 @@ from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
 from knowtk.snapshot.persist import StoredRecords, StoredSnapshot
 from knowtk.state import STATE_FILE, StateDB
+from tests.helpers import StoreBuilder
 
 FIELDS = [f.name for f in shapes.fields(Snapshot) if not f.name.startswith("_")]
 # what two engines built at different instants may differ in (the image keeps the instant it was built at)
@@ -1069,3 +1070,47 @@ def test_changed_keys_in_c_agree_with_a_key_by_key_comparison() -> None:
         if rng.random() < 0.5:  # the same values as other objects (a copy made by a build)
             new = {k: (list(v) if isinstance(v, list) else v) for k, v in new.items()}
         assert persist._changed_keys(old, new) == by_key(old, new), (old, new)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 4, 7, 9])
+def test_a_long_part_written_in_pieces_is_the_same_json_text(count: int) -> None:
+    """record_at and record_sha are written a piece at a time (a 1M cold build's memory): the pieces
+    joined are exactly ``json.dumps``' text, so the part's digest and its reading are unchanged."""
+    from knowtk.snapshot.persist import json_list_pieces
+
+    values = [f'réc-{i}\u2028"q"' for i in range(count)]
+    for size in (1, 2, 3, 4, 1 << 16):
+        assert "".join(json_list_pieces(values, size)) == json.dumps(values, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 8])
+def test_every_part_written_in_pieces_is_the_same_json_text(count: int) -> None:
+    """Every part goes through ``json_pieces``: a dict or a list in pieces, anything else whole, joined the
+    same text as ``json.dumps`` (keys in order, non-ASCII kept, a non-string key made a string alike)."""
+    from knowtk.snapshot.persist import json_pieces
+
+    mapping: dict[Any, Any] = {f"ключ-{i}": [i, None, {"x": "é"}] for i in range(count)}
+    mapping[7] = "int key"
+    for value in (mapping, list(mapping.items()), "text", 3, None):
+        for size in (1, 2, 3, 1 << 16):
+            assert "".join(json_pieces(value, size)) == json.dumps(value, ensure_ascii=False)
+
+
+def test_an_image_is_staged_then_put_in_place_in_one_transaction(tmp_path: Path) -> None:
+    """The parts are staged in the connection's temporary database and copied in one transaction: the
+    stored image holds every part in order, reads back as the snapshot, and the staging is emptied."""
+    b = StoreBuilder(tmp_path / "store")
+    for i in range(30):
+        b.page(f"p-{i}", f"Page {i}", "words")
+    state = tmp_path / "state"
+    store = knowtk.open_store(b.root, state_dir=state)
+    expected = store.call("knowledge_grep", {"query": "words", "limit": 50})["hits"]
+    conn = store.engine.state.conn
+    parts = [row[0] for row in conn.execute("SELECT part FROM snapshot_image_v1 ORDER BY rowid")]
+    assert parts[0] == "meta" and "record_at" in parts and parts.index("lifecycle") < parts.index("record_at")
+    assert conn.execute("SELECT count(*) FROM temp.snapshot_image_staging").fetchone()[0] == 0
+    store.close()
+    again = knowtk.open_store(b.root, state_dir=state)
+    assert again.call("knowledge_grep", {"query": "words", "limit": 50})["hits"] == expected
+    assert isinstance(again.snapshot(), StoredSnapshot)
+    again.close()

@@ -159,7 +159,7 @@ class FtsProjection:
         self._phrases: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64], int]] = {}
         # the rows reconcile deleted and inserted, (mirror after, deleted rowids, inserted rowids), since mirror
         # _changes_from: a count kept at that mirror or later is brought up to date from them alone
-        self._changes: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self._changes: list[tuple[int, tuple[int, ...], range]] = []  # (mirror, rowids deleted, rowids inserted)
         self._changes_from = 0
         self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
@@ -361,7 +361,7 @@ class FtsProjection:
                 self._set_mark(mark, unsure)
             return 0
         conn = self.conn
-        inserted: list[tuple[int, str]] = []
+        inserted: list[str] = []  # the ids inserted, the first at rowid ``first``, each next at the next rowid
         complete = True
         with self.state.transaction():
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
@@ -384,29 +384,31 @@ class FtsProjection:
                         complete = False
                         continue
                     rowid = first + len(inserted)
-                    inserted.append((rowid, rid))
+                    inserted.append(rid)
                     texts.add(rowid, text)
                     yield (rowid, *text)
 
             conn.executemany(f"INSERT INTO {self.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?)", rows())
             texts.flush()
             sizes = self._docsizes(first)
+            # (rows made as they are written, here and for the mirror below: a cold build's million rows are
+            # not held as tuples beside its records)
             conn.executemany(
                 f"INSERT INTO {self.rows} (rowid, id, sha256, tokens) VALUES (?, ?, ?, ?)",
-                [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted],
+                ((rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in enumerate(inserted, first)),
             )
             self.indexed_at = format_utc(now_utc())
             conn.execute("UPDATE keyword_state_v1 SET indexed_at = ? WHERE projection = ?", (self.indexed_at, self.key))
             self.image_mark = _marked(mark, unsure) if complete and mark is not None else None
             self._write_mark(unsure)  # (after the rows: their triggers clear it)
         self.mirror += 1
-        new_rows = [(rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in inserted]
+        new_rows = ((rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in enumerate(inserted, first))
         self._rows_read.written(list(zip(stale, (rowid for (rowid,) in gone), strict=True)), new_rows)
-        self._changed([rowid for (rowid,) in gone], [rowid for rowid, _ in inserted], sizes)
+        self._changed([rowid for (rowid,) in gone], range(first, first + len(inserted)), sizes)
         self._synced, self._synced_version = (desired, version) if complete else (None, None)
         return len(stale) + len(inserted)
 
-    def _changed(self, deleted: list[int], inserted: list[int], sizes: Mapping[int, int]) -> None:
+    def _changed(self, deleted: list[int], inserted: range, sizes: Mapping[int, int]) -> None:
         """Log the rows a reconcile deleted and inserted (the mirror is bumped already), and patch the
         tokens array: kept counts are patched from the log at their next use, exactly (``_kept``)."""
         # the log starts at the oldest count or memo kept: earlier changes are in all of them already
@@ -416,7 +418,7 @@ class FtsProjection:
         oldest = min(kept, default=self.mirror - 1)
         self._changes = [c for c in self._changes if c[0] > oldest]
         self._changes_from = max(self._changes_from, oldest)
-        self._changes.append((self.mirror, tuple(deleted), tuple(inserted)))
+        self._changes.append((self.mirror, tuple(deleted), inserted))
         if sum(len(d) + len(i) for _, d, i in self._changes) > PATCH_SHARE * max(len(self.tokens), 1):
             self._changes, self._changes_from = [], self.mirror  # many rows changed: ranking afresh costs less
         cached = self._arrays.get("tokens")
@@ -1197,7 +1199,7 @@ class _Rows:
                 self.total = sum(_varints(rows[0][0])[1:]) if rows else 0
         return self.total
 
-    def written(self, deleted: list[tuple[str, int]], inserted: list[tuple[int, str, str, int]]) -> None:
+    def written(self, deleted: list[tuple[str, int]], inserted: Iterable[tuple[int, str, str, int]]) -> None:
         """The projection wrote these rows (its mirror moved on): a whole table is patched, rows read one at
         a time are dropped (read again from the table as it is now). The hashes read so far are patched too
         when the rest is whole: a hash of a row the write left alone is still its row's."""

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from knowtk.model.datevalues import DateValue, parse_date_value
 from knowtk.model.plainyaml import plain_yaml
@@ -30,6 +30,7 @@ __all__ = [
     "ID_PATTERN",
     "Evidence",
     "FileProblem",
+    "FrontmatterSource",
     "Issue",
     "Record",
     "body_of",
@@ -110,6 +111,12 @@ class Evidence:
     quote: str | None
 
 
+class FrontmatterSource(Protocol):
+    """Where a record whose frontmatter was let go (``Record.release_frontmatter``) reads it back."""
+
+    def frontmatter_of(self, record: Record) -> dict[str, Any]: ...
+
+
 @shape(slots=True)
 class Record:
     id: str
@@ -142,9 +149,25 @@ class Record:
     reasoning: Any
     alternatives: Any
     fields: dict[str, Any]
-    frontmatter: dict[str, Any]
+    # the frontmatter mapping, or where it is read back from once let go (the record's other fields hold
+    # what queries read; the mapping itself is ~650 bytes a record: issue 20's 1M memory). Not compared:
+    # the same sha256 is the same frontmatter.
+    frontmatter_or_source: dict[str, Any] | FrontmatterSource = field(repr=False, compare=False)
     body_line: int  # one-based file line of the body's first line
     references: tuple[str, ...] = field(default=())  # every structured id this record needs
+
+    @property
+    def frontmatter(self) -> dict[str, Any]:
+        """The frontmatter mapping as the file gives it (read back when it was let go)."""
+        held = self.frontmatter_or_source
+        return held if isinstance(held, dict) else held.frontmatter_of(self)
+
+    def release_frontmatter(self, source: FrontmatterSource) -> None:
+        """Let the frontmatter mapping go: ``source`` reads it back when asked. A record a profile read keeps
+        it (its derivation, which ``profile`` and ``derived_lines`` read, travels in the mapping)."""
+        held = self.frontmatter_or_source
+        if isinstance(held, dict) and DERIVED_KEY not in held:
+            self.frontmatter_or_source = source
 
     @property
     def scope_path(self) -> str:
@@ -153,7 +176,10 @@ class Record:
     # what a profile derived (knowtk.model.profile) travels in the frontmatter mapping, under DERIVED_KEY
     @property
     def _derivation(self) -> dict[str, Any]:
-        found = self.frontmatter.get(DERIVED_KEY)
+        held = self.frontmatter_or_source
+        if not isinstance(held, dict):  # let go: it had no derivation (release_frontmatter)
+            return {}
+        found = held.get(DERIVED_KEY)
         return found if isinstance(found, dict) else {}
 
     @property
@@ -175,8 +201,9 @@ class Record:
     @property
     def written(self) -> dict[str, Any]:
         """The frontmatter as the person wrote it (without what a profile derived)."""
-        if DERIVED_KEY not in self.frontmatter:
-            return self.frontmatter
+        frontmatter = self.frontmatter
+        if DERIVED_KEY not in frontmatter:
+            return frontmatter
         written = self._derivation.get("frontmatter")
         return written if isinstance(written, dict) else {}
 
@@ -344,7 +371,7 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
         record = _record(read, sha256, body_line)
     except _NotARecord as refused:
         return None, [*read.issues, Issue(path, rid, refused.code, refused.message)]
-    record.frontmatter = derived_meta  # (with DERIVED_KEY: Record.derived, Record.written read it)
+    record.frontmatter_or_source = derived_meta  # (with DERIVED_KEY: Record.derived, Record.written read it)
     return record, read.issues
 
 
@@ -489,7 +516,7 @@ def _record(read: _Fields, sha256: str, body_line: int) -> Record:
         reasoning=meta.get("reasoning"),
         alternatives=meta.get("alternatives"),
         fields=fields,
-        frontmatter=meta,
+        frontmatter_or_source=meta,
         body_line=body_line,
         references=references,
     )
@@ -531,13 +558,18 @@ def _superseded_by(read: _Fields, status: str) -> str | None:
     return superseded_by
 
 
+# the ``fields`` of every record without any: one object (80 bytes a record at 1M records, issue 20). Nothing
+# writes into a record's fields; an answer holds a copy (knowtk.results).
+_NO_FIELDS: dict[str, Any] = {}
+
+
 def _fields(read: _Fields) -> dict[str, Any]:
     """The free-form ``fields`` mapping ({} when absent or not a mapping)."""
     fields = read.meta.get("fields")
     if fields is not None and not isinstance(fields, dict):
         read.issue("field_invalid", "fields must be a mapping; ignored")
         fields = None
-    return fields or {}
+    return fields or _NO_FIELDS
 
 
 def _dates(read: _Fields, fields: dict[str, Any]) -> dict[str, DateValue]:

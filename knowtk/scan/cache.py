@@ -24,21 +24,24 @@ import sqlite3
 import sys
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from functools import partial
 from itertools import repeat
 from operator import itemgetter, sub
 from typing import Any
 
 from knowtk.model.profile import ProfileMap
-from knowtk.model.records import FileProblem, body_of, read_regular
+from knowtk.model.records import FileProblem, Record, body_of, read_regular
 from knowtk.scan.changes import ChangeSource, FolderWalk, ScanDelta, Stat, StatWalk, flatten, folder_of
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES, FileEntry, Loaded, load_file
-from knowtk.scan.pool import PARALLEL_MIN_FILES, collector_paused, pool_map
+from knowtk.scan.pool import PARALLEL_MIN_FILES, collector_paused, give_back_memory, pool_map
 from knowtk.scan.progress import progress
-from knowtk.state import Contention, StateDB
+from knowtk.state import Contention, RecordChanged, StateDB
 
 __all__ = ["Scanner"]
+
+# entries whose frontmatter a scan let go past which the freed memory is given back to the system
+BULK_RELEASE = 50_000
 
 
 class Scanner:
@@ -305,10 +308,10 @@ class Scanner:
         conn.executemany(
             "DELETE FROM scan_folders_v1 WHERE folder = ?", [(f,) for f, rows in groups.items() if not rows]
         )
-        conn.executemany(
+        conn.executemany(  # (each pack made as it is written: a cold build's are not all held at once)
             "INSERT OR REPLACE INTO scan_folders_v1 (folder, digest, sorted, count, crc, rows) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [self._pack_row(folder, rows) for folder, rows in groups.items() if rows],
+            (self._pack_row(folder, rows) for folder, rows in groups.items() if rows),
         )
         self.state.set_meta(_FOLDERS_TOKEN, str(written))
         return {folder: {row[0] for row in rows} for folder, rows in groups.items()}
@@ -381,10 +384,38 @@ class Scanner:
             fresh = loaded.entry if loaded is not None else None
             if fresh is None or fresh.sha256 != entry.sha256 or fresh.meta is None:
                 self.forget([path])  # the next scan reads it again
-                raise Contention(f"{path} changed since the scan")
+                raise RecordChanged(f"{path} changed since the scan: take its record again")
             meta, body_line = fresh.meta, fresh.body_line
         entry.meta, entry.body_line = meta, body_line
         entry.rebuild(path)
+        entry.release(self)
+
+    def frontmatter_of(self, record: Record) -> dict[str, Any]:
+        """The frontmatter of a record whose entry let it go (``FileEntry.release``): its scan_files_v1 row at
+        the record's hash, else its file while the file still has that hash; RecordChanged when neither has it
+        (the file changed since the record was read: the query runs again, on the file as it is now)."""
+        path = record.path
+        with self.lock:
+            entry = self._get(path)
+            if entry is not None and entry.meta_text is not None and entry.sha256 == record.sha256:
+                found = _cached_meta(entry.meta_text)  # (its row is not written yet)
+                if found is not None:
+                    return found
+            try:
+                row = self.state.conn.execute(
+                    "SELECT meta FROM scan_files_v1 WHERE path = ? AND sha256 = ? AND problem_code IS NULL",
+                    (path, record.sha256),
+                ).fetchone()
+            except sqlite3.Error:  # dropped or damaged: the file itself
+                row = None
+            meta = _cached_meta(row[0]) if row is not None else None
+            if meta is None:
+                loaded = load_file(self.root, self.max_file_bytes, path, (0, 0), None, self.profiles.for_path(path))
+                fresh = loaded.entry if loaded is not None else None
+                if fresh is None or fresh.sha256 != record.sha256 or fresh.meta is None:
+                    raise RecordChanged(f"{path} changed since its record was read: take the record again")
+                meta = fresh.meta
+        return meta
 
     def fill_all(self) -> None:
         """Fill every entry (a full build needs them all): one pass over scan_files_v1."""
@@ -407,6 +438,7 @@ class Scanner:
                         if parsed is not None:  # else read from the file below
                             entry.meta, entry.body_line = parsed, body_line or 0
                             entry.rebuild(path)
+                            entry.release(self)
         except sqlite3.Error:
             pass  # the cache was dropped or damaged since it was loaded: each file is read below
         for path, entry in files.items():
@@ -434,6 +466,7 @@ class Scanner:
                     delta.removed.append(path)
                 continue
             fresh = loaded.entry
+            fresh.stat = st  # (the walk's tuple, equal: one object a file, not one more from the worker)
             if fresh.sha256 is not None:
                 self.reads += 1
             if loaded.parsed:
@@ -444,6 +477,7 @@ class Scanner:
             if entry is None or fresh.sha256 != entry.sha256 or fresh.problem != entry.problem:
                 touched.add(path)
                 fresh.rebuild(path)
+                fresh.hold_as_text(self)
                 self._set(path, fresh)
                 self.changes += 1
             else:
@@ -459,8 +493,18 @@ class Scanner:
             removed.add(path)
             written.discard(path)
         self.save()
+        self._release(touched)
         self._touched = set()
         return touched, bodies
+
+    def _release(self, paths: Collection[str]) -> None:
+        """Let go of the frontmatter of these entries where scan_files_v1 holds it (the 1M cold build's memory)."""
+        unsaved = self._unsaved
+        for path in paths:
+            if path not in unsaved and (entry := self._get(path)) is not None:
+                entry.release(self)
+        if len(paths) >= BULK_RELEASE:
+            give_back_memory()
 
     def reread_all(self, profiles: ProfileMap) -> None:
         """Read every file again, under these profiles, at the next scan (the same bytes make other records)."""
@@ -749,5 +793,4 @@ def _cached_meta(text: str | None) -> dict[str, Any] | None:
 def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:
     """The row of scan_files_v1: ``_stat_row``'s columns with the frontmatter and body line between."""
     stat = _stat_row(path, entry)
-    meta = json.dumps(entry.meta, ensure_ascii=False) if entry.meta is not None else None
-    return (*stat[:4], meta, entry.body_line, *stat[4:])
+    return (*stat[:4], entry.meta_json(), entry.body_line, *stat[4:])

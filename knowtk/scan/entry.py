@@ -8,11 +8,21 @@ when the bytes differ from those the scan knows. ``load_file`` also runs in pars
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from typing import Any, NamedTuple
 
 from knowtk.model.profile import DEFAULT_PROFILE, derive_meta
-from knowtk.model.records import FileProblem, Issue, Record, build_record, load_frontmatter, read_regular, read_source
+from knowtk.model.records import (
+    FileProblem,
+    FrontmatterSource,
+    Issue,
+    Record,
+    build_record,
+    load_frontmatter,
+    read_regular,
+    read_source,
+)
 from knowtk.model.shapes import shape
 from knowtk.scan.changes import LISTED_PROBLEMS, Stat
 
@@ -32,12 +42,41 @@ class FileEntry:
     problem: FileProblem | None = None
     record: Record | None = None
     issues: tuple[Issue, ...] = ()  # (a tuple: most files have none, and () is one object, where [] was one each)
+    # the frontmatter as scan_files_v1's row will hold it (JSON), while the mapping is let go and the row is
+    # not written yet (``hold_as_text``)
+    meta_text: str | None = None
 
     @property
     def filled(self) -> bool:
         """False for an entry loaded from scan_files_v1 without its frontmatter (a new process loads those
         only for the files a query needs): ``Scanner.entry`` fills it in."""
-        return self.meta is not None or self.problem is not None or self.sha256 is None
+        return self.meta is not None or self.record is not None or self.problem is not None or self.sha256 is None
+
+    def release(self, source: FrontmatterSource) -> None:
+        """Let the frontmatter go once scan_files_v1 holds it: the record reads it back from ``source``."""
+        self.meta_text = None
+        record = self.record
+        if record is not None and self.meta is not None:
+            record.release_frontmatter(source)
+            if not isinstance(record.frontmatter_or_source, dict):
+                self.meta = None
+
+    def hold_as_text(self, source: FrontmatterSource) -> None:
+        """Keep the frontmatter as its JSON text until its row is written (some 60% of the mapping's memory:
+        a cold build reads a million before it writes them), the record reading it back from ``source``."""
+        record, meta = self.record, self.meta
+        if record is not None and meta is not None:
+            record.release_frontmatter(source)
+            if not isinstance(record.frontmatter_or_source, dict):
+                self.meta_text, self.meta = json.dumps(meta, ensure_ascii=False), None
+
+    def meta_json(self) -> str | None:
+        """The frontmatter as scan_files_v1 holds it (JSON), or None for a file that has none."""
+        if self.meta_text is not None:
+            return self.meta_text
+        if self.meta is not None:
+            return json.dumps(self.meta, ensure_ascii=False)
+        return json.dumps(self.record.frontmatter, ensure_ascii=False) if self.record is not None else None
 
     def rebuild(self, path: str) -> None:
         if self.problem is not None or self.meta is None:

@@ -495,4 +495,5 @@ def _name_keys(r: Record | Former) -> set[str]:
     """The normalised title and aliases a record is found under."""
     if isinstance(r, Former):
         return set(r.name_keys)
-    return {key for key in (normalize_name(t) for t in (r.title, *r.aliases) if t) if key}
+    # (a name already in normal form is the title's own string: one object, not two, per such record)
+    return {t if key == t else key for t in (r.title, *r.aliases) if t and (key := normalize_name(t))}

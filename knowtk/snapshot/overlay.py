@@ -442,7 +442,13 @@ class GroupedBuilder(Grouped):
         if self._deferred and isinstance(base, Deferred):
             base.added.setdefault(key, []).append(value)
             return
-        self._mine(key).append(value)  # a value is never added twice: callers remove before they add again
+        if key in self._own:
+            mine = self.top[key]
+            assert mine is not None
+            mine.append(value)  # a value is never added twice: callers remove before they add again
+        else:  # (a list of its own made at its size: most keys of a cold build hold one value)
+            self.top[key] = [*self.get(key, ()), value]
+            self._own.add(key)
 
     def discard(self, key: str, value: str) -> None:
         assert not self._deferred, "a deferred map takes an id back whole (take_back)"

@@ -35,15 +35,17 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
+from contextlib import suppress
 from datetime import datetime
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue, parse_date_value
 from knowtk.model.records import Issue, Record
 from knowtk.scan.cache import Scanner
-from knowtk.scan.pool import collector_paused
+from knowtk.scan.pool import collector_paused, give_back_memory
 from knowtk.snapshot.facets import Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import ChainEnd, Snapshot, SnapshotIndex
 from knowtk.snapshot.overlay import (
@@ -81,6 +83,7 @@ TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
 BULK_AFTER = 2000
+BULK_IMAGE = 50_000  # records of an image written whole past which its freed texts are given back to the system
 
 # records whose file changed since the image, taken back by a pass over the names and referrers each,
 # past which both maps are inverted once (a few edits made while no process ran cost a few passes)
@@ -96,6 +99,10 @@ PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts'
 
 # data: the meta row's JSON text; every other row deflated JSON
 _SCHEMA = f"CREATE TABLE IF NOT EXISTS {TABLE} (part TEXT PRIMARY KEY, data NOT NULL)"
+# the parts of an image being written, before the one transaction that puts them in TABLE (in this connection's
+# temporary database: no other connection sees it, and it is gone with the connection)
+_STAGING = "temp.snapshot_image_staging"
+_STAGING_SCHEMA = f"CREATE TABLE IF NOT EXISTS {_STAGING} (part TEXT PRIMARY KEY, data NOT NULL)"
 
 
 class ImageDamaged(Contention):
@@ -149,6 +156,11 @@ def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
     return m.flat() if isinstance(m, Overlaid | Deferred) else m
 
 
+def _as_dict(m: Mapping[str, Any]) -> dict[str, Any]:
+    """A map as a dict for json: a dict as it is (a million-key copy was ~60 MB of a 1M cold build's peak)."""
+    return m if type(m) is dict else dict(m)
+
+
 def _dates(d: Mapping[str, str]) -> dict[str, DateValue]:
     out = {}
     for rid, text in d.items():
@@ -171,15 +183,15 @@ SNAPSHOT_PARTS: dict[str, tuple[Callable[[Snapshot], Any], Callable[[Any], Any]]
         lambda s: {k: [e.current, e.reason, list(e.via)] for k, e in s.chain_ends.items()},
         lambda d: {k: ChainEnd(c, r, tuple(v)) for k, (c, r, v) in d.items()},
     ),
-    "names": (lambda s: dict(_plain(s.names)), dict),
+    "names": (lambda s: _as_dict(_plain(s.names)), dict),
     "issues": (lambda s: _issues(s.issues), lambda rows: list(_read_issues(rows))),
     "excluded": (lambda s: s.excluded, dict),
     "paths": (lambda s: _plain(s.paths), dict),
 }
 INDEX_PARTS: dict[str, tuple[Callable[[SnapshotIndex], Any], Callable[[Any], Any]]] = {
     "id_at": (lambda x: _plain(x.id_at), dict),
-    "claims": (lambda x: dict(x.claims), dict),
-    "referrers": (lambda x: dict(_plain(x.referrers)), dict),
+    "claims": (lambda x: _as_dict(x.claims), dict),
+    "referrers": (lambda x: _as_dict(_plain(x.referrers)), dict),
     "base": (lambda x: x.base, _pairs),
     "expiring": (lambda x: {k: v.text for k, v in x.expiring.items()}, _dates),
     "superseded": (lambda x: sorted(x.superseded), set),
@@ -229,44 +241,83 @@ def write_image(
     meta = _meta(snap, key, scanner=scanner, config=config, safeguards=safeguards)
     meta["parts"], meta["bytes"], meta["patches"] = {}, 0, []
     meta["shards"] = shard_count(len(snap.records))  # (as _point_texts splits them)
-    rows: list[tuple[str, bytes]] = []
-    # one part at a time, only its deflated bytes kept (a third of its text) before the transaction, which
-    # stays short: every part at once, as text, bytes and deflated, was some 50 MB more at 100k records
-    for name, text in _part_texts(snap):
-        raw = text.encode()
-        del text
-        meta["parts"][name] = hashlib.sha256(raw).hexdigest()
-        meta["bytes"] += len(raw)
-        rows.append((name, deflate(raw)))
-        del raw
+    # one part at a time, a long one a piece at a time, each deflated into a temporary table of this connection:
+    # the transaction that replaces the image stays short (a copy inside SQLite), and the process holds one
+    # piece of text at a time, not the parts (205 MB deflated at 1M records: issue 20's cold build peak)
+    conn = state.conn
     try:
+        conn.execute(_STAGING_SCHEMA)
+        conn.execute(f"DELETE FROM {_STAGING}")
+        for name, pieces in _part_texts(snap):
+            digest, size, packer, packed = hashlib.sha256(), 0, zlib.compressobj(1), []
+            for piece in pieces:
+                raw = piece.encode()
+                digest.update(raw)
+                size += len(raw)
+                packed.append(packer.compress(raw))
+            packed.append(packer.flush())
+            meta["parts"][name] = digest.hexdigest()
+            meta["bytes"] += size
+            conn.execute(f"INSERT INTO {_STAGING} (part, data) VALUES (?, ?)", (name, b"".join(packed)))
+            del packed
         with state.transaction() as conn:
             conn.execute(_SCHEMA)
             conn.execute(f"DELETE FROM {TABLE}")
-            conn.executemany(f"INSERT INTO {TABLE} (part, data) VALUES (?, ?)", [("meta", json.dumps(meta)), *rows])
+            conn.execute(f"INSERT INTO {TABLE} (part, data) VALUES ('meta', ?)", (json.dumps(meta),))
+            conn.execute(f"INSERT INTO {TABLE} (part, data) SELECT part, data FROM {_STAGING} ORDER BY rowid")
     except (sqlite3.Error, Contention):
         return None
+    finally:
+        with suppress(sqlite3.Error):
+            conn.execute(f"DELETE FROM {_STAGING}")
+        if len(snap.records) >= BULK_IMAGE:
+            give_back_memory()  # (the parts' texts, freed in the C heap)
     return key
 
 
-def _part_texts(snap: Snapshot) -> Iterator[tuple[str, str]]:
-    """(name, JSON text) of every part of ``snap``'s image, made one after the other."""
+def _part_texts(snap: Snapshot) -> Iterator[tuple[str, Iterable[str]]]:
+    """(name, the pieces of its JSON text) of every part of ``snap``'s image, made one after the other."""
     ix = snap.index
     assert ix is not None
     for name, (dump, _) in SNAPSHOT_PARTS.items():
-        yield name, json.dumps(dump(snap), ensure_ascii=False)
+        yield name, json_pieces(dump(snap))
     for name, (dump_index, _) in INDEX_PARTS.items():
-        yield "index." + name, json.dumps(dump_index(ix), ensure_ascii=False)
+        yield "index." + name, json_pieces(dump_index(ix))
     claims, paths = ix.claims, snap.paths
     # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
     ids = list(snap.records)
     at = [claims[rid][0] for rid in ids]
-    yield "record_at", json.dumps([ids, at], ensure_ascii=False)
-    yield "record_sha", json.dumps([paths[path] for path in at])
+    yield "record_at", ("[", *json_list_pieces(ids), ", ", *json_list_pieces(at), "]")
+    yield "record_sha", json_list_pieces([paths[path] for path in at])
     del at
     facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
-    yield "record_facets", json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False)
-    yield from _point_texts(snap, ids)
+    yield "record_facets", (json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False),)
+    for name, text in _point_texts(snap, ids):
+        yield name, (text,)
+
+
+def json_pieces(value: Any, size: int = 1 << 14) -> Iterator[str]:
+    """``json.dumps(value, ensure_ascii=False)`` in pieces: a list or a dict ``size`` items at a time."""
+    if isinstance(value, list):
+        yield from json_list_pieces(value, size)
+    elif isinstance(value, dict) and len(value) > size:
+        items = iter(value.items())
+        yield "{"
+        for start in range(0, len(value), size):
+            text = json.dumps(dict(islice(items, size)), ensure_ascii=False)
+            yield (", " if start else "") + text[1:-1]
+        yield "}"
+    else:
+        yield json.dumps(value, ensure_ascii=False)
+
+
+def json_list_pieces(values: list[Any], size: int = 1 << 14) -> Iterator[str]:
+    """``json.dumps(values, ensure_ascii=False)`` in pieces of ``size`` values each: the same text, joined."""
+    yield "["
+    for start in range(0, len(values), size):
+        text = json.dumps(values[start : start + size], ensure_ascii=False)
+        yield (", " if start else "") + text[1:-1]
+    yield "]"
 
 
 def shard_count(records: int) -> int:
@@ -285,16 +336,24 @@ def _point_texts(snap: Snapshot, ids: list[str]) -> Iterator[tuple[str, str]]:
     ix = snap.index
     assert ix is not None
     shards = shard_count(len(ids))
-    points: list[dict[str, list[str | None]]] = [{} for _ in range(shards)]
-    claims, paths, lifecycle, successor = ix.claims, snap.paths, snap.lifecycle, snap.superseded_by
+    # the ids of each shard first, then one shard's points at a time: a million records' points held at once
+    # were some 180 MB of a 1M cold build's peak (issue 20)
+    members: list[list[str]] = [[] for _ in range(shards)]
     for rid in ids:
-        path = claims[rid][0]
-        points[shard_of(rid, shards)][rid] = [path, paths[path], lifecycle.get(rid), successor.get(rid)]
-    for rid, life in lifecycle.items():
-        shard = points[shard_of(rid, shards)]
-        if rid not in shard:
-            shard[rid] = [None, None, life, successor.get(rid)]
-    for k, shard in enumerate(points):
+        members[shard_of(rid, shards)].append(rid)
+    named: list[list[str]] = [[] for _ in range(shards)]  # the ids the lifecycle names (records' and others')
+    for rid in snap.lifecycle:
+        named[shard_of(rid, shards)].append(rid)
+    claims, paths, lifecycle, successor = ix.claims, snap.paths, snap.lifecycle, snap.superseded_by
+    for k in range(shards):
+        shard: dict[str, list[str | None]] = {}
+        for rid in members[k]:
+            path = claims[rid][0]
+            shard[rid] = [path, paths[path], lifecycle.get(rid), successor.get(rid)]
+        for rid in named[k]:
+            if rid not in shard:
+                shard[rid] = [None, None, lifecycle[rid], successor.get(rid)]
+        members[k] = named[k] = []
         yield f"points.{k}", json.dumps(shard, ensure_ascii=False)
 
 
