@@ -5,9 +5,10 @@
 
 Runs bench/run.py's groups as its children (``--child``), on STORE with its state in STATE
 (STATE is removed and built again by the cold group: point it at a copy). For every group it
-prints the peak RSS of the whole process tree (the main process and its parse workers, sampled
-every 20 ms from /proc, as run.py does), of the main process alone, and of the largest parse
-worker, and the group's own timing (cold: the build and first query; warm: the open and first
+prints the peak memory of the whole process tree (the main process and its parse workers, sampled
+every 20 ms from /proc, as run.py does), each page counted once and as RSS summed (which counts
+twice the pages a forked worker still shares with its parent), of the main process alone, and of
+the largest parse worker, and the group's own timing (cold: the build and first query; warm: the open and first
 query; changed: the edited file's query), each the median over --runs. ``changed`` opens the
 store, answers a query, then edits one file and queries it; the file is chosen beforehand in a
 process of its own (run.py's ``edit_paths``: choosing it builds every record, which the measured
@@ -47,7 +48,8 @@ def measure(group: str, store: Path, state: Path, runs: int) -> dict[str, float]
     spec = spec_of(group, store, state)
     results = [run.run_child(group, a, store, state, spec) for _ in range(runs)]
     found = {
-        key: statistics.median(r.get(key, 0) for r in results) / MIB for key in ("rss_tree", "rss", "rss_children")
+        key: statistics.median(r.get(key, 0) for r in results) / MIB
+        for key in ("mem_tree", "rss_tree", "rss", "rss_children")
     }
     found["time"] = statistics.median(r[TIMED[group]] for r in results)
     return found
@@ -77,11 +79,11 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     a = ap.parse_args()
     run.compile_package()
-    print("| group | tree peak | main process | largest worker | time |")
-    print("|---|---|---|---|---|")
+    print("| group | tree peak, each page once | tree RSS summed | main process | largest worker | time |")
+    print("|---|---|---|---|---|---|")
     for group in a.groups:
         m = measure(group, a.store.resolve(), a.state.resolve(), a.runs)
-        sizes = f"{m['rss_tree']:.0f} MiB | {m['rss']:.0f} MiB | {m['rss_children']:.0f} MiB"
+        sizes = f"{m['mem_tree']:.0f} MiB | {m['rss_tree']:.0f} MiB | {m['rss']:.0f} MiB | {m['rss_children']:.0f} MiB"
         print(f"| {group} | {sizes} | {run.fmt_s(m['time'])} |", flush=True)
     if a.trace:
         trace(a.trace, a.store.resolve(), a.state.resolve(), a.top)

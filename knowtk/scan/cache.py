@@ -4,7 +4,9 @@ Every query scans, so this is the hot path: the change source says what changed,
 files are read (``load_file``; in a process pool when there are many). Parsed frontmatter is
 cached in ``scan_files_v1`` (a projection: deleting it costs one full parse, never a record), so a
 new process does not parse YAML again for files it has seen; it loads each file's frontmatter
-only when a query needs that record.
+only when a query needs that record. No process holds the frontmatter mappings past that: a
+parsed one is kept as its row's JSON text until the row is written, and a record reads it back
+from the row when asked (``frontmatter_of``; the records' other fields are what queries read).
 
 ``scan_folders_v1`` holds the same rows (not the frontmatter) packed by folder, each folder with a
 digest of its (name, size, mtime_ns) entries: a new process walks by folder (``FolderWalk``) and

@@ -4,7 +4,8 @@ A full build validates every record and applies the store-wide rules (about 1.5 
 100k records). A new process (a kernel restart, each CLI call, an agent server's start)
 would pay that before its first answer. ``write_image`` stores a built snapshot's tables as
 JSON parts of ``snapshot_image_v1``, one row each, in one transaction (each part made and
-deflated in turn: one part's text held at a time); ``load_image`` reads them back in one read
+deflated in turn, a long one a piece of its text at a time, into a temporary table of the
+connection that the transaction copies from); ``load_image`` reads them back in one read
 and parses a part only when a query first needs it (its stored bytes then dropped). The records are
 not stored here: they stay in ``scan_files_v1``, and a stored snapshot fills one from there
 when a query asks for it (``StoredRecords``).
