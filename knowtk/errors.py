@@ -5,6 +5,8 @@
      │    └── UnexpectedArgument   (also TypeError) an argument this call does not take
      ├── StoreUnavailable          the store folder cannot be read: ``.path``
      ├── StoreChanged              the store changed between two reads of one answer: ask again
+     │    └── RecordChanged        (``knowtk.state``) a record's file changed since it was read: what it
+     │                             reads back (its frontmatter) is gone; take the record again
      ├── StateError                ``.knowtk/state.sqlite`` is not a knowtk state we can trust: ``.path``
      │    └── SafeguardLoss        safeguards were lost that neither state.sqlite nor the journal gives back:
      │                             refused until accepted (``knowtk state accept-loss`` catches only this)
