@@ -55,20 +55,25 @@ class FileEntry:
     def release(self, source: FrontmatterSource) -> None:
         """Let the frontmatter go once scan_files_v1 holds it: the record reads it back from ``source``."""
         self.meta_text = None
-        record = self.record
-        if record is not None and self.meta is not None:
-            record.release_frontmatter(source)
-            if not isinstance(record.frontmatter_or_source, dict):
-                self.meta = None
+        self._let_go(source)
 
     def hold_as_text(self, source: FrontmatterSource) -> None:
         """Keep the frontmatter as its JSON text until its row is written (some 60% of the mapping's memory:
         a cold build reads a million before it writes them), the record reading it back from ``source``."""
-        record, meta = self.record, self.meta
-        if record is not None and meta is not None:
-            record.release_frontmatter(source)
-            if not isinstance(record.frontmatter_or_source, dict):
-                self.meta_text, self.meta = json.dumps(meta, ensure_ascii=False), None
+        meta = self.meta
+        if self._let_go(source):
+            self.meta_text = json.dumps(meta, ensure_ascii=False)
+
+    def _let_go(self, source: FrontmatterSource) -> bool:
+        """Drop the mapping where the record let it go to ``source`` (a profile's record keeps it); True if so."""
+        record = self.record
+        if record is None or self.meta is None:
+            return False
+        record.release_frontmatter(source)
+        if isinstance(record.frontmatter_or_source, dict):
+            return False
+        self.meta = None
+        return True
 
     def meta_json(self) -> str | None:
         """The frontmatter as scan_files_v1 holds it (JSON), or None for a file that has none."""

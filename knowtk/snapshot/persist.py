@@ -39,7 +39,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, KeysView, M
 from contextlib import suppress
 from datetime import datetime
 from functools import cached_property
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from knowtk.model.config import StoreConfig
@@ -288,7 +288,7 @@ def _part_texts(snap: Snapshot) -> Iterator[tuple[str, Iterable[str]]]:
     # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
     ids = list(snap.records)
     at = [claims[rid][0] for rid in ids]
-    yield "record_at", ("[", *json_list_pieces(ids), ", ", *json_list_pieces(at), "]")
+    yield "record_at", chain(("[",), json_list_pieces(ids), (", ",), json_list_pieces(at), ("]",))  # (made as read)
     yield "record_sha", json_list_pieces([paths[path] for path in at])
     del at
     facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
