@@ -78,9 +78,9 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
     counted: list[bool] = []  # per hit_count: among some rows (else over the whole table)
     hit_count = FtsProjection.hit_count
 
-    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among | None = None) -> int:
+    def spy(self: FtsProjection, phrase: tuple[str, ...], among: Among | None = None, **whole: int | None) -> int:
         counted.append(among is not None)
-        return hit_count(self, phrase, among)
+        return hit_count(self, phrase, among, **whole)
 
     monkeypatch.setattr(FtsProjection, "hit_count", spy)
     bounded = _asked(builder, calls)
@@ -92,6 +92,43 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
     monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
     assert bounded == exact == _asked(builder, calls)
     assert sum(len(a) > 1 for a in bounded) > len(calls) // 2
+
+
+def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter's rows that are no range are looked up by SQLite (``json_each``) or, where the rows an expression
+    matches are fewer than a few times them, read whole and looked up here (``Among.looked_up_here``): counts,
+    matches and scores bit for bit the same, both ways taken."""
+    from knowtk.index.fts import FtsProjection
+    from tests.test_ranking_ties import _asked, _common_store, _random_filters
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    rng = random.Random(8)
+    calls = [
+        {"query": q, "mode": mode, "limit": 50, "lifecycle": lifecycle, **f}
+        for q in ("alpha beta gamma", "alpha beta", "beta", "beta sigma")
+        for mode in ("all", "any")
+        for lifecycle in ("active", "all")
+        for f in _random_filters(rng, 4)
+    ]
+    read_here: list[str] = []
+    rowids_matching = FtsProjection._rowids_matching
+
+    def spy(self: FtsProjection, expression: str) -> list[int]:
+        read_here.append(expression)
+        return rowids_matching(self, expression)
+
+    monkeypatch.setattr(FtsProjection, "_rowids_matching", spy)
+    monkeypatch.setattr(fts, "LOOKUP_RATIO", 0)  # never here
+    by_sqlite = _asked(builder, calls)
+    assert not read_here
+    monkeypatch.setattr(fts, "LOOKUP_RATIO", 10**9)  # here wherever the matching rows are known
+    here = _asked(builder, calls)
+    assert len(read_here) > len(calls) // 4
+    assert here == by_sqlite
+    assert sum(len(a) > 1 for a in here) > len(calls) // 3
 
 
 @pytest.mark.parametrize("folders", [5, 300])  # codes of one byte, and of two (past 256 folders)

@@ -2,8 +2,8 @@
 
 ``StoredRecords._path`` (a record's path), ``StoredSnapshot.lifecycle_at`` and ``StoredRecords._sha_point``
 (its file hash) read the ``points.<k>`` part their id hashes to; they must give exactly what the parsed parts
-(``record_at``, ``lifecycle``, ``record_sha``) give, for every id and for ids the image does not hold, paths of
-any characters included; a key a patch wrote over is read from the last patch that names it.
+(``record_ids``, ``record_paths``, ``lifecycle``, ``record_sha``) give, for every id and for ids the image does
+not hold, paths of any characters included; a key a patch wrote over is read from the last patch that names it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
         texts = dict(conn.execute("SELECT part, data FROM snapshot_image_v1"))
     finally:
         conn.close()
-    ids, paths = json.loads(inflate_bytes(texts["record_at"]))
+    ids, paths = (json.loads(inflate_bytes(texts[name])) for name in ("record_ids", "record_paths"))
     return ids, paths, json.loads(inflate_bytes(texts["lifecycle"]))
 
 
@@ -81,7 +81,7 @@ def test_records_read_where_they_lie_are_the_parsed_ones(
                 snap.lifecycle_at(missing)
         # every path and lifecycle came from the image's points (any character in a path): nothing was parsed
         assert "_where" not in vars(records) and "lifecycle" not in vars(snap)
-        assert not {"record_at", "lifecycle", "record_sha"} & snap.parts.parsed.keys()
+        assert not {"record_ids", "record_paths", "lifecycle", "record_sha"} & snap.parts.parsed.keys()
 
     try:
         engine.run(check)
@@ -152,5 +152,31 @@ def test_a_patched_image_is_read_where_it_lies_with_the_patches_over_it(
 
     try:
         engine.run(check)
+    finally:
+        store.close()
+
+
+def test_a_new_processs_first_filter_reads_the_ids_and_facets_not_the_paths(tmp_path: Path) -> None:
+    """A filter over a stored snapshot reads the records' facets and their ids (``record_ids``), not their
+    paths (``record_paths``, some twice the ids' bytes): the answer is the one of a snapshot built whole."""
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _store(root, "f/plain name.md")
+    _page(root, "g/memo.md", "memo", type="memo")
+    args = {"query": "alpha", "type": "memo", "lifecycle": "all", "limit": 50}
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        built = first.call("knowledge_grep", args)
+    store = knowtk.open_store(root, state_dir=state_dir)
+    try:
+        again = store.call("knowledge_grep", args)
+        assert again["hits"] == built["hits"] and again["total"] == built["total"] == 1
+        assert [h["id"] for h in built["hits"]] == ["memo"]
+
+        def check() -> None:
+            snap = store.engine.snapshot()
+            assert isinstance(snap, StoredSnapshot)
+            assert {"record_ids", "record_facets"} <= snap.parts.parsed.keys()
+            assert "record_paths" not in snap.parts.parsed
+
+        store.engine.run(check)
     finally:
         store.close()

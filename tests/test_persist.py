@@ -510,7 +510,8 @@ def _parts(state_dir: Path) -> dict[str, str]:
 
 PARTS = [
     "points.0",  # (a small store: one points part holds every record)
-    "record_at",
+    "record_ids",
+    "record_paths",
     "record_sha",
     "record_facets",
     "lifecycle",
@@ -1074,7 +1075,7 @@ def test_changed_keys_in_c_agree_with_a_key_by_key_comparison() -> None:
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4, 7, 9])
 def test_a_long_part_written_in_pieces_is_the_same_json_text(count: int) -> None:
-    """record_at and record_sha are written a piece at a time (a 1M cold build's memory): the pieces
+    """record_ids, record_paths and record_sha are written a piece at a time (a 1M cold build's memory): the pieces
     joined are exactly ``json.dumps``' text, so the part's digest and its reading are unchanged."""
     from knowtk.snapshot.persist import json_list_pieces
 
@@ -1107,7 +1108,7 @@ def test_an_image_is_staged_then_put_in_place_in_one_transaction(tmp_path: Path)
     expected = store.call("knowledge_grep", {"query": "words", "limit": 50})["hits"]
     conn = store.engine.state.conn
     parts = [row[0] for row in conn.execute("SELECT part FROM snapshot_image_v1 ORDER BY rowid")]
-    assert parts[0] == "meta" and "record_at" in parts and parts.index("lifecycle") < parts.index("record_at")
+    assert parts[0] == "meta" and "record_ids" in parts and parts.index("lifecycle") < parts.index("record_ids")
     assert conn.execute("SELECT count(*) FROM temp.snapshot_image_staging").fetchone()[0] == 0
     store.close()
     again = knowtk.open_store(b.root, state_dir=state)

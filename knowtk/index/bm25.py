@@ -59,26 +59,25 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
 
     A common word matches most of the store; a page needs only its first k, so the rest
     are counted but never ordered. A query that ``bm25()`` scores alone (one source, nothing
-    filtered out, its counts not kept) is ordered in plain Python unless arrays pay (``_arrays_pay``),
-    and a filtered one is scored in plain Python too where fewer than ``KEEP_FROM_ROWS`` rows hold
-    its phrases, or where a phrase is asked for the first time in a process without numpy: the same
-    doubles, the same order, and a new process answering it imports no numpy.
+    filtered out, its counts not kept) is ordered by SQLite, which hands over only the page
+    (``native_top``; SQLite scores every match whatever is asked, a Python tuple per match cost
+    ~25 ms more for 65k rows at 300k records), unless it is one phrase asked again: then every
+    row is read once and the phrase's counts kept as arrays for the next queries, filtered ones
+    too. A filtered query is scored in plain Python where fewer than ``KEEP_FROM_ROWS`` rows hold
+    its phrases, or where a phrase is asked for the first time in a process without numpy: the
+    same doubles, the same order, and a new process answering it imports no numpy.
     """
     native = _native(sources, terms)
-    rows: list[tuple[int, float]] | None
-    if native and k is not None and not arrays_loaded():  # a page bm25() scores alone: SQLite orders it
+    rows: list[tuple[int, float]] | None = None
+    if native:
         proj = sources[0].projection
-        count = proj.match_count(terms)
-        pay = _arrays_pay(proj, terms, count)
-        top = None if pay else proj.native_top(terms, k)
-        if top is not None:
-            return count, _top_native_plain(top, sources, k)[1]
+        again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
+        if k is not None and not again:  # a page of a query whose counts are not kept: SQLite orders it
+            top = proj.native_top(terms, k)
+            if top is not None:
+                return proj.match_count(terms), _top_native_plain(top, sources, k)[1]
         rows = proj.native_rows(terms)
-        if not pay:
-            return _top_native_plain(rows, sources, k)
-    else:
-        rows = sources[0].projection.native_rows(terms) if native else None
-        if rows is not None and not _arrays_pay(sources[0].projection, terms, len(rows)):
+        if len(rows) < KEEP_FROM_ROWS or not (again or arrays_loaded()):
             return _top_native_plain(rows, sources, k)
     if rows is None:
         plain = _filtered_plain(sources, terms)
@@ -122,16 +121,6 @@ def arrays_loaded() -> bool:
     return "numpy" in sys.modules
 
 
-def _arrays_pay(proj: FtsProjection, terms: QueryTerms, n_rows: int) -> bool:
-    """Whether numpy should rank rows that ``bm25()`` scored: many rows, and either a phrase asked
-    again (its counts are then kept for the next queries) or numpy in use already. A process that
-    asks a common word once (a CLI call) ranks it in plain Python, without importing numpy."""
-    if n_rows < KEEP_FROM_ROWS:
-        return False
-    again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
-    return again or arrays_loaded()
-
-
 def _top_native_plain(rows: list[tuple[int, float]], sources: list[Source], k: int | None) -> tuple[int, list[Match]]:
     """top_matches over ``bm25()``'s own rows in plain Python: the rows scoring at least the k-th
     best (ties included) ordered by (score, id), as the numpy path picks them."""
@@ -169,12 +158,14 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     # phrases whose counts only the candidates need (``_first_ask``)
     among: dict[int, Among] = {}  # per source: its allowed rows for SQLite (``rows_among``), made once
     uncounted: list[tuple[int, int]] = []  # (phrase, source) whose hits are a lower bound, counted if need be
+    whole_of: dict[tuple[int, int], int] = {}  # (phrase, source) -> rows of the whole table holding it, where counted
     for p, phrase in enumerate(phrases):
         per_source, held = [], []
         for i, src in enumerate(sources):
             first = _first_ask(src, phrase, terms, among, i)
             if first is not None:
                 n_held, found, whole = first
+                whole_of[p, i] = whole
                 if found is None:
                     later[i].append((p, whole))
                 if n_held is None:  # not counted yet: at least the allowed rows less those of the table without it
@@ -209,7 +200,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
             # the lower bound does not settle the IDF: count the allowed rows holding the phrase
             for q, i in uncounted:
                 if q == p:
-                    held[i] = sources[i].projection.hit_count(phrases[p], among[i])
+                    held[i] = sources[i].projection.hit_count(phrases[p], among[i], whole=whole_of[p, i])
             n_hit = sum(held)
         value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
         idf.append(value if value > 0.0 else 1e-6)
@@ -278,8 +269,9 @@ def _candidates(
 ) -> set[int]:
     """The source's rows that match: the allowed rows matching the whole expression where some phrase's
     counts are known only for them (``later``), else from the rows each phrase's counts hold."""
-    if later:
-        return src.projection.matches_among(terms, among) if among is not None else set()
+    if later:  # (mode all: it matches at most the rows of the whole table holding any one of its phrases)
+        at_most = min(whole for _, whole in later)
+        return src.projection.matches_among(terms, among, at_most=at_most) if among is not None else set()
     holding = [set(f) for f in found]
     return set.union(*holding) if terms.mode == "any" else set.intersection(*holding)
 

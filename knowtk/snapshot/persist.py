@@ -39,7 +39,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, KeysView, M
 from contextlib import suppress
 from datetime import datetime
 from functools import cached_property
-from itertools import chain, islice
+from itertools import islice
 from typing import Any
 
 from knowtk.model.config import StoreConfig
@@ -77,9 +77,9 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 6  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
+FORMAT = 7  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
 # 4: record_facets; 5: a patch's ids dropped from every key and added per key, over a part it did not read;
-# 6: the points.<k> parts)
+# 6: the points.<k> parts; 7: record_at split into record_ids and record_paths)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
@@ -91,10 +91,13 @@ BULK_IMAGE = 50_000  # records of an image written whole past which its freed te
 FORMER_SCANS = 8
 SHA_POINTS = 32  # record hashes read where they lie past which record_sha is parsed whole
 # keys read where they lie in a part's JSON text (a record's path, its lifecycle) past which the part is parsed
-# whole: a new process's query shows a page of records, and parsing record_at and lifecycle cost ~110 ms at 100k
-POINTS = 64
+# whole: a new process's query shows a page of records, and parsing record_paths and lifecycle cost ~110 ms at 100k.
+# A read costs a dict lookup in a points part parsed once (~0.12 ms a part of 100 records): as many as the
+# single record loads past which every record is filled anyway (64 put that parse in a process's fourth page)
+POINTS = BULK_AFTER
 UNTOUCHED = object()  # a key no patch names (``ImageParts.patched_key``): the part as first written holds it
-POINT_SHARDS = 256  # the most ``points.<k>`` parts an image is split into (``shard_count``)
+POINT_SHARDS = 2048  # the most ``points.<k>`` parts an image is split into (``shard_count``)
+POINTS_PER_SHARD = 100  # records a points part holds at most below that: a page of 20 hits reads ~20 parts
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
@@ -144,12 +147,11 @@ def _pairs(d: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {k: tuple(v) for k, v in d.items()}
 
 
-def _id_columns(lists: list[list[str]]) -> tuple[list[str], list[str]]:
-    """record_at's two columns (ValueError: not two lists of one length)."""
-    ids, paths = lists
-    if not isinstance(ids, list) or not isinstance(paths, list) or len(ids) != len(paths):
-        raise ValueError("record_at's ids and paths differ")
-    return ids, paths
+def _a_list(value: Any) -> list[Any]:
+    """A column part as read (ValueError: not a list)."""
+    if not isinstance(value, list):
+        raise ValueError("not a list")
+    return value
 
 
 def _plain(m: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -288,7 +290,9 @@ def _part_texts(snap: Snapshot) -> Iterator[tuple[str, Iterable[str]]]:
     # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
     ids = list(snap.records)
     at = [claims[rid][0] for rid in ids]
-    yield "record_at", chain(("[",), json_list_pieces(ids), (", ",), json_list_pieces(at), ("]",))  # (made as read)
+    # the ids apart from the paths: a new process's first filter reads the ids alone (beside record_facets)
+    yield "record_ids", json_list_pieces(ids)  # (made as read)
+    yield "record_paths", json_list_pieces(at)
     yield "record_sha", json_list_pieces([paths[path] for path in at])
     del at
     facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
@@ -322,8 +326,10 @@ def json_list_pieces(values: list[Any], size: int = 1 << 14) -> Iterator[str]:
 
 
 def shard_count(records: int) -> int:
-    """How many ``points.<k>`` parts an image of this many records has (a few hundred records each, at most 256)."""
-    return max(1, min(POINT_SHARDS, records // 400))
+    """How many ``points.<k>`` parts an image of this many records has (about a hundred records each, at most
+    ``POINT_SHARDS``): each part a hit reads costs its inflating, digest and parse (~1.2 ms for 1,170 records,
+    the 300k image's parts when they held 400 at least, paid by a new process's first page of hits)."""
+    return max(1, min(POINT_SHARDS, records // POINTS_PER_SHARD))
 
 
 def shard_of(rid: str, shards: int) -> int:
@@ -333,7 +339,7 @@ def shard_of(rid: str, shards: int) -> int:
 def _point_texts(snap: Snapshot, ids: list[str]) -> Iterator[tuple[str, str]]:
     """The ``points.<k>`` parts: id -> [path, file sha256, lifecycle, superseded by] of every record (and of every
     other id the lifecycle names), split by a hash of the id, so that a new process reads a page of records'
-    paths and lifecycles from a few small parts instead of parsing record_at and lifecycle whole."""
+    paths and lifecycles from a few small parts instead of parsing record_paths and lifecycle whole."""
     ix = snap.index
     assert ix is not None
     shards = shard_count(len(ids))
@@ -713,7 +719,7 @@ class ImageParts:
             raise self.damaged("records", exc) from exc
 
     def facets(self, ids: list[str]) -> FacetColumns:
-        """The stored records' facets (``ids``: as record_at holds them), with the patches' changes over them."""
+        """The stored records' facets (``ids``: as record_ids holds them), with the patches' changes over them."""
         columns = self.get("record_facets", lambda data: data)
         try:
             over: dict[str, Facet | None] = {}
@@ -814,7 +820,7 @@ class StoredIndex(SnapshotIndex):
 
     def probe(self, name: str) -> Callable[[str], Any] | None:
         """How an update reads one key of ``id_at`` or ``claims`` without parsing it (None for another table):
-        a path with a valid id is a record's (record_at) or a duplicated id's (dup_issues names its files)."""
+        a path with a valid id is a record's (record_paths) or a duplicated id's (dup_issues names its files)."""
         records = self.stored_records
         if name == "id_at":
 
@@ -866,12 +872,12 @@ class StoredRecords(Mapping[str, Record]):
         self._complete = False
         self._formers: dict[str, dict[str, list[str]]] = {}  # "names", "references": the stored map inverted
         self._current_at: int | None = None  # the scanner's change count when the engine said `current`
-        self._stored_ids: list[str] | None = None  # the ids as record_at holds them (when patches follow)
+        self._stored_ids: list[str] | None = None  # the ids as record_ids holds them (when patches follow)
         self._outdated: dict[str, int] = {}  # keys of records whose file changed since, found per map
         self._sha_patched = False
         self._points = 0  # record hashes read one by one (``sha256_of``) before record_sha is parsed
         self._patched_sha: dict[str, str] | None = None
-        self._path_read: dict[str, Any] = {}  # record paths read where they lie (``_point``), record_at not parsed
+        self._path_read: dict[str, Any] = {}  # record paths read where they lie (``_point``), record_paths not parsed
 
     @property
     def snapshot(self) -> StoredSnapshot:
@@ -894,10 +900,18 @@ class StoredRecords(Mapping[str, Record]):
         self._current_at = self._scanner.changes if value else None
 
     @cached_property
-    def _record_columns(self) -> tuple[list[str], list[str]]:
-        """record_at as stored: the ids and the paths of the records, in the parts' order (before the patches)."""
-        found: tuple[list[str], list[str]] = self._parts.get("record_at", _id_columns)
+    def _record_ids(self) -> list[str]:
+        """The ids of the records as stored (record_ids), in the parts' order (before the patches)."""
+        found: list[str] = self._parts.get("record_ids", _a_list)
         return found
+
+    @cached_property
+    def _record_columns(self) -> tuple[list[str], list[str]]:
+        """The ids and the paths of the records as stored (record_ids, record_paths), in the parts' order."""
+        ids, paths = self._record_ids, self._parts.get("record_paths", _a_list)
+        if len(ids) != len(paths):
+            raise self._parts.damaged("record_paths", ValueError("record_ids and record_paths differ in length"))
+        return ids, paths
 
     @cached_property
     def _where(self) -> dict[str, str]:
@@ -906,7 +920,7 @@ class StoredRecords(Mapping[str, Record]):
         try:
             where = dict(zip(ids, paths, strict=True))
         except (TypeError, ValueError) as exc:
-            raise self._parts.damaged("record_at", exc) from exc
+            raise self._parts.damaged("record_paths", exc) from exc
         if self._parts.meta.get("patches"):
             self._stored_ids = ids  # record_sha's order: the ids as the parts hold them, before the patches
             self._parts.records(where, None)
@@ -936,11 +950,11 @@ class StoredRecords(Mapping[str, Record]):
     def _facets(self) -> FacetColumns:
         # aligned with the stored ids, the patches' records kept over them by id: id -> path is not needed (its
         # dict cost ~50 ms at 300k records)
-        return self._parts.facets(self._record_columns[0])
+        return self._parts.facets(self._record_ids)
 
     @cached_property
     def at_path(self) -> dict[str, str]:
-        """path -> id of every record (record_at inverted): an update's probe of the file it changed."""
+        """path -> id of every record (record_paths inverted): an update's probe of the file it changed."""
         return {path: rid for rid, path in self._where.items()}
 
     def id_at_path(self, path: str) -> str | None:
@@ -981,14 +995,14 @@ class StoredRecords(Mapping[str, Record]):
         return found
 
     def _path(self, rid: str) -> str:
-        """The path of record ``rid`` (KeyError: none): a query's few records read where they lie in record_at."""
+        """The path of record ``rid`` (KeyError: none): a query's few records read where they lie in record_paths."""
         found = self._point(rid)
         if found is ABSENT:
             raise KeyError(rid)
         return self._where[rid] if found is UNKNOWN else str(found)
 
     def _point(self, rid: str) -> Any:
-        """``rid``'s path read where it lies (``_path_point``) while record_at is not parsed, for the first
+        """``rid``'s path read where it lies (``_path_point``) while record_paths is not parsed, for the first
         ``POINTS`` reads (past them it is parsed: a pass over many records reads them all); else ``UNKNOWN``."""
         found = self._path_read.get(rid, UNKNOWN)
         if found is UNKNOWN and "_where" not in vars(self) and len(self._path_read) < POINTS:
@@ -1061,7 +1075,7 @@ class StoredRecords(Mapping[str, Record]):
         return self._sha.get(rid)
 
     def _sha_point(self, rid: str) -> Any:
-        """One record's file hash, the patches' over the image's points (``ImageParts.point``): neither record_at
+        """One record's file hash, the patches' over the image's points (``ImageParts.point``): neither record_paths
         nor record_sha is parsed; ``UNKNOWN`` for an image without points."""
         over = self._parts.patched_record(rid)
         if over is ABSENT or over is UNKNOWN:
@@ -1082,7 +1096,7 @@ class StoredRecords(Mapping[str, Record]):
 
     def previous(self, rid: str) -> Record | Former | None:
         """The stored record, or (its file changed since) the names and references a build takes back."""
-        if rid not in self:  # (read where it lies: record_at is not parsed for a few changed records)
+        if rid not in self:  # (read where it lies: record_paths is not parsed for a few changed records)
             return None
         try:
             return self[rid]
