@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -68,6 +70,7 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
 
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)  # (the path of a page it does not settle)
     rng = random.Random(3)
     calls = [
         {"query": q, "mode": "all", "limit": 50, "lifecycle": lifecycle, **f}
@@ -114,13 +117,13 @@ def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
         for f in _random_filters(rng, 4)
     ]
     read_here: list[str] = []
-    rowids_matching = FtsProjection._rowids_matching
+    rowids_matching = FtsProjection.rowids_matching
 
     def spy(self: FtsProjection, expression: str) -> list[int]:
         read_here.append(expression)
         return rowids_matching(self, expression)
 
-    monkeypatch.setattr(FtsProjection, "_rowids_matching", spy)
+    monkeypatch.setattr(FtsProjection, "rowids_matching", spy)
     monkeypatch.setattr(fts, "LOOKUP_RATIO", 0)  # never here
     by_sqlite = _asked(builder, calls)
     assert not read_here
@@ -259,3 +262,76 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
         assert [(m.id, m.score) for m in page] == [(m.id, m.score) for m in expected[1][:k]]
     assert True in tops  # SQLite's page taken, and every row read where the ties went past the rows fetched
     assert (False in tops) is (ties_rows < 12 and k <= 12)
+
+
+@pytest.mark.parametrize("rows", [3, 2000])
+def test_a_page_settled_from_the_rows_sqlite_ranks_best_is_every_rows_page(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, rows: int
+) -> None:
+    """A filtered query asked first is scored for the rows ``bm25()`` ranks best (``_bounded_page``), its page
+    kept where no other row can reach it: bit for bit the page, scores and total of scoring every allowed row.
+    With 3 rows handed over, some pages are settled and some are not (then every row is scored, as before)."""
+    from tests.test_ranking_ties import _asked, _common_store, _random_filters
+
+    _common_store(builder)
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "BOUNDED_ROWS", rows)
+    monkeypatch.setattr(fts, "TIES_ROWS", 0)
+    monkeypatch.setattr(bm25, "TIES_ROWS", 0)
+    rng = random.Random(rows)
+    calls = [
+        {"query": q, "mode": mode, "limit": limit, "lifecycle": lifecycle, **f}
+        for q, mode in (("alpha beta gamma", "all"), ("beta", "all"), ("alpha sigma", "any"), ("alpha beta", "phrase"))
+        for lifecycle in ("active", "superseded")
+        for limit in (1, 5)
+        for f in _random_filters(rng, 3)
+    ]
+    outcomes: list[bool] = []
+    bounded_page = bm25._bounded_page
+
+    def spy(src: bm25.Source, terms: QueryTerms, k: int) -> tuple[int, list[bm25.Keyed]] | None:
+        found = bounded_page(src, terms, k)
+        outcomes.append(found is not None)
+        return found
+
+    solved: list[bool] = []  # a phrase's counts solved from the whole query's score (``counts_left``)
+    counts_left = fts.FtsProjection.counts_left
+
+    def spy_left(self: fts.FtsProjection, *args: Any) -> dict[int, float] | None:
+        found = counts_left(self, *args)
+        solved.append(found is not None)
+        return found
+
+    monkeypatch.setattr(bm25, "_bounded_page", spy)
+    monkeypatch.setattr(fts.FtsProjection, "counts_left", spy_left)
+    monkeypatch.setattr(bm25, "BOUND_MAX", float("inf"))
+    bounded = _asked(builder, calls)
+    settled = outcomes.count(True)
+    assert solved and all(solved)  # every row of a page solved to a whole count
+    monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)  # every allowed row scored
+    assert bounded == _asked(builder, calls)
+    assert sum(len(a) > 1 for a in bounded) > len(calls) // 3  # pages with hits, not only empty ones
+    if rows == 3:  # some pages settled by 3 rows, some not: those scored whole, the same answers
+        assert 0 < settled < len(outcomes)
+    else:  # (every match of this small store handed over: settled, unless nothing could be tried)
+        assert settled > len(calls) // 2
+
+
+def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: StoreBuilder) -> None:
+    """``counts_left`` solves one phrase's counts from the whole query's ``bm25()`` less the others' terms: the
+    counts SQLite gives for that phrase alone; an IDF that is not the table's makes no whole count (None)."""
+    rng = random.Random(4)
+    _build(builder, rng, 80)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    terms = QueryTerms(("the", "alpha"), "all")
+    rows = main.native_rows(terms)
+    assert rows
+    n, wholes = len(main.tokens), [main.hit_count(p) for p in terms.phrases]
+    idf = [max(math.log((n - w + 0.5) / (w + 0.5)), 0.0) or 1e-6 for w in wholes]
+    among = fts.rows_among({r for r, _ in rows})
+    first = main.counts_among(terms.phrases[0], among, hits=wholes[0])
+    assert main.counts_left(rows, [(idf[0], first)], idf[1]) == main.counts_among(
+        terms.phrases[1], among, hits=wholes[1]
+    )
+    assert main.counts_left(rows, [(idf[0], first)], idf[1] * 1.37) is None

@@ -256,6 +256,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
 
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "a common word" for this store: most words are
+    monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)  # (the path of a page it does not settle)
     rng = random.Random(lifecycle)
     calls = [
         {"query": q, "mode": m, "limit": 50, "lifecycle": lifecycle, **f}
@@ -275,7 +276,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
 
     def among_spy(rowids: set[int]) -> Among:
         among = rows_among(rowids)
-        clauses.add(among.clause.split()[1])  # BETWEEN (a range of rowids) or IN (a list)
+        clauses.add("IN" if "json_each" in among.clause else "BETWEEN")  # a list (in its range), or a range alone
         return among
 
     monkeypatch.setattr(bm25, "rows_among", among_spy)
@@ -293,13 +294,28 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     assert answers["narrowed"] == answers["plain"] == answers["numpy"]
 
 
+@pytest.mark.parametrize("bounded", [False, True])  # the page settled from SQLite's best rows (bm25._bounded_page)
 @pytest.mark.parametrize(("filters", "keep"), [c for c in CASES if c[0]])
 @pytest.mark.parametrize(("query", "mode", "expression"), QUERIES)
 def test_a_common_word_first_asked_over_a_filter_is_bm25_over_only_the_filtered_records(
-    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, filters: dict, keep, query: str, mode: str, expression: str
+    builder: StoreBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    filters: dict,
+    keep,
+    query: str,
+    mode: str,
+    expression: str,
+    bounded: bool,
 ) -> None:
-    from knowtk.index import bm25
+    from knowtk.index import bm25, fts
 
+    if bounded:  # a few rows handed over, every bound tried: settled or not, the same answer
+        for module in (bm25, fts):
+            monkeypatch.setattr(module, "TIES_ROWS", 0)
+        monkeypatch.setattr(bm25, "BOUNDED_ROWS", 4)
+        monkeypatch.setattr(bm25, "BOUND_MAX", float("inf"))
+    else:
+        monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
     monkeypatch.setattr(bm25, "NARROW_SHARE", 1.0)  # every filter counts over its rows alone, even a wide one
     build_random_store(builder, 80, seed=7)
@@ -342,6 +358,7 @@ def test_a_wide_filter_or_a_phrase_of_words_counts_every_row_holding_it_as_befor
 
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)  # (the path of a page it does not settle)
     narrowed: list[tuple[str, ...]] = []
     counts_among = FtsProjection.counts_among
     monkeypatch.setattr(

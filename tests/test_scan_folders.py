@@ -26,7 +26,7 @@ from knowtk.scan import cache
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import ScanDelta, Stat, StatWalk, flatten, folder_of
 from knowtk.scan.watch import InotifyWatch
-from knowtk.state import StateDB
+from knowtk.state import RecordChanged, StateDB
 from tests.helpers import StoreBuilder
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
@@ -187,11 +187,36 @@ def test_an_entry_of_a_packed_folder_is_the_one_a_fresh_scan_makes(builder: Stor
     _, second = opened(builder, tmp_path)
     entry = second.entry("a/deep/n1.md")
     assert entry is not None and entry.record is not None and entry.record.id == "a-deep-1"
-    assert set(second._packed) == {"", "a/", "b/", "a/deep/er/"}  # only its folder was unpacked
+    # read from its row, its folder left packed (a query's records), then made from the pack once unpacked
+    assert set(second._packed) == {"", "a/", "b/", "a/deep/", "a/deep/er/"}
+    assert second.entry("a/deep/n1.md") is entry and second.reads == 0
+    unpacked = second._get("a/deep/n1.md")
+    assert set(second._packed) == {"", "a/", "b/", "a/deep/er/"} and "a/deep/" not in second._peeked
     other = scanner(builder.root, tmp_path / "other.sqlite")
     other.scan()
     mine = other.entry("a/deep/n1.md")
     assert mine is not None and (entry.record, entry.issues) == (mine.record, mine.issues)
+    assert unpacked is not None and (unpacked.stat, unpacked.sha256) == (entry.stat, entry.sha256) == (
+        mine.stat,
+        mine.sha256,
+    )
+
+
+def test_an_entry_is_not_read_from_a_row_another_process_may_have_written(
+    builder: StoreBuilder, tmp_path: Path
+) -> None:
+    """Once scan_files_v1's change counter moved past the one a scanner loaded, a row may not be its pack's:
+    the folder is unpacked and the entry made from the pack, as before (the next scan compares it)."""
+    fill(builder)
+    state, second = opened(builder, tmp_path)
+    first = scanner(builder.root, state)  # another process writes a row of a/ (its own scan of a changed file)
+    edit(builder.root / "a" / "n0.md", "text 0", "text zero")
+    first.scan()
+    with pytest.raises(RecordChanged):  # the pack's entry, whose file changed since: as before this shortcut
+        second.entry("a/n0.md")
+    assert "a/" not in second._packed and not second._peeked
+    same = second.entry("a/n1.md")  # (an unchanged file of the folder: its pack's entry, filled)
+    assert same is not None and same.record is not None and same.record.id == "a-1"
 
 
 def test_files_are_made_in_the_table_order(builder: StoreBuilder, tmp_path: Path) -> None:

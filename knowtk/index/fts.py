@@ -714,6 +714,29 @@ class FtsProjection:
         end = next((i for i in range(k, len(rows)) if rows[i][1] != kth), None)
         return None if end is None and len(rows) == k + TIES_ROWS else rows[:end]
 
+    def top_among(self, terms: QueryTerms, among: Among, limit: int) -> list[tuple[int, float]]:
+        """``native_rows`` of the rows among some (``rows_among``) that match, the ``limit`` best by ``bm25()``
+        (over the whole table's statistics) first: SQLite scores every one and hands over those alone."""
+        w = WEIGHTS
+        sql = (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) AS score "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause} ORDER BY score LIMIT ?"
+        )
+        return self.conn.execute(sql, (terms.expression, *among.params, limit)).fetchall()
+
+    def count_among(self, terms: QueryTerms, among: Among) -> int:
+        """How many rows among some (``rows_among``) match the whole expression (no score computed)."""
+        sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
+        return int(self.conn.execute(sql, (terms.expression, *among.params)).fetchone()[0])
+
+    def counts_of(self, rows: list[tuple[int, float]], *, hits: int) -> dict[int, float]:
+        """rowid -> weighted count of a phrase, solved from ``bm25()`` of that phrase alone for these rows
+        (``hits``: the rows holding it in the whole table), as ``counts_among`` solves them."""
+        out = self._plain_counts(rows, hits=hits)
+        if out is None:
+            raise self._out_of_step()
+        return out
+
     def match_count(self, terms: QueryTerms) -> int:
         """How many rows match (no score computed)."""
         return int(
@@ -758,11 +781,15 @@ class FtsProjection:
         ``bm25`` keeps a common phrase's counts from its second query on: a process that asks once
         (a CLI call) does not pay for arrays it will never use again.
         """
-        before = self._asked.get(phrase) == self.mirror
+        before = self.was_asked(phrase)
         if len(self._asked) >= 4 * PHRASE_ENTRIES:
             self._asked.clear()
         self._asked[phrase] = self.mirror
         return before
+
+    def was_asked(self, phrase: tuple[str, ...]) -> bool:
+        """``asked_before`` without recording the ask."""
+        return self._asked.get(phrase) == self.mirror
 
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
         """True when the phrase's per-row counts are kept for the rows as they are (patched to them if need be)."""
@@ -886,7 +913,7 @@ class FtsProjection:
         if among is None:
             return int(self.conn.execute(sql, (expression,)).fetchone()[0])
         if among.looked_up_here(whole):
-            return sum(map(cast(Collection[int], among.rows).__contains__, self._rowids_matching(expression)))
+            return sum(map(cast(Collection[int], among.rows).__contains__, self.rowids_matching(expression)))
         return int(self.conn.execute(f"{sql} AND {among.clause}", (expression, *among.params)).fetchone()[0])
 
     def matches_among(self, terms: QueryTerms, among: Among, *, at_most: int | None = None) -> set[int]:
@@ -894,11 +921,43 @@ class FtsProjection:
         rows of the whole table it matches at most, when known (as ``hit_count``'s ``whole``)."""
         if among.looked_up_here(at_most):
             rows = cast(Collection[int], among.rows)
-            return set(filter(rows.__contains__, self._rowids_matching(terms.expression)))
+            return set(filter(rows.__contains__, self.rowids_matching(terms.expression)))
         sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
         return {r for (r,) in self.conn.execute(sql, (terms.expression, *among.params))}
 
-    def _rowids_matching(self, expression: str) -> list[int]:
+    def counts_left(
+        self, rows: list[tuple[int, float]], known: list[tuple[float, dict[int, float]]], idf: float
+    ) -> dict[int, float] | None:
+        """rowid -> weighted count of one phrase of a query, where the counts of the others are ``known``
+        ([(IDF over the whole table, rowid -> count)]) and ``idf`` is its own, solved from ``bm25()`` of the
+        whole query for these rows (``rows``): its score less the others' terms is this phrase's (to the
+        rounding of a sum in another order, far below the 1e-3 a count must come within). None where a row
+        does not solve to a whole count (then the phrase is counted as the others are)."""
+        n_rows = len(self.tokens)
+        if not n_rows or not self.total_tokens:
+            return None
+        avgdl = float(self.total_tokens) / float(n_rows)
+        tokens, k1, b = self.tokens, K1, B
+        out: dict[int, float] = {}
+        for rowid, score in rows:
+            size = tokens.get(rowid)
+            if size is None:
+                return None
+            norm = k1 * (1 - b + b * float(size) / avgdl)
+            others = 0.0
+            for weight, per_row in known:
+                f = per_row.get(rowid, 0.0)
+                others += weight * ((f * (k1 + 1.0)) / (f + norm))
+            s = (-score - others) / idf
+            f = norm * s / (k1 + 1.0 - s)
+            count = float(round(f))
+            if count < 0 or abs(f - count) > 1e-3:
+                return None
+            if count:
+                out[rowid] = count
+        return out
+
+    def rowids_matching(self, expression: str) -> list[int]:
         """Every rowid an expression matches, read as one JSON array (a tuple a row cost twice as much)."""
         sql = f"SELECT json_group_array(rowid) FROM {self.fts} WHERE {self.fts} MATCH ?"
         found = json.loads(self.conn.execute(sql, (expression,)).fetchone()[0])
@@ -918,7 +977,7 @@ class FtsProjection:
         expression = '"' + " ".join(phrase) + '"'
         if among.looked_up_here(hits):  # SQLite scores only the rows holding it, found here (``Among``)
             rows_in = cast(Collection[int], among.rows)
-            among = rows_among(list(filter(rows_in.__contains__, self._rowids_matching(expression))))
+            among = rows_among(list(filter(rows_in.__contains__, self.rowids_matching(expression))))
         sql = (
             f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
             f"FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
@@ -1369,20 +1428,40 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
-@shape(frozen=True, slots=True)
 class Among:
     """Some rows of a projection, as a query keeps to them (``hit_count``, ``matches_among``, ``counts_among``):
     a rowid range when they are every rowid of one (FTS5 then reads that stretch of a phrase's rows alone),
-    else a JSON array SQLite reads with ``json_each`` (a query never writes a table for it, not even a TEMP one).
-    The unary + keeps FTS5 on one pass over the phrase's rows, each looked up in the array: without it,
-    FTS5 would seek every listed rowid in the phrase's rows (11.5 s for 14k rows and a word 90k rows hold).
+    else a JSON array SQLite reads with ``json_each`` (a query never writes a table for it, not even a TEMP one),
+    within the range from their first rowid to their last (FTS5 reads that stretch alone: a folder's rows,
+    indexed in order, lie close together). The unary + keeps FTS5 on one pass over the phrase's rows, each
+    looked up in the array: without it, FTS5 would seek every listed rowid in the phrase's rows (11.5 s for
+    14k rows and a word 90k rows hold).
 
     ``rows``: the rows of a JSON array themselves (None for a range), where a count or a match may look up
-    the rows an expression matches instead (``looked_up_here``)."""
+    the rows an expression matches instead (``looked_up_here``); the array's text is made when a statement
+    first needs it (16 ms for a scope's 83k rows at 300k records, not needed where they are looked up here).
+    """
 
-    clause: str
-    params: tuple[int | str, ...]
-    rows: Collection[int] | None = None
+    __slots__ = ("_params", "clause", "rows")
+
+    def __init__(self, clause: str, params: tuple[int | str, ...] | None, rows: Collection[int] | None = None):
+        self.clause, self._params, self.rows = clause, params, rows
+
+    @property
+    def params(self) -> tuple[int | str, ...]:
+        if self._params is None:
+            rows = cast(Collection[int], self.rows)
+            self._params = (min(rows), max(rows), "[" + ",".join(map(str, rows)) + "]")
+        return self._params
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Among) and (self.clause, self.params) == (other.clause, other.params)
+
+    def __hash__(self) -> int:
+        return hash((self.clause, self.params))
+
+    def __repr__(self) -> str:
+        return f"Among({self.clause!r}, {len(self.rows) if self.rows is not None else 'range'})"
 
     def looked_up_here(self, matching: int | None) -> bool:
         """Whether the rows an expression matches (at most ``matching`` of them, None: unknown) are better read
@@ -1401,7 +1480,11 @@ def rows_among(rowids: Collection[int]) -> Among:
         low, high = min(rowids), max(rowids)
         if high - low + 1 == len(rowids):
             return Among("rowid BETWEEN ? AND ?", (low, high))
-    return Among("+rowid IN (SELECT value FROM json_each(?))", ("[" + ",".join(map(str, rowids)) + "]",), rowids)
+    rows = rowids if isinstance(rowids, (set, frozenset)) else set(rowids)  # (looked up: ``looked_up_here``)
+    if not rows:
+        return Among("+rowid IN (SELECT value FROM json_each(?))", ("[]",), rows)
+    # within their range: FTS5 seeks to its start and stops at its end (a folder's rows lie close together)
+    return Among("rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?))", None, rows)
 
 
 def columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
