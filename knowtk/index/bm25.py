@@ -300,7 +300,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         total = len(matches)
         among = rows_among(matches)
     else:
-        total = proj.count_among(terms, among)
+        total = proj.match_count(terms, among)
     if total == 0:
         return 0, []
     best = proj.top_among(terms, among, max(BOUNDED_ROWS, k + TIES_ROWS))

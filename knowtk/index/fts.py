@@ -104,7 +104,7 @@ class QueryTerms:
     def expression(self) -> str:
         """The MATCH expression: every token quoted, so OR/NOT/columns/* are plain words."""
         if self.mode == "phrase":
-            return '"' + " ".join(self.tokens) + '"'
+            return _quoted(self.tokens)
         joiner = " OR " if self.mode == "any" else " AND "
         return joiner.join(f'"{p[0]}"' for p in self.phrases)
 
@@ -604,7 +604,7 @@ class FtsProjection:
                 "INSERT INTO temp.knowtk_heads (rowid, title, aliases) VALUES (?, ?, ?)",
                 ((rowid, *head) for rowid, head in heads.items()),
             )
-            any_phrase = " OR ".join('"' + " ".join(p) + '"' for p in terms.phrases)
+            any_phrase = " OR ".join(_quoted(p) for p in terms.phrases)
             sql = (
                 "SELECT rowid, highlight(knowtk_heads, 0, ?, ?), highlight(knowtk_heads, 1, ?, ?) "
                 "FROM temp.knowtk_heads WHERE knowtk_heads MATCH ?"
@@ -654,7 +654,7 @@ class FtsProjection:
         rowids = list(rowids)
         if not rowids:
             return set()
-        phrases = " OR ".join('"' + " ".join(p) + '"' for p in terms.phrases)
+        phrases = " OR ".join(_quoted(p) for p in terms.phrases)
         marks = ",".join("?" * len(rowids))
         sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
         return {r for (r,) in self.conn.execute(sql, [f"body : ({phrases})", *rowids])}
@@ -687,13 +687,17 @@ class FtsProjection:
         return out
 
     # -- scoring ------------------------------------------------------------------------------
+    def _scored_sql(self, tail: str = "") -> str:
+        """``SELECT rowid, score`` (``bm25()`` with ``WEIGHTS``) of the rows matching ``?``, then ``tail``."""
+        w = WEIGHTS
+        return (
+            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) AS score "
+            f"FROM {self.fts} WHERE {self.fts} MATCH ?{tail}"
+        )
+
     def native_rows(self, terms: QueryTerms) -> list[tuple[int, float]]:
         """(rowid, bm25() as SQLite gives it, i.e. minus the score) of every match."""
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ?"
-        )
+        sql = self._scored_sql()
         return self.conn.execute(sql, (terms.expression,)).fetchall()
 
     def native_top(self, terms: QueryTerms, k: int) -> list[tuple[int, float]] | None:
@@ -702,11 +706,7 @@ class FtsProjection:
         tuples); None when the k-th best score ties past them (every row is then needed to break the tie by id)."""
         if k < 1:
             return None
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) AS score "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ? ORDER BY score LIMIT ?"
-        )
+        sql = self._scored_sql(" ORDER BY score LIMIT ?")
         rows: list[tuple[int, float]] = self.conn.execute(sql, (terms.expression, k + TIES_ROWS)).fetchall()
         if len(rows) <= k:
             return rows
@@ -717,17 +717,8 @@ class FtsProjection:
     def top_among(self, terms: QueryTerms, among: Among, limit: int) -> list[tuple[int, float]]:
         """``native_rows`` of the rows among some (``rows_among``) that match, the ``limit`` best by ``bm25()``
         (over the whole table's statistics) first: SQLite scores every one and hands over those alone."""
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) AS score "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause} ORDER BY score LIMIT ?"
-        )
+        sql = self._scored_sql(f" AND {among.clause} ORDER BY score LIMIT ?")
         return self.conn.execute(sql, (terms.expression, *among.params, limit)).fetchall()
-
-    def count_among(self, terms: QueryTerms, among: Among) -> int:
-        """How many rows among some (``rows_among``) match the whole expression (no score computed)."""
-        sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
-        return int(self.conn.execute(sql, (terms.expression, *among.params)).fetchone()[0])
 
     def counts_of(self, rows: list[tuple[int, float]], *, hits: int) -> dict[int, float]:
         """rowid -> weighted count of a phrase, solved from ``bm25()`` of that phrase alone for these rows
@@ -737,13 +728,12 @@ class FtsProjection:
             raise self._out_of_step()
         return out
 
-    def match_count(self, terms: QueryTerms) -> int:
-        """How many rows match (no score computed)."""
-        return int(
-            self.conn.execute(
-                f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?", (terms.expression,)
-            ).fetchone()[0]
-        )
+    def match_count(self, terms: QueryTerms, among: Among | None = None) -> int:
+        """How many rows match (no score computed); ``among``: how many of some rows (``rows_among``)."""
+        sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?"
+        if among is None:
+            return int(self.conn.execute(sql, (terms.expression,)).fetchone()[0])
+        return int(self.conn.execute(f"{sql} AND {among.clause}", (terms.expression, *among.params)).fetchone()[0])
 
     def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``native_rows`` as arrays: (minus the score, rowid)."""
@@ -839,12 +829,8 @@ class FtsProjection:
         if not inserted:
             return rowids, counts
         # every row at or above the least inserted rowid is an inserted one (rowids are given from max + 1 on)
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid >= ?"
-        )
-        found = self.conn.execute(sql, ('"' + " ".join(phrase) + '"', min(inserted))).fetchall()
+        sql = self._scored_sql(" AND rowid >= ?")
+        found = self.conn.execute(sql, (_quoted(phrase), min(inserted))).fetchall()
         if not found:
             return rowids, counts
         scores, new_rowids = columns(found)
@@ -865,12 +851,8 @@ class FtsProjection:
         kept = self._kept(phrase)
         if kept is not None:
             return kept
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ?"
-        )
-        scores, rowids = columns(self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall())
+        sql = self._scored_sql()
+        scores, rowids = columns(self.conn.execute(sql, (_quoted(phrase),)).fetchall())
         counts = self._counts(scores, rowids)
         if counts is None:
             raise self._out_of_step()
@@ -886,12 +868,8 @@ class FtsProjection:
         """
         if self.has_counts(phrase):
             return None
-        w = WEIGHTS
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ?"
-        )
-        rows = self.conn.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchall()
+        sql = self._scored_sql()
+        rows = self.conn.execute(sql, (_quoted(phrase),)).fetchall()
         if len(rows) >= limit:
             scores, rowids = columns(rows)
             counts = self._counts(scores, rowids)
@@ -908,7 +886,7 @@ class FtsProjection:
         """How many rows hold the phrase: in the whole table (``among`` None, the n_hit of ``bm25()``'s IDF),
         or among some rows (``rows_among``), counted by SQLite without scoring them; ``whole``: how many hold
         it in the whole table, when known (then the rows holding it may be looked up here instead)."""
-        expression = '"' + " ".join(phrase) + '"'
+        expression = _quoted(phrase)
         sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?"
         if among is None:
             return int(self.conn.execute(sql, (expression,)).fetchone()[0])
@@ -973,20 +951,12 @@ class FtsProjection:
         the counts are solved as ``plain_counts`` solves them, with ``hits`` (``hit_count(phrase)``, the rows
         holding it in the whole table) as the IDF's n_hit.
         """
-        w = WEIGHTS
-        expression = '"' + " ".join(phrase) + '"'
+        expression = _quoted(phrase)
         if among.looked_up_here(hits):  # SQLite scores only the rows holding it, found here (``Among``)
             rows_in = cast(Collection[int], among.rows)
             among = rows_among(list(filter(rows_in.__contains__, self.rowids_matching(expression))))
-        sql = (
-            f"SELECT rowid, bm25({self.fts}, {w['title']}, {w['aliases']}, {w['body']}) "
-            f"FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
-        )
-        rows = self.conn.execute(sql, (expression, *among.params)).fetchall()
-        out = self._plain_counts(rows, hits=hits)
-        if out is None:
-            raise self._out_of_step()
-        return out
+        sql = self._scored_sql(f" AND {among.clause}")
+        return self.counts_of(self.conn.execute(sql, (expression, *among.params)).fetchall(), hits=hits)
 
     def _plain_counts(self, rows: list[tuple[int, float]], *, hits: int | None = None) -> dict[int, float] | None:
         """rowid -> count solved from ``bm25()`` of one phrase; ``hits``: the rows holding it in the whole
@@ -1472,6 +1442,11 @@ class Among:
 
 
 LOOKUP_RATIO = 3  # (Among.looked_up_here: an array row costs SQLite ~3 times what a matching row read costs here)
+
+
+def _quoted(phrase: tuple[str, ...]) -> str:
+    """A phrase as an FTS5 string: its tokens quoted together (OR, NOT, columns and * are plain words)."""
+    return '"' + " ".join(phrase) + '"'
 
 
 def rows_among(rowids: Collection[int]) -> Among:

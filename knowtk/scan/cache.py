@@ -150,9 +150,7 @@ class Scanner:
         conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
         conn.execute(_CACHE_INDEX)
         with self.state.reading():
-            rows = conn.execute(
-                "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1"
-            ).fetchall()
+            rows = conn.execute(_ROWS_SQL).fetchall()
             self.loaded_token = self.token = _token(self.state)
         if self._files or self._lazy is not None or self._stats:  # (never the case today) entries made one by one
             for row in rows:
@@ -262,9 +260,7 @@ class Scanner:
         try:
             with self.state.reading() as conn:
                 found = conn.execute(
-                    "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1 "
-                    "WHERE path >= ? AND path < ?",
-                    (folder, folder + "\U0010ffff"),
+                    f"{_ROWS_SQL} WHERE path >= ? AND path < ?", (folder, folder + "\U0010ffff")
                 ).fetchall()
         except sqlite3.Error:
             return []  # every file of the folder is read as a new one
@@ -395,10 +391,7 @@ class Scanner:
         try:
             if self.token is None or _token(self.state) != self.token:
                 return None
-            row = self.state.conn.execute(
-                "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1 WHERE path = ?",
-                (path,),
-            ).fetchone()
+            row = self.state.conn.execute(f"{_ROWS_SQL} WHERE path = ?", (path,)).fetchone()
         except sqlite3.Error:
             return None
         if row is None or not _a_row(row):
@@ -433,7 +426,8 @@ class Scanner:
         (the file changed since the record was read: the query runs again, on the file as it is now)."""
         path = record.path
         with self.lock:
-            entry = self._get(path)
+            # (a packed folder's rows are all written: no text held, and nothing to unpack it for)
+            entry = None if folder_of(path) in self._packed else self._get(path)
             if entry is not None and entry.meta_text is not None and entry.sha256 == record.sha256:
                 found = _cached_meta(entry.meta_text)  # (its row is not written yet)
                 if found is not None:
@@ -681,6 +675,10 @@ class _Filled(Mapping[str, FileEntry]):
 
     def __len__(self) -> int:
         return self._scanner.file_count()
+
+
+# the columns of a scan_files_v1 row as an entry is made from it (``_made``; a pack holds the same)
+_ROWS_SQL = "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1"
 
 
 def _a_row(row: tuple[Any, ...]) -> bool:
