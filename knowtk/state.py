@@ -36,6 +36,7 @@ import json
 import os
 import random
 import sqlite3
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -197,6 +198,9 @@ class StateDB:
         self.store_id: str = self.meta("store_id") or ""
         self.store = store
         self.rebind = rebind
+        self.writes_at_begin = -1  # ``writes`` when the query's transaction began (``unwritten``)
+        self._side: sqlite3.Connection | None = None  # ``side_reader``
+        self.side_lock = threading.Lock()  # held by the one thread using it
 
     def _create(self, store: str | None, rebind: bool) -> None:
         path = self.path
@@ -351,6 +355,7 @@ class StateDB:
             yield conn
             return
         conn.execute("BEGIN")
+        self.writes_at_begin = self.writes
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # starts the read snapshot
             yield conn
@@ -362,6 +367,7 @@ class StateDB:
         """Open the transaction a whole query runs in (see the module docstring)."""
         try:
             self.conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            self.writes_at_begin = self.writes
             self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError as exc:
             if self.conn.in_transaction:
@@ -439,7 +445,29 @@ class StateDB:
         row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return row is not None
 
+    def unwritten(self) -> bool:
+        """Whether the connection is in a query's transaction that has begun no write yet (``transaction``: every
+        write of the state goes through it; the TEMP tables a query tokenizes its words in are not the state's):
+        what it reads is then what the database held when it began, which another connection can be checked
+        to read too."""
+        return self.conn.in_transaction and self.writes == self.writes_at_begin
+
+    def side_reader(self) -> sqlite3.Connection:
+        """A second connection, for reads a query runs beside its own (``knowtk.index.fts.Aside``); opened on
+        first use, used under ``side_lock``, never written through."""
+        if self._side is None:
+            side = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            side.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            side.create_function("knowtk_inflate", 1, _sql_inflate, deterministic=True)
+            side.execute("PRAGMA trusted_schema = ON")
+            self._side = side
+        return self._side
+
     def close(self) -> None:
+        with self.side_lock:
+            if self._side is not None:
+                self._side.close()
+                self._side = None
         self.conn.close()
 
 

@@ -119,9 +119,9 @@ def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
     read_here: list[str] = []
     rowids_matching = FtsProjection.rowids_matching
 
-    def spy(self: FtsProjection, expression: str) -> list[int]:
+    def spy(self: FtsProjection, expression: str, **conn: Any) -> list[int]:
         read_here.append(expression)
-        return rowids_matching(self, expression)
+        return rowids_matching(self, expression, **conn)
 
     monkeypatch.setattr(FtsProjection, "rowids_matching", spy)
     monkeypatch.setattr(fts, "LOOKUP_RATIO", 0)  # never here
@@ -335,3 +335,181 @@ def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: S
         terms.phrases[1], among, hits=wholes[1]
     )
     assert main.counts_left(rows, [(idf[0], first)], idf[1] * 1.37) is None
+
+
+def test_rows_as_runs_are_their_consecutive_stretches() -> None:
+    """``_runs`` gives the distinct rowids' stretches of consecutive values, in order, and None past
+    ``RUNS_AT_MOST`` of them: checked against a plain walk over the sorted values."""
+    rng = random.Random(23)
+    for _ in range(500):
+        rows = set(rng.sample(range(1, 400), rng.randint(1, 120)))
+        if rng.random() < 0.5:  # a few long stretches, as a clustered filter's rows lie
+            rows = {r for start in rng.sample(range(1, 400, 40), rng.randint(1, 10)) for r in range(start, start + 30)}
+        ordered, want = sorted(rows), []
+        for r in ordered:
+            if want and want[-1][1] == r - 1:
+                want[-1] = (want[-1][0], r)
+            else:
+                want.append((r, r))
+        assert fts._runs(rows) == (want if len(want) <= fts.RUNS_AT_MOST else None)
+
+
+def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter's rows in a few stretches are read by SQLite as ranges (no JSON array): the counts, matches,
+    counts read back and ordered rows of the same rows asked as an array."""
+    rng = random.Random(29)
+    _build(builder, rng, 150)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    rowids = sorted(main.id_of)
+    sets = [
+        set(rowids[5:40]) | set(rowids[60:61]) | set(rowids[90:140]),
+        set(rowids[::2][:6]),
+        set(rowids[1:-1]) - {rowids[50], rowids[99]},
+    ]
+    for rows in sets:
+        ranged = fts.rows_among(rows)
+        assert "json_each" not in ranged.clause and ranged.rows is None
+        monkeypatch.setattr(fts, "RUNS_AT_MOST", 0)
+        array = fts.rows_among(rows)
+        monkeypatch.undo()
+        assert "json_each" in array.clause
+        for words, mode in ((("the",), "all"), (("the", "alpha"), "all"), (("alpha", "river"), "any")):
+            terms = QueryTerms(words, mode)
+            assert (
+                main.match_count(terms, ranged)
+                == main.match_count(terms, array)
+                == len(main.matches_among(terms, array))
+            )
+            assert main.matches_among(terms, ranged) == main.matches_among(terms, array)
+            assert main.top_among(terms, ranged, 1000) == main.top_among(terms, array, 1000)
+            for phrase in terms.phrases:
+                whole = main.hit_count(phrase)
+                assert main.hit_count(phrase, ranged) == main.hit_count(phrase, array)
+                assert main.counts_among(phrase, ranged, hits=whole) == main.counts_among(phrase, array, hits=whole)
+    assert main.match_count(QueryTerms(("the",), "all"), fts.rows_among(sets[0]))  # something was matched
+
+
+def test_a_build_writes_its_rows_clustered_by_kind_type_and_folder_with_the_same_answers(
+    builder: StoreBuilder, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reconcile writing many rows gives them rowids by (kind, type, folder, id): each kind and type is one
+    stretch of rowids, and a filter by kind is asked as a range. Only the order changes: the answers of an
+    unclustered build of the same store, bit for bit."""
+    import knowtk
+    from knowtk.engine import desired
+    from tests.test_kept_counts import _body, _meta
+
+    rng = random.Random(31)
+    for i in range(90):
+        builder.write(f"{rng.choice(['a', 'b/x', 'b/y'])}/r{i:03d}.md", _meta(rng, f"r{i:03d}"), _body(rng))
+    monkeypatch.setattr(desired, "CLUSTER_FROM_ROWS", 1)
+    store = builder.open(state_dir=tmp_path / "clustered")
+    snap = store.snapshot()
+    main = store.engine.keyword(snap).main
+    order = sorted(main.id_of)
+    keys = [(r.kind, r.type, r.path.rpartition("/")[0], r.id) for r in (snap.records[main.id_of[i]] for i in order)]
+    assert keys == sorted(keys) and len({k[:2] for k in keys}) > 2
+    claims = {rowid for rid, rowid in main.ids.items() if snap.records[rid].kind == "claim"}
+    assert claims and fts.rows_among(claims).clause == "rowid BETWEEN ? AND ?"
+    monkeypatch.setattr(desired, "CLUSTER_FROM_ROWS", 10**9)
+    plain = knowtk.open_store(builder.root, state_dir=tmp_path / "plain")
+    plain_main = plain.engine.keyword(plain.snapshot()).main
+    assert [plain_main.id_of[i] for i in sorted(plain_main.id_of)] != [main.id_of[i] for i in order]
+    for args in (
+        {"query": "the alpha", "mode": "any", "kind": "claim"},
+        {"query": "the", "type": "note", "scope": "b"},
+        {"query": "river cafe", "mode": "any", "scope": "a"},
+        {"query": "the", "lifecycle": "all"},
+    ):
+        a, b = store.call("knowledge_grep", {**args, "limit": 50}), plain.call("knowledge_grep", {**args, "limit": 50})
+        a.pop("freshness", None), b.pop("freshness", None)
+        assert a == b and a["hits"]
+
+
+def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreBuilder) -> None:
+    """``Aside`` reads on the state's second connection only what the query's own transaction reads: a write
+    another connection commits to the table after the query began, or one the query made itself, sends the
+    read back to the query's connection (the count as the query sees it, never the newer one)."""
+    import sqlite3
+
+    rng = random.Random(37)
+    _build(builder, rng, 60)
+    store = builder.open()
+    main = store.engine.keyword(store.snapshot()).main
+    state = main.state
+    terms = QueryTerms(("the",), "all")
+    before = main.match_count(terms)
+    sides: list[bool] = []
+    state.begin_query(immediate=False)
+    try:
+        aside = main.match_count_aside(terms)
+        sides.append(aside._thread is not None)
+        assert aside.result() == before
+        other = sqlite3.connect(state.path, isolation_level=None)  # another writer commits a matching row
+        other.create_function("knowtk_inflate", 1, lambda b: b, deterministic=True)
+        other.execute(
+            f"INSERT INTO {main.fts} (rowid, title, aliases, body) VALUES (?, 'the', '', 'the the')", (10**6,)
+        )
+        other.close()
+        aside = main.match_count_aside(terms)
+        sides.append(aside._thread is not None)
+        assert aside.result() == before  # the query's snapshot, read in turn
+        assert not aside._value  # (not read aside: the table's marks differ)
+    finally:
+        state.end_query(commit=False)
+    assert main.match_count(terms) == before + 1  # (a new transaction sees the row)
+    with state.transaction() as conn:  # a query that wrote: read on its own connection
+        conn.execute(  # (its content is not in the text table: the delete names what the row held)
+            f"INSERT INTO {main.fts} ({main.fts}, rowid, title, aliases, body) VALUES ('delete', ?, ?, '', ?)",
+            (10**6, "the", "the the"),
+        )
+        aside = main.match_count_aside(terms)
+        sides.append(aside._thread is not None)
+        assert aside.result() == before
+    assert sides == [True, True, False]
+
+
+def test_answers_read_aside_are_the_answers_read_in_turn(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts, the rows SQLite ranks best and superseded wording's direct matches read beside the query give the
+    answers of the same reads made in turn (``ASIDE`` off), filtered and not, bounded pages included."""
+    from knowtk.engine import desired
+    from tests.test_ranking_ties import _common_store, _random_filters
+
+    monkeypatch.setattr(desired, "CLUSTER_FROM_ROWS", 1)  # a filter's rows in ranges: the best rows read aside
+    _common_store(builder)
+    rng = random.Random(41)
+    calls = [
+        {"query": q, "mode": mode, "limit": 5, **f}
+        for q in ("alpha beta", "beta", "alpha gamma sigma")
+        for mode in ("all", "any")
+        for f in [{}, *_random_filters(rng, 3)]
+    ]
+
+    def answers() -> list[dict[str, Any]]:
+        store = builder.open()
+        out = []
+        for args in calls:
+            found = store.call("knowledge_grep", args)
+            found.pop("freshness", None)
+            out.append(found)
+        store.close()
+        return out
+
+    read_aside: list[int] = []
+    run = fts.Aside._run
+
+    def spy(self: fts.Aside[Any]) -> None:
+        run(self)
+        read_aside.append(len(self._value))
+
+    monkeypatch.setattr(fts.Aside, "_run", spy)
+    beside = answers()
+    assert sum(read_aside) >= len(calls) // 2  # (many were read aside: counts, best rows, direct matches)
+    monkeypatch.setattr(fts, "ASIDE", False)
+    assert answers() == beside
+    assert any(a["hits"] for a in beside)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapp
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
-from knowtk.engine.desired import PatchedMap, TrustedMap
+from knowtk.engine.desired import PatchedMap, TrustedMap, clustered
 from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument, StoreUnavailable
@@ -395,11 +395,12 @@ class Engine:
                     return self._text(snap.records[rid])
 
                 mark, unsure = self._rows_mark(snap)
+                order = clustered(snap)
                 index.written = index.main.reconcile(
-                    main_ids, text, version=version, since=since, mark=mark, unsure=unsure
+                    main_ids, text, version=version, since=since, mark=mark, unsure=unsure, order=order
                 )
                 index.written += index.history.reconcile(
-                    history_ids, text, version=version, since=since, mark=mark, unsure=unsure
+                    history_ids, text, version=version, since=since, mark=mark, unsure=unsure, order=order
                 )
                 if mark is not None and not unsure and index.main.image_mark == mark == index.history.image_mark:
                     self._rows_base = (mark, set())  # the rows are exactly that image's records now

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import heapq
 import math
+import sqlite3
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
-from knowtk.index.fts import K1, TIES_ROWS, Among, B, FtsProjection, QueryTerms, columns, rows_among
+from knowtk.index.fts import K1, TIES_ROWS, Among, Aside, B, FtsProjection, QueryTerms, columns, rows_among
 from knowtk.model.shapes import shape
 
 if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches), not with knowtk
@@ -83,9 +84,10 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
         proj = sources[0].projection
         again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
         if k is not None and not again:  # a page of a query whose counts are not kept: SQLite orders it
+            counting = proj.match_count_aside(terms)  # (counted beside the ordering, on the other core)
             top = proj.native_top(terms, k)
             if top is not None:
-                return proj.match_count(terms), _top_native_plain(top, sources, k)[1]
+                return counting.result(), _top_native_plain(top, sources, k)[1]
         rows = proj.native_rows(terms)
         if len(rows) < KEEP_FROM_ROWS or not (again or arrays_loaded()):
             return _top_native_plain(rows, sources, k)
@@ -280,6 +282,15 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         return None
     avgdl, avgdl_table = float(n_tokens) / float(n_rows), float(table_tokens) / float(n_table)
     among = proj.among(allowed)
+    limit = max(BOUNDED_ROWS, k + TIES_ROWS)
+    # the rows SQLite ranks best, read beside the counts below where the allowed rows are ranges (an array is
+    # better read for the matches alone, known after them)
+    allowed_rows = among
+
+    def best_rows(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+        return proj.top_among(terms, allowed_rows, limit, conn=conn)
+
+    ahead = Aside(proj, best_rows) if among.rows is None else None
     wholes = [proj.hit_count(phrase) for phrase in phrases]
     idf, table_idf, ratio = [], [], 0.0
     for phrase, whole in zip(phrases, wholes, strict=True):
@@ -303,7 +314,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         total = proj.match_count(terms, among)
     if total == 0:
         return 0, []
-    best = proj.top_among(terms, among, max(BOUNDED_ROWS, k + TIES_ROWS))
+    best = ahead.result() if ahead is not None else proj.top_among(terms, among, limit)
     rowids = [rowid for rowid, _ in best]
     if len(phrases) == 1:
         counts = [proj.counts_of(best, hits=wholes[0])]  # bm25() of the phrase alone: solved as they are

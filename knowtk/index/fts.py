@@ -38,12 +38,14 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Hashable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.progress import progress
 from knowtk.state import Contention, StateDB, deflate, inflate, inflate_opening, now_utc
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # numpy is imported by the scoring that needs arrays, not with the projection (a CLI grep)
     import numpy as np
@@ -333,6 +335,7 @@ class FtsProjection:
         since: tuple[int, Iterable[str]] | None = None,
         mark: str | None = None,
         unsure: Collection[str] = (),
+        order: Callable[[list[str]], list[str]] | None = None,
     ) -> int:
         """Make the projection hold exactly ``desired`` ({id: sha256}); returns the rows written.
 
@@ -341,7 +344,8 @@ class FtsProjection:
         version, the ids at which ``desired`` may differ from it): when the projection holds
         exactly that version, only those ids are compared. ``mark`` names the stored image the rows are
         then exactly (``image_mark``), but at the ids ``unsure`` where they may differ from it (see
-        ``unsure_of``).
+        ``unsure_of``). ``order``: the ids to write in the order their rows are given rowids (a build's
+        rows clustered the way filters select them: ``rows_among`` reads a filter's rows as a few ranges).
         """
         self.ensure()
         synced = desired is self._synced
@@ -355,6 +359,8 @@ class FtsProjection:
         else:
             stale = [rid for rid, sha in self.shas.items() if desired.get(rid) != sha]
             fresh = [rid for rid, sha in desired.items() if self.shas.get(rid) != sha]
+        if order is not None and fresh:
+            fresh = order(fresh)
         if not stale and not fresh:
             self._synced, self._synced_version = desired, version
             if mark is not None and _marked(mark, unsure) != self.image_mark:  # the rows are that image's
@@ -676,15 +682,32 @@ class FtsProjection:
             held = [np.isin(asked, k[0]) for k in kept if k is not None]
             hit = np.logical_or.reduce(held) if terms.mode == "any" else np.logical_and.reduce(held)
             return set(asked[hit].tolist())
+        return self._matching_read(terms, rowids)(self.conn)
+
+    def matching_aside(self, terms: QueryTerms, rowids: Iterable[int]) -> Aside[set[int]]:
+        """``matching``, read beside the query (``Aside``) where the phrases' counts do not answer it here."""
+        rowids = list(rowids)
+        if rowids and all(self.has_counts(phrase) for phrase in terms.phrases):
+            found = self.matching(terms, rowids)
+            return Aside(self, lambda conn: found, beside=False)
+        return Aside(self, self._matching_read(terms, rowids))
+
+    def _matching_read(self, terms: QueryTerms, rowids: list[int]) -> Callable[[sqlite3.Connection], set[int]]:
+        """``matching`` from the index, on a connection: many rows in one pass, a few sought one by one."""
         if len(rowids) >= SCAN_FROM_ROWS:  # one pass over the expression's rows, each looked up among them
-            return self.matches_among(terms, rows_among(set(rowids)))
-        out: set[int] = set()
-        for i in range(0, len(rowids), 10_000):
-            chunk = rowids[i : i + 10_000]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
-            out.update(r for (r,) in self.conn.execute(sql, [terms.expression, *chunk]))
-        return out
+            among = rows_among(set(rowids))
+            return lambda conn: self.matches_among(terms, among, conn=conn)
+
+        def sought(conn: sqlite3.Connection) -> set[int]:
+            out: set[int] = set()
+            for i in range(0, len(rowids), 10_000):
+                chunk = rowids[i : i + 10_000]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND rowid IN ({marks})"
+                out.update(r for (r,) in conn.execute(sql, [terms.expression, *chunk]))
+            return out
+
+        return sought
 
     # -- scoring ------------------------------------------------------------------------------
     def _scored_sql(self, tail: str = "") -> str:
@@ -714,11 +737,14 @@ class FtsProjection:
         end = next((i for i in range(k, len(rows)) if rows[i][1] != kth), None)
         return None if end is None and len(rows) == k + TIES_ROWS else rows[:end]
 
-    def top_among(self, terms: QueryTerms, among: Among, limit: int) -> list[tuple[int, float]]:
+    def top_among(
+        self, terms: QueryTerms, among: Among, limit: int, *, conn: sqlite3.Connection | None = None
+    ) -> list[tuple[int, float]]:
         """``native_rows`` of the rows among some (``rows_among``) that match, the ``limit`` best by ``bm25()``
         (over the whole table's statistics) first: SQLite scores every one and hands over those alone."""
         sql = self._scored_sql(f" AND {among.clause} ORDER BY score LIMIT ?")
-        return self.conn.execute(sql, (terms.expression, *among.params, limit)).fetchall()
+        params = (terms.expression, *among.params, limit)
+        return (conn or self.conn).execute(sql, params).fetchall()
 
     def counts_of(self, rows: list[tuple[int, float]], *, hits: int) -> dict[int, float]:
         """rowid -> weighted count of a phrase, solved from ``bm25()`` of that phrase alone for these rows
@@ -730,10 +756,23 @@ class FtsProjection:
 
     def match_count(self, terms: QueryTerms, among: Among | None = None) -> int:
         """How many rows match (no score computed); ``among``: how many of some rows (``rows_among``)."""
+        return self._count(terms.expression, among)
+
+    def match_count_aside(self, terms: QueryTerms) -> Aside[int]:
+        """``match_count`` of the whole table, read beside the query (``Aside``)."""
+        return Aside(self, lambda conn: self._count(terms.expression, None, conn=conn))
+
+    def _count(self, expression: str, among: Among | None, *, conn: sqlite3.Connection | None = None) -> int:
+        """How many rows (of the whole table, or among some) an expression matches; a few ranges of rows are
+        counted one by one (``Among.runs``: no row outside them read)."""
+        conn = conn or self.conn
         sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?"
         if among is None:
-            return int(self.conn.execute(sql, (terms.expression,)).fetchone()[0])
-        return int(self.conn.execute(f"{sql} AND {among.clause}", (terms.expression, *among.params)).fetchone()[0])
+            return int(conn.execute(sql, (expression,)).fetchone()[0])
+        if among.runs is not None:
+            sql += " AND rowid BETWEEN ? AND ?"
+            return sum(int(conn.execute(sql, (expression, *run)).fetchone()[0]) for run in among.runs)
+        return int(conn.execute(f"{sql} AND {among.clause}", (expression, *among.params)).fetchone()[0])
 
     def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``native_rows`` as arrays: (minus the score, rowid)."""
@@ -887,21 +926,29 @@ class FtsProjection:
         or among some rows (``rows_among``), counted by SQLite without scoring them; ``whole``: how many hold
         it in the whole table, when known (then the rows holding it may be looked up here instead)."""
         expression = _quoted(phrase)
-        sql = f"SELECT count(*) FROM {self.fts} WHERE {self.fts} MATCH ?"
-        if among is None:
-            return int(self.conn.execute(sql, (expression,)).fetchone()[0])
-        if among.looked_up_here(whole):
+        if among is not None and among.looked_up_here(whole):
             return sum(map(cast(Collection[int], among.rows).__contains__, self.rowids_matching(expression)))
-        return int(self.conn.execute(f"{sql} AND {among.clause}", (expression, *among.params)).fetchone()[0])
+        return self._count(expression, among)
 
-    def matches_among(self, terms: QueryTerms, among: Among, *, at_most: int | None = None) -> set[int]:
+    def matches_among(
+        self,
+        terms: QueryTerms,
+        among: Among,
+        *,
+        at_most: int | None = None,
+        conn: sqlite3.Connection | None = None,
+    ) -> set[int]:
         """The rows among some (``rows_among``) that match the query's whole expression; ``at_most``: how many
         rows of the whole table it matches at most, when known (as ``hit_count``'s ``whole``)."""
         if among.looked_up_here(at_most):
             rows = cast(Collection[int], among.rows)
-            return set(filter(rows.__contains__, self.rowids_matching(terms.expression)))
-        sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND {among.clause}"
-        return {r for (r,) in self.conn.execute(sql, (terms.expression, *among.params))}
+            return set(filter(rows.__contains__, self.rowids_matching(terms.expression, conn=conn)))
+        conn = conn or self.conn
+        sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND "
+        if among.runs is not None:  # (each range read alone, as ``_count`` reads them)
+            sql += "rowid BETWEEN ? AND ?"
+            return {r for run in among.runs for (r,) in conn.execute(sql, (terms.expression, *run))}
+        return {r for (r,) in conn.execute(sql + among.clause, (terms.expression, *among.params))}
 
     def counts_left(
         self, rows: list[tuple[int, float]], known: list[tuple[float, dict[int, float]]], idf: float
@@ -935,10 +982,10 @@ class FtsProjection:
                 out[rowid] = count
         return out
 
-    def rowids_matching(self, expression: str) -> list[int]:
+    def rowids_matching(self, expression: str, *, conn: sqlite3.Connection | None = None) -> list[int]:
         """Every rowid an expression matches, read as one JSON array (a tuple a row cost twice as much)."""
         sql = f"SELECT json_group_array(rowid) FROM {self.fts} WHERE {self.fts} MATCH ?"
-        found = json.loads(self.conn.execute(sql, (expression,)).fetchone()[0])
+        found = json.loads((conn or self.conn).execute(sql, (expression,)).fetchone()[0])
         if not isinstance(found, list):
             raise sqlite3.DatabaseError(f"{self.fts}: json_group_array gave {type(found).__name__}")
         return found
@@ -1398,6 +1445,50 @@ def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
+class Aside(Generic[T]):
+    """A read run beside the query, on the state's second connection in a thread of its own: SQLite works on
+    the other core while this thread goes on (SQLite lets go of the interpreter while it steps).
+
+    What it reads must be what the query reads: the query's own connection is in a transaction that wrote
+    nothing (``StateDB.unwritten``), and the second connection's read transaction finds the FTS5 table's
+    structure and averages records as the query's finds them (every write to the table rewrites both, its
+    structure's cookie counting the writes). Else, or when the read fails, ``result`` runs ``read`` on the
+    query's connection itself: the same answer, in turn.
+    """
+
+    def __init__(self, proj: FtsProjection, read: Callable[[sqlite3.Connection], T], *, beside: bool = True) -> None:
+        self.proj, self.read = proj, read
+        self._value: list[T] = []
+        self._thread: threading.Thread | None = None
+        if beside and ASIDE and proj.state.unwritten():
+            self._marks = proj.conn.execute(self._marks_sql()).fetchall()
+            self._thread = threading.Thread(target=self._run, name="knowtk-aside", daemon=True)
+            self._thread.start()
+
+    def _marks_sql(self) -> str:
+        return f"SELECT id, block FROM {self.proj.fts}_data WHERE id IN (1, 10) ORDER BY id"
+
+    def _run(self) -> None:
+        state = self.proj.state
+        with state.side_lock, suppress(Exception):  # (``result`` then reads it in turn, and raises what it raises)
+            side = state.side_reader()
+            side.execute("BEGIN")
+            try:
+                if side.execute(self._marks_sql()).fetchall() == self._marks:
+                    self._value.append(self.read(side))
+            finally:
+                side.execute("ROLLBACK")
+
+    def result(self) -> T:
+        """What ``read`` gives over the query's state of the table (read here when it could not be read aside)."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._value[0] if self._value else self.read(self.proj.conn)
+
+
+ASIDE = True  # (tests turn it off to compare)
+
+
 class Among:
     """Some rows of a projection, as a query keeps to them (``hit_count``, ``matches_among``, ``counts_among``):
     a rowid range when they are every rowid of one (FTS5 then reads that stretch of a phrase's rows alone),
@@ -1407,15 +1498,24 @@ class Among:
     looked up in the array: without it, FTS5 would seek every listed rowid in the phrase's rows (11.5 s for
     14k rows and a word 90k rows hold).
 
+    ``runs``: the ranges of rows that lie in a few (``rows_among``), each of which a count or a match without a
+    score reads alone (FTS5 seeks to it: only the rows in them are read, none tested against the others).
+
     ``rows``: the rows of a JSON array themselves (None for a range), where a count or a match may look up
     the rows an expression matches instead (``looked_up_here``); the array's text is made when a statement
     first needs it (16 ms for a scope's 83k rows at 300k records, not needed where they are looked up here).
     """
 
-    __slots__ = ("_params", "clause", "rows")
+    __slots__ = ("_params", "clause", "rows", "runs")
 
-    def __init__(self, clause: str, params: tuple[int | str, ...] | None, rows: Collection[int] | None = None):
-        self.clause, self._params, self.rows = clause, params, rows
+    def __init__(
+        self,
+        clause: str,
+        params: tuple[int | str, ...] | None,
+        rows: Collection[int] | None = None,
+        runs: list[tuple[int, int]] | None = None,
+    ):
+        self.clause, self._params, self.rows, self.runs = clause, params, rows, runs
 
     @property
     def params(self) -> tuple[int | str, ...]:
@@ -1450,16 +1550,49 @@ def _quoted(phrase: tuple[str, ...]) -> str:
 
 
 def rows_among(rowids: Collection[int]) -> Among:
-    """The rows as ``Among``: distinct rowids (a set), a range when they fill it."""
+    """The rows as ``Among``: distinct rowids (a set), a range when they fill it, a few ranges when they
+    fill those (``RUNS_AT_MOST``: a filter's rows, clustered as ``reconcile`` writes them), else an array."""
     if rowids:
         low, high = min(rowids), max(rowids)
         if high - low + 1 == len(rowids):
             return Among("rowid BETWEEN ? AND ?", (low, high))
+        runs = _runs(rowids)
+        if runs is not None:
+            # FTS5 reads the stretch from the first to the last; SQLite tests each row against a few ranges
+            # (~0.02 us a range, where an array of 82k rows cost ~25 ms to index for every statement)
+            either = " OR ".join(["rowid BETWEEN ? AND ?"] * len(runs))
+            return Among(f"rowid BETWEEN ? AND ? AND ({either})", (low, high, *itertools.chain(*runs)), runs=runs)
     rows = rowids if isinstance(rowids, (set, frozenset)) else set(rowids)  # (looked up: ``looked_up_here``)
     if not rows:
         return Among("+rowid IN (SELECT value FROM json_each(?))", ("[]",), rows)
     # within their range: FTS5 seeks to its start and stops at its end (a folder's rows lie close together)
     return Among("rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?))", None, rows)
+
+
+RUNS_AT_MOST = 8  # (rows_among: past this many ranges, testing each row against all of them costs more)
+
+
+def _runs(rowids: Collection[int]) -> list[tuple[int, int]] | None:
+    """The distinct rowids as their runs of consecutive values [(first, last)], or None past ``RUNS_AT_MOST``.
+
+    Sorted, a stretch ``ordered[i..j]`` is one run exactly when ``ordered[j] - ordered[i] == j - i`` (distinct
+    integers): stretches that are not are halved, so a few runs cost a few dozen steps after the sort."""
+    ordered = sorted(rowids)
+    runs: list[tuple[int, int]] = []
+    todo = [(0, len(ordered) - 1)] if ordered else []
+    while todo:  # (depth first, right half last in: runs come out in order)
+        lo, hi = todo.pop()
+        if ordered[hi] - ordered[lo] == hi - lo:
+            if runs and runs[-1][1] == ordered[lo] - 1:
+                runs[-1] = (runs[-1][0], ordered[hi])
+            elif len(runs) == RUNS_AT_MOST:
+                return None
+            else:
+                runs.append((ordered[lo], ordered[hi]))
+            continue
+        mid = (lo + hi) // 2
+        todo += [(mid + 1, hi), (lo, mid)]
+    return runs
 
 
 def columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

@@ -210,22 +210,22 @@ def _ranking(
         sources = [Source(main, _allowed(main, snap, flt)), Source(history, _allowed(history, snap, flt))]
     else:
         sources = [Source(main, _allowed(main, snap, flt))]
+    # superseded wording: earlier records rank among those whose current record passes the filters; which of
+    # those current records match directly is read beside the ranking (``Aside``)
+    current_of = _replaced(snap, flt, main, history) if lifecycle == "active" else {}
+    direct_currents = main.matching_aside(terms, {main.ids[c] for c in current_of.values()}) if current_of else None
     n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
-    if lifecycle != "active":
-        return n_direct, ranked
-    # superseded wording: earlier records rank among those whose current record passes the filters
-    current_of = _replaced(snap, flt, main, history)
-    if not current_of:
+    if direct_currents is None:
         return n_direct, ranked
     if end is not None and n_direct >= end:  # the page is direct matches alone: the replacements are counted only
-        return n_direct + _replacements(terms, current_of, main, history), ranked
+        return n_direct + _replacements(terms, current_of, main, history, direct_currents.result()), ranked
     earlier = rank([Source(history, set(current_of))], terms)
     if not earlier:
         return n_direct, ranked
     # a current record that is itself a direct match (it passes the filters already) appears once, there
     currents = {main.ids[current_of[m.rowid]] for m in earlier}
-    seen = {main.id_of[rowid] for rowid in main.matching(terms, currents)}
+    seen = {main.id_of[rowid] for rowid in direct_currents.result() & currents}
     replacements = 0
     for m in earlier:
         current = current_of[m.rowid]
@@ -236,14 +236,17 @@ def _ranking(
     return n_direct + replacements, ranked
 
 
-def _replacements(terms: QueryTerms, current_of: dict[int, str], main: FtsProjection, history: FtsProjection) -> int:
+def _replacements(
+    terms: QueryTerms, current_of: dict[int, str], main: FtsProjection, history: FtsProjection, matching: set[int]
+) -> int:
     """How many current records superseded wording adds after the direct matches: those an earlier record's
-    wording matches and their own does not (the ranked path's count, without scoring the earlier records)."""
+    wording matches and their own does not (``matching``: the main rows of every current record that match),
+    the ranked path's count, without scoring the earlier records."""
     currents = {current_of[rowid] for rowid in history.matching(terms, set(current_of))}
     if not currents:
         return 0
     rowids = {main.ids[current] for current in currents}
-    return len(currents) - len(main.matching(terms, rowids))
+    return len(currents) - len(matching & rowids)
 
 
 def _hits(
