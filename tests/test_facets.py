@@ -285,5 +285,6 @@ def test_stored_columns_select_as_each_facet_passes() -> None:
             tags=rng.choice([None, ("x",), ("x", "y"), ("y", "y"), ("absent",), ()]),
         )
         selected = columns.select(criteria)
+        assert columns.selected(criteria) == set(selected)
         assert len(selected) == len(set(selected))
         assert set(selected) == {rid for rid, f in current.items() if f is not None and criteria.passes(f)}

@@ -124,6 +124,8 @@ def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
         return rowids_matching(self, expression, **conn)
 
     monkeypatch.setattr(FtsProjection, "rowids_matching", spy)
+    monkeypatch.setattr(fts, "RUNS_AT_MOST", 0)  # (a filter's rows as an array: no ranges, no rows besides)
+    monkeypatch.setattr(fts, "EXTRA_AT_MOST", -1)
     monkeypatch.setattr(fts, "LOOKUP_RATIO", 0)  # never here
     by_sqlite = _asked(builder, calls)
     assert not read_here
@@ -219,14 +221,16 @@ def test_a_filters_rows_for_sqlite_and_their_tokens_are_kept_for_that_set_and_th
     assert main.tokens_in(allowed) == sum(main.tokens.get(r, -1) for r in allowed)
 
 
+@pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("ties_rows", [2, 256])
 @pytest.mark.parametrize("k", [1, 3, 10, 40, 500])
 def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
-    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, k: int, ties_rows: int
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, k: int, ties_rows: int, split: bool
 ) -> None:
     """A new process's page of a query ``bm25()`` scores alone is ordered by SQLite (``native_top``: k + 1 rows
     and a count, every row otherwise): the same count, matches and scores as every row ranked, ties past the
-    k-th score included (identical records tie: past ``TIES_ROWS`` more rows, every row is read)."""
+    k-th score included (identical records tie: past ``TIES_ROWS`` more rows, every row is read). Ordered in
+    two halves (``split``, the lower one read aside), the same."""
     rng = random.Random(k)
     _build(builder, rng, 120)
     for i in range(12):  # ties: the same text, so the same score
@@ -241,8 +245,13 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
         tops.append(found is not None)
         return found
 
-    monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
-    monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
+    def patch() -> None:
+        monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
+        monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
+        monkeypatch.setattr(fts, "SPLIT_FROM_ROWS", 1 if split else 10**9)
+
+    patch()
+    store.engine.state.begin_query(immediate=False)  # (a query's transaction: the lower half may be read aside)
     for words, mode in (
         (("the",), "all"),
         (("zebra",), "all"),
@@ -256,12 +265,13 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
         monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
         count, page = bm25.top_matches(sources, terms, k)
         monkeypatch.undo()
-        monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
-        monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
+        patch()
         assert count == expected[0]
         assert [(m.id, m.score) for m in page] == [(m.id, m.score) for m in expected[1][:k]]
+    store.engine.state.end_query(commit=False)
     assert True in tops  # SQLite's page taken, and every row read where the ties went past the rows fetched
-    assert (False in tops) is (ties_rows < 12 and k <= 12)
+    if not split:  # (in halves, the tied rows may fall short of a half's rows fetched)
+        assert (False in tops) is (ties_rows < 12 and k <= 12)
 
 
 @pytest.mark.parametrize("rows", [3, 2000])
@@ -338,20 +348,26 @@ def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: S
 
 
 def test_rows_as_runs_are_their_consecutive_stretches() -> None:
-    """``_runs`` gives the distinct rowids' stretches of consecutive values, in order, and None past
-    ``RUNS_AT_MOST`` of them: checked against a plain walk over the sorted values."""
+    """``_runs`` gives the distinct rowids' stretches of ``LONG_RUN`` consecutive values or more, in order, and
+    the rows of shorter ones; None past ``RUNS_AT_MOST`` of them or ``EXTRA_AT_MOST`` rows besides: checked
+    against a plain walk over the sorted values."""
     rng = random.Random(23)
     for _ in range(500):
-        rows = set(rng.sample(range(1, 400), rng.randint(1, 120)))
-        if rng.random() < 0.5:  # a few long stretches, as a clustered filter's rows lie
-            rows = {r for start in rng.sample(range(1, 400, 40), rng.randint(1, 10)) for r in range(start, start + 30)}
-        ordered, want = sorted(rows), []
+        rows = set(rng.sample(range(1, 3000), rng.randint(1, 400)))
+        if rng.random() < 0.7:  # a few long stretches, as a clustered filter's rows lie, and a few edited rows
+            starts = rng.sample(range(1, 3000, 100), rng.randint(1, 20))
+            rows = {r for start in starts for r in range(start, start + rng.randint(1, 90))}
+            rows |= set(rng.sample(range(3000, 4000), rng.randint(0, 300)))
+        ordered, stretches = sorted(rows), []
         for r in ordered:
-            if want and want[-1][1] == r - 1:
-                want[-1] = (want[-1][0], r)
+            if stretches and stretches[-1][1] == r - 1:
+                stretches[-1] = (stretches[-1][0], r)
             else:
-                want.append((r, r))
-        assert fts._runs(rows) == (want if len(want) <= fts.RUNS_AT_MOST else None)
+                stretches.append((r, r))
+        ranges = [(a, b) for a, b in stretches if b - a + 1 >= fts.LONG_RUN]
+        extra = tuple(r for a, b in stretches if b - a + 1 < fts.LONG_RUN for r in range(a, b + 1))
+        fits = len(ranges) <= fts.RUNS_AT_MOST and len(extra) <= fts.EXTRA_AT_MOST
+        assert fts._runs(rows) == ((ranges, extra) if fits else None)
 
 
 def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
@@ -373,6 +389,7 @@ def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
         ranged = fts.rows_among(rows)
         assert "json_each" not in ranged.clause and ranged.rows is None
         monkeypatch.setattr(fts, "RUNS_AT_MOST", 0)
+        monkeypatch.setattr(fts, "EXTRA_AT_MOST", -1)
         array = fts.rows_among(rows)
         monkeypatch.undo()
         assert "json_each" in array.clause
@@ -445,7 +462,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
     sides: list[bool] = []
     state.begin_query(immediate=False)
     try:
-        aside = main.match_count_aside(terms)
+        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before
         other = sqlite3.connect(state.path, isolation_level=None)  # another writer commits a matching row
@@ -454,7 +471,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
             f"INSERT INTO {main.fts} (rowid, title, aliases, body) VALUES (?, 'the', '', 'the the')", (10**6,)
         )
         other.close()
-        aside = main.match_count_aside(terms)
+        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before  # the query's snapshot, read in turn
         assert not aside._value  # (not read aside: the table's marks differ)
@@ -466,7 +483,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
             f"INSERT INTO {main.fts} ({main.fts}, rowid, title, aliases, body) VALUES ('delete', ?, ?, '', ?)",
             (10**6, "the", "the the"),
         )
-        aside = main.match_count_aside(terms)
+        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before
     assert sides == [True, True, False]

@@ -47,7 +47,8 @@ def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
         texts = dict(conn.execute("SELECT part, data FROM snapshot_image_v1"))
     finally:
         conn.close()
-    ids, paths = (json.loads(inflate_bytes(texts[name])) for name in ("record_ids", "record_paths"))
+    ids = json.loads(texts["record_ids"])  # (kept as its text: ``persist.STORED_PLAIN``)
+    paths = json.loads(inflate_bytes(texts["record_paths"]))
     return ids, paths, json.loads(inflate_bytes(texts["lifecycle"]))
 
 

@@ -470,6 +470,11 @@ def test_a_rebuild_without_a_file_change_then_an_edit(tmp_path: Path, clock: Clo
 
 
 # -- 2. damage -----------------------------------------------------------------------------------------
+def _inflated(part: str, raw: bytes) -> bytes:
+    """A part's JSON text as the image keeps it: deflated, or as it is (``STORED_PLAIN``)."""
+    return raw if part in persist.STORED_PLAIN else zlib.decompress(raw)
+
+
 def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> None:
     conn = sqlite3.connect(state_dir / STATE_FILE)
     with conn:
@@ -477,16 +482,16 @@ def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> 
             conn.execute("UPDATE snapshot_image_v1 SET data = '{\"not' WHERE part = ?", (part,))
         elif how == "digest":  # valid JSON of the right shape (deflated, as kept), another content
             raw = conn.execute("SELECT data FROM snapshot_image_v1 WHERE part = ?", (part,)).fetchone()[0]
-            data = json.loads(zlib.decompress(raw))
+            data = json.loads(_inflated(part, raw))
             if isinstance(data, dict) and part.startswith("patch."):
                 data = {**data, "parts": {}}
             elif isinstance(data, dict):
                 data = {k: data[k] for k in list(data)[1:]}
             else:
                 data = [list(reversed(x)) if isinstance(x, list) else x for x in data][::-1]
-            conn.execute(
-                "UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (zlib.compress(json.dumps(data).encode()), part)
-            )
+            text = json.dumps(data).encode()
+            kept = text if part in persist.STORED_PLAIN else zlib.compress(text)
+            conn.execute("UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (kept, part))
         elif how == "missing":
             conn.execute("DELETE FROM snapshot_image_v1 WHERE part = ?", (part,))
         elif how == "meta_gone":
@@ -554,7 +559,7 @@ def test_a_damaged_image_costs_a_build_never_an_answer(
     assert meta is not None and meta["key"] != key  # written again
     parts = _parts(state_dir)
     for name, digest in meta["parts"].items():  # whole: every part there, with its digest
-        assert persist.hashlib.sha256(zlib.decompress(parts[name])).hexdigest() == digest
+        assert persist.hashlib.sha256(_inflated(name, parts[name])).hexdigest() == digest
     with knowtk.open_store(root, state_dir=state_dir) as again:  # and used by the next process
         again.engine.snapshot()
         assert how_adopted(again) in ("image", "drift")

@@ -276,7 +276,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
 
     def among_spy(rowids: set[int]) -> Among:
         among = rows_among(rowids)
-        clauses.add("IN" if "json_each" in among.clause else "BETWEEN")  # a list (in its range), or a range alone
+        clauses.add("BETWEEN" if among.clause == "rowid BETWEEN ? AND ?" else "IN")  # a range alone, or rows listed
         return among
 
     monkeypatch.setattr(bm25, "rows_among", among_spy)

@@ -84,10 +84,9 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
         proj = sources[0].projection
         again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
         if k is not None and not again:  # a page of a query whose counts are not kept: SQLite orders it
-            counting = proj.match_count_aside(terms)  # (counted beside the ordering, on the other core)
             top = proj.native_top(terms, k)
             if top is not None:
-                return counting.result(), _top_native_plain(top, sources, k)[1]
+                return proj.match_count(terms), _top_native_plain(top, sources, k)[1]
         rows = proj.native_rows(terms)
         if len(rows) < KEEP_FROM_ROWS or not (again or arrays_loaded()):
             return _top_native_plain(rows, sources, k)
@@ -322,7 +321,14 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         # whole query's score less the others' terms
         kept_to = rows_among(set(rowids))
         left = max(range(len(phrases)), key=wholes.__getitem__)
-        known = {p: proj.counts_among(phrases[p], kept_to, hits=wholes[p]) for p in range(len(phrases)) if p != left}
+        others = [p for p in range(len(phrases)) if p != left]
+
+        def first_scores(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+            return proj.scored_among(phrases[others[0]], kept_to, hits=wholes[others[0]], conn=conn)
+
+        beside = Aside(proj, first_scores)  # (one phrase read on the other core while the others are read here)
+        known = {p: proj.counts_among(phrases[p], kept_to, hits=wholes[p]) for p in others[1:]}
+        known[others[0]] = proj.counts_of(beside.result(), hits=wholes[others[0]])
         solved = proj.counts_left(best, [(table_idf[p], known[p]) for p in known], table_idf[left])
         known[left] = solved if solved is not None else proj.counts_among(phrases[left], kept_to, hits=wholes[left])
         counts = [known[p] for p in range(len(phrases))]

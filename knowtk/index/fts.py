@@ -164,6 +164,8 @@ class FtsProjection:
         self._changes: list[tuple[int, tuple[int, ...], range]] = []  # (mirror, rowids deleted, rowids inserted)
         self._changes_from = 0
         self._asked: dict[tuple[str, ...], int] = {}  # phrase -> the mirror it was last ranked natively at
+        self._middle: tuple[int, int] | None = None  # (mirror, the rowid ``native_top`` splits the table at)
+        self._expected: tuple[str, int, Aside[list[int]]] | None = None  # ``matches_aside``: the last one
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
         self._openings: dict[int, str] = {}  # rowid -> opening of a body over the limit
@@ -726,16 +728,44 @@ class FtsProjection:
     def native_top(self, terms: QueryTerms, k: int) -> list[tuple[int, float]] | None:
         """``native_rows`` of the k best scores, every row tied with the k-th included: SQLite orders every
         match and hands over the first k + ``TIES_ROWS`` (a common word's 140k rows are not made into Python
-        tuples); None when the k-th best score ties past them (every row is then needed to break the tie by id)."""
+        tuples); None when the k-th best score ties past them (every row is then needed to break the tie by id).
+
+        A large table is ordered in two halves of its rowids at once, the lower one beside the query (``Aside``:
+        on the other core; each half's scores are the whole table's, so the best of the two halves' best are the
+        table's best)."""
         if k < 1:
             return None
-        sql = self._scored_sql(" ORDER BY score LIMIT ?")
-        rows: list[tuple[int, float]] = self.conn.execute(sql, (terms.expression, k + TIES_ROWS)).fetchall()
+        limit = k + TIES_ROWS
+        sql = self._scored_sql(" AND rowid BETWEEN ? AND ? ORDER BY score LIMIT ?")
+        expression, mid = terms.expression, self._middle_rowid()
+        if mid is None:
+            halves = [self.conn.execute(sql, (expression, 0, MAX_ROWID, limit)).fetchall()]
+        else:
+
+            def lower(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+                return conn.execute(sql, (expression, 0, mid, limit)).fetchall()
+
+            aside = Aside(self, lower)
+            upper: list[tuple[int, float]] = self.conn.execute(sql, (expression, mid + 1, MAX_ROWID, limit)).fetchall()
+            halves = [aside.result(), upper]
+        rows = sorted(itertools.chain.from_iterable(halves), key=lambda row: row[1])
         if len(rows) <= k:
             return rows
         kth = rows[k - 1][1]
+        if any(len(half) == limit and half[-1][1] <= kth for half in halves):
+            return None  # a half's rows past those handed over may tie with the k-th
         end = next((i for i in range(k, len(rows)) if rows[i][1] != kth), None)
-        return None if end is None and len(rows) == k + TIES_ROWS else rows[:end]
+        return rows if end is None else rows[:end]
+
+    def _middle_rowid(self) -> int | None:
+        """The rowid splitting the table in two halves for ``native_top`` (None: too small to be worth it)."""
+        n = len(self.tokens)
+        if n < SPLIT_FROM_ROWS:
+            return None
+        if self._middle is None or self._middle[0] != self.mirror:
+            top = self.conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0
+            self._middle = (self.mirror, top // 2)
+        return self._middle[1]
 
     def top_among(
         self, terms: QueryTerms, among: Among, limit: int, *, conn: sqlite3.Connection | None = None
@@ -756,11 +786,18 @@ class FtsProjection:
 
     def match_count(self, terms: QueryTerms, among: Among | None = None) -> int:
         """How many rows match (no score computed); ``among``: how many of some rows (``rows_among``)."""
+        expected = self._expected
+        if among is None and expected is not None and expected[:2] == (terms.expression, self.mirror):
+            return len(expected[2].result())  # (every matching row, read beside: ``matches_aside``)
         return self._count(terms.expression, among)
 
-    def match_count_aside(self, terms: QueryTerms) -> Aside[int]:
-        """``match_count`` of the whole table, read beside the query (``Aside``)."""
-        return Aside(self, lambda conn: self._count(terms.expression, None, conn=conn))
+    def matches_aside(self, terms: QueryTerms) -> Aside[list[int]]:
+        """Every row the query's expression matches, read beside the query (``Aside``); this table's
+        ``match_count`` of the expression is then its length, until the rows change."""
+        expression = terms.expression
+        aside = Aside(self, lambda conn: self.rowids_matching(expression, conn=conn))
+        self._expected = (expression, self.mirror, aside)
+        return aside
 
     def _count(self, expression: str, among: Among | None, *, conn: sqlite3.Connection | None = None) -> int:
         """How many rows (of the whole table, or among some) an expression matches; a few ranges of rows are
@@ -770,8 +807,14 @@ class FtsProjection:
         if among is None:
             return int(conn.execute(sql, (expression,)).fetchone()[0])
         if among.runs is not None:
-            sql += " AND rowid BETWEEN ? AND ?"
-            return sum(int(conn.execute(sql, (expression, *run)).fetchone()[0]) for run in among.runs)
+            found = sum(
+                int(conn.execute(f"{sql} AND rowid BETWEEN ? AND ?", (expression, *run)).fetchone()[0])
+                for run in among.runs
+            )
+            if among.extra:  # (within their own range: edited records' rows lie together, after the others)
+                rest = f"{sql} AND {_EXTRA_CLAUSE.format(marks=','.join('?' * len(among.extra)))}"
+                found += int(conn.execute(rest, (expression, *_extra_params(among.extra))).fetchone()[0])
+            return found
         return int(conn.execute(f"{sql} AND {among.clause}", (expression, *among.params)).fetchone()[0])
 
     def native_arrays(self, terms: QueryTerms) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
@@ -946,8 +989,15 @@ class FtsProjection:
         conn = conn or self.conn
         sql = f"SELECT rowid FROM {self.fts} WHERE {self.fts} MATCH ? AND "
         if among.runs is not None:  # (each range read alone, as ``_count`` reads them)
-            sql += "rowid BETWEEN ? AND ?"
-            return {r for run in among.runs for (r,) in conn.execute(sql, (terms.expression, *run))}
+            found = {
+                r
+                for run in among.runs
+                for (r,) in conn.execute(sql + "rowid BETWEEN ? AND ?", (terms.expression, *run))
+            }
+            if among.extra:
+                rest = sql + _EXTRA_CLAUSE.format(marks=",".join("?" * len(among.extra)))
+                found.update(r for (r,) in conn.execute(rest, (terms.expression, *_extra_params(among.extra))))
+            return found
         return {r for (r,) in conn.execute(sql + among.clause, (terms.expression, *among.params))}
 
     def counts_left(
@@ -998,12 +1048,20 @@ class FtsProjection:
         the counts are solved as ``plain_counts`` solves them, with ``hits`` (``hit_count(phrase)``, the rows
         holding it in the whole table) as the IDF's n_hit.
         """
+        return self.counts_of(self.scored_among(phrase, among, hits=hits), hits=hits)
+
+    def scored_among(
+        self, phrase: tuple[str, ...], among: Among, *, hits: int, conn: sqlite3.Connection | None = None
+    ) -> list[tuple[int, float]]:
+        """``bm25()`` of the phrase alone for the rows among some that hold it, which ``counts_among`` solves."""
+        conn = conn or self.conn
         expression = _quoted(phrase)
         if among.looked_up_here(hits):  # SQLite scores only the rows holding it, found here (``Among``)
             rows_in = cast(Collection[int], among.rows)
-            among = rows_among(list(filter(rows_in.__contains__, self.rowids_matching(expression))))
+            among = rows_among(list(filter(rows_in.__contains__, self.rowids_matching(expression, conn=conn))))
         sql = self._scored_sql(f" AND {among.clause}")
-        return self.counts_of(self.conn.execute(sql, (expression, *among.params)).fetchall(), hits=hits)
+        rows: list[tuple[int, float]] = conn.execute(sql, (expression, *among.params)).fetchall()
+        return rows
 
     def _plain_counts(self, rows: list[tuple[int, float]], *, hits: int | None = None) -> dict[int, float] | None:
         """rowid -> count solved from ``bm25()`` of one phrase; ``hits``: the rows holding it in the whole
@@ -1161,6 +1219,8 @@ class ProjectionChanged(Contention):
 
 IDS, SHAS, ID_OF, TOKENS = range(4)  # the four views of a rows table (``_Column``), by their place in ``_Rows.known``
 TIES_ROWS = 256  # rows past the k-th that ``native_top`` fetches to see the k-th score's ties end
+SPLIT_FROM_ROWS = 20_000  # rows from which ``native_top`` orders the table's two halves at once
+MAX_ROWID = 2**63 - 1
 LOAD_AFTER = 2000  # rows read one at a time (~6 us each at 100k) past which the whole table is read at once (~140 ms)
 _ABSENT: Any = object()  # a key known to be in no row
 _UNREAD: Any = object()
@@ -1499,14 +1559,15 @@ class Among:
     14k rows and a word 90k rows hold).
 
     ``runs``: the ranges of rows that lie in a few (``rows_among``), each of which a count or a match without a
-    score reads alone (FTS5 seeks to it: only the rows in them are read, none tested against the others).
+    score reads alone (FTS5 seeks to it: only the rows in them are read, none tested against the others), and
+    ``extra`` the rows besides them, sought one by one.
 
     ``rows``: the rows of a JSON array themselves (None for a range), where a count or a match may look up
     the rows an expression matches instead (``looked_up_here``); the array's text is made when a statement
     first needs it (16 ms for a scope's 83k rows at 300k records, not needed where they are looked up here).
     """
 
-    __slots__ = ("_params", "clause", "rows", "runs")
+    __slots__ = ("_params", "clause", "extra", "rows", "runs")
 
     def __init__(
         self,
@@ -1514,8 +1575,9 @@ class Among:
         params: tuple[int | str, ...] | None,
         rows: Collection[int] | None = None,
         runs: list[tuple[int, int]] | None = None,
+        extra: tuple[int, ...] = (),
     ):
-        self.clause, self._params, self.rows, self.runs = clause, params, rows, runs
+        self.clause, self._params, self.rows, self.runs, self.extra = clause, params, rows, runs, extra
 
     @property
     def params(self) -> tuple[int | str, ...]:
@@ -1550,18 +1612,23 @@ def _quoted(phrase: tuple[str, ...]) -> str:
 
 
 def rows_among(rowids: Collection[int]) -> Among:
-    """The rows as ``Among``: distinct rowids (a set), a range when they fill it, a few ranges when they
-    fill those (``RUNS_AT_MOST``: a filter's rows, clustered as ``reconcile`` writes them), else an array."""
+    """The rows as ``Among``: distinct rowids (a set), a range when they fill it, a few ranges and a few rows
+    besides when they fill those (``_runs``: a filter's rows, clustered as ``reconcile`` writes them, and the
+    rows of records edited since, written after the others), else an array."""
     if rowids:
         low, high = min(rowids), max(rowids)
         if high - low + 1 == len(rowids):
             return Among("rowid BETWEEN ? AND ?", (low, high))
-        runs = _runs(rowids)
-        if runs is not None:
+        found = _runs(rowids)
+        if found is not None:
             # FTS5 reads the stretch from the first to the last; SQLite tests each row against a few ranges
             # (~0.02 us a range, where an array of 82k rows cost ~25 ms to index for every statement)
-            either = " OR ".join(["rowid BETWEEN ? AND ?"] * len(runs))
-            return Among(f"rowid BETWEEN ? AND ? AND ({either})", (low, high, *itertools.chain(*runs)), runs=runs)
+            ranges, extra = found
+            either = ["rowid BETWEEN ? AND ?"] * len(ranges) + (
+                [f"+rowid IN ({','.join('?' * len(extra))})"] if extra else []
+            )
+            params = (low, high, *itertools.chain(*ranges), *extra)
+            return Among(f"rowid BETWEEN ? AND ? AND ({' OR '.join(either)})", params, runs=ranges, extra=extra)
     rows = rowids if isinstance(rowids, (set, frozenset)) else set(rowids)  # (looked up: ``looked_up_here``)
     if not rows:
         return Among("+rowid IN (SELECT value FROM json_each(?))", ("[]",), rows)
@@ -1569,30 +1636,52 @@ def rows_among(rowids: Collection[int]) -> Among:
     return Among("rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?))", None, rows)
 
 
-RUNS_AT_MOST = 8  # (rows_among: past this many ranges, testing each row against all of them costs more)
+_EXTRA_CLAUSE = "rowid BETWEEN ? AND ? AND +rowid IN ({marks})"  # an Among's extra rows alone (``_extra_params``)
 
 
-def _runs(rowids: Collection[int]) -> list[tuple[int, int]] | None:
-    """The distinct rowids as their runs of consecutive values [(first, last)], or None past ``RUNS_AT_MOST``.
+def _extra_params(extra: tuple[int, ...]) -> tuple[int, ...]:
+    return (extra[0], extra[-1], *extra)  # (in order: the first and the last bound their range)
+
+
+RUNS_AT_MOST = 16  # (rows_among: past this many ranges, testing each row against all of them costs more)
+LONG_RUN = 32  # rows from which a run of consecutive rowids is passed as a range, not row by row
+EXTRA_AT_MOST = 256  # rows in shorter runs passed one by one, at most
+
+
+def _runs(rowids: Collection[int]) -> tuple[list[tuple[int, int]], tuple[int, ...]] | None:
+    """The distinct rowids as their runs of ``LONG_RUN`` consecutive values or more [(first, last)] and the
+    rows of shorter runs, in order; None past ``RUNS_AT_MOST`` ranges or ``EXTRA_AT_MOST`` rows besides.
 
     Sorted, a stretch ``ordered[i..j]`` is one run exactly when ``ordered[j] - ordered[i] == j - i`` (distinct
     integers): stretches that are not are halved, so a few runs cost a few dozen steps after the sort."""
     ordered = sorted(rowids)
-    runs: list[tuple[int, int]] = []
+    ranges: list[tuple[int, int]] = []
+    extra: list[int] = []
+    run: tuple[int, int] | None = None  # the run being extended
+
+    def close(first: int, last: int) -> bool:
+        if last - first + 1 >= LONG_RUN:
+            ranges.append((first, last))
+        else:
+            extra.extend(range(first, last + 1))
+        return len(ranges) <= RUNS_AT_MOST and len(extra) <= EXTRA_AT_MOST
+
     todo = [(0, len(ordered) - 1)] if ordered else []
     while todo:  # (depth first, right half last in: runs come out in order)
         lo, hi = todo.pop()
         if ordered[hi] - ordered[lo] == hi - lo:
-            if runs and runs[-1][1] == ordered[lo] - 1:
-                runs[-1] = (runs[-1][0], ordered[hi])
-            elif len(runs) == RUNS_AT_MOST:
-                return None
+            if run is not None and run[1] == ordered[lo] - 1:
+                run = (run[0], ordered[hi])
             else:
-                runs.append((ordered[lo], ordered[hi]))
+                if run is not None and not close(*run):
+                    return None
+                run = (ordered[lo], ordered[hi])
             continue
         mid = (lo + hi) // 2
         todo += [(mid + 1, hi), (lo, mid)]
-    return runs
+    if run is not None and not close(*run):
+        return None
+    return ranges, tuple(extra)
 
 
 def columns(rows: list[tuple[int, float]]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

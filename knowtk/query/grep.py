@@ -16,7 +16,7 @@ from typing import Any, cast
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
 from knowtk.index.bm25 import Match, Source, rank, top_matches
-from knowtk.index.fts import FtsProjection, QueryTerms, tokenize_query
+from knowtk.index.fts import Aside, FtsProjection, QueryTerms, tokenize_query
 from knowtk.query.args import Param, choice, integer, text
 from knowtk.query.citations import (
     LARGE_BODY_BYTES,
@@ -213,7 +213,7 @@ def _ranking(
     # superseded wording: earlier records rank among those whose current record passes the filters; which of
     # those current records match directly is read beside the ranking (``Aside``)
     current_of = _replaced(snap, flt, main, history) if lifecycle == "active" else {}
-    direct_currents = main.matching_aside(terms, {main.ids[c] for c in current_of.values()}) if current_of else None
+    direct_currents = _direct_currents(main, terms, {main.ids[c] for c in current_of.values()}, sources, end)
     n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
     if direct_currents is None:
@@ -234,6 +234,37 @@ def _ranking(
             ranked.append((m, current))
             replacements += 1
     return n_direct + replacements, ranked
+
+
+class _Among:
+    """The current records' rows that match, from every row the expression matches (read beside)."""
+
+    def __init__(self, everything: Aside[list[int]], rowids: set[int]) -> None:
+        self.everything, self.rowids = everything, rowids
+
+    def result(self) -> set[int]:
+        return self.rowids.intersection(self.everything.result())
+
+
+def _direct_currents(
+    main: FtsProjection, terms: QueryTerms, rowids: set[int], sources: list[Source], end: int | None
+) -> Aside[set[int]] | _Among | None:
+    """Which of superseded wording's current records (their rows) match the query themselves, read beside the
+    ranking: from every row the expression matches where SQLite pages an unfiltered query (``top_matches``: its
+    count is then their number, ``matches_aside``), else among those rows alone (from the phrases' counts where
+    they are kept)."""
+    if not rowids:
+        return None
+    phrases = terms.phrases
+    paged = (
+        end is not None
+        and len(sources) == 1
+        and sources[0].allowed is None
+        and sources[0].projection is main
+        and not all(main.has_counts(phrase) for phrase in phrases)
+        and not (len(phrases) == 1 and main.was_asked(phrases[0]))
+    )
+    return _Among(main.matches_aside(terms), rowids) if paged else main.matching_aside(terms, rowids)
 
 
 def _replacements(

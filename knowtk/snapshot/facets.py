@@ -92,6 +92,10 @@ class Facets:
         """The ids of the records whose facets pass ``criteria``, each once."""
         raise NotImplementedError
 
+    def selected(self, criteria: Criteria) -> frozenset[str]:
+        """``select`` as a set."""
+        return frozenset(self.select(criteria))
+
 
 class RecordFacets(Facets):
     """The facets of records that are built already (a snapshot's dict of records)."""
@@ -196,7 +200,8 @@ class FacetColumns(Facets):
             tuple(tags[code] for code in self.tag_codes[start : ends[i]]),
         )
 
-    def select(self, criteria: Criteria) -> list[str]:
+    def _stored(self, criteria: Criteria) -> list[str]:
+        """The ids at the stored positions whose facets pass ``criteria`` (a patch's records not set apart)."""
         ids = self.ids
         positions: list[int] | None = None  # None: every position
         for name, wanted in zip(SCALARS, _wanted(criteria), strict=True):
@@ -213,12 +218,21 @@ class FacetColumns(Facets):
         if criteria.tags is not None:
             tagged = self._tagged(criteria.tags)
             positions = sorted(tagged) if positions is None else [i for i in positions if i in tagged]
-        found = list(ids) if positions is None else list(map(ids.__getitem__, positions))
-        over = self.over
+        return list(ids) if positions is None else list(map(ids.__getitem__, positions))
+
+    def select(self, criteria: Criteria) -> list[str]:
+        found, over = self._stored(criteria), self.over
         if over:
             found = [rid for rid in found if rid not in over]
             found += [rid for rid, f in over.items() if f is not None and criteria.passes(f)]
         return found
+
+    def selected(self, criteria: Criteria) -> frozenset[str]:
+        # the stored records' ids as a set first: the few a patch set apart are then taken out one by one,
+        # where a pass over every selected id cost ~7 ms for 82k of them at 300k records
+        over = self.over
+        passing = [rid for rid, f in over.items() if f is not None and criteria.passes(f)]
+        return frozenset(self._stored(criteria)).difference(over).union(passing)
 
     def _tagged(self, wanted: tuple[str, ...]) -> set[int]:
         """The positions of the records holding every tag of ``wanted``."""

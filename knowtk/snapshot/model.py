@@ -160,7 +160,7 @@ class Snapshot:
         if found is None:
             if len(self._matching) >= MATCHING_KEPT:
                 self._matching.clear()
-            found = self._matching[criteria] = frozenset(self.facets().select(criteria))
+            found = self._matching[criteria] = self.facets().selected(criteria)
         return found
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:

@@ -11,8 +11,8 @@ not stored here: they stay in ``scan_files_v1``, and a stored snapshot fills one
 when a query asks for it (``StoredRecords``).
 
 Each part is kept deflated (zlib; its digest is of the JSON text): the image is about a
-third of its JSON, and a new process reads less (but for ``STORED_PLAIN``, kept in zlib's stored blocks:
-a first filter inflates them at the speed of a copy). A process that applied changes to an image
+third of its JSON, and a new process reads less (but for ``STORED_PLAIN``, kept as its text: a first
+filter reads them as they are). A process that applied changes to an image
 does not write it again whole: ``write_image`` with ``base`` (the snapshot the stored image
 is) adds a *patch*, the keys of each part that changed (set or removed) and the record
 locations that moved, found by comparing the two snapshots' tables (a table the build did
@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import zlib
 from collections.abc import Callable, Container, Iterable, Iterator, KeysView, Mapping
 from contextlib import suppress
@@ -78,9 +79,9 @@ __all__ = [
     "write_image",
 ]
 
-FORMAT = 7  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
+FORMAT = 8  # bump when a part's meaning changes: an image of another format is never read (3: deflated, patches;
 # 4: record_facets; 5: a patch's ids dropped from every key and added per key, over a part it did not read;
-# 6: the points.<k> parts; 7: record_at split into record_ids and record_paths)
+# 6: the points.<k> parts; 7: record_at split into record_ids and record_paths; 8: STORED_PLAIN not deflated)
 TABLE = "snapshot_image_v1"
 # single record loads past which a stored mapping fills every record in one pass (a query that
 # walks all records, like the inventory or a filtered search, would otherwise read them one by one)
@@ -102,9 +103,10 @@ POINTS_PER_SHARD = 100  # records a points part holds at most below that: a page
 PATCHES_MAX = 16  # patches past which the image is written whole again
 PATCH_SHARE = 8  # ... and when the patches' bytes pass this share of the parts' (1/8)
 
-# parts a new process's first filter reads (the ids and their facets) kept in zlib's stored blocks, not compressed:
-# inflated at the speed of a copy (5 + 2 ms at 300k records, where compressed they took 16 + 13 ms), for ~9 MB more
+# parts a new process's first filter reads (the ids and their facets) kept as their JSON text, not deflated: read
+# as they are (inflating them took 16 + 13 ms at 300k records), for ~9 MB more
 STORED_PLAIN = frozenset({"record_ids", "record_facets"})
+DIGEST_BESIDE_BYTES = 1 << 20  # a part's text from which its digest is taken beside its parse
 
 # data: the meta row's JSON text; every other row deflated JSON
 _SCHEMA = f"CREATE TABLE IF NOT EXISTS {TABLE} (part TEXT PRIMARY KEY, data NOT NULL)"
@@ -257,14 +259,15 @@ def write_image(
         conn.execute(_STAGING_SCHEMA)
         conn.execute(f"DELETE FROM {_STAGING}")
         for name, pieces in _part_texts(snap):
-            level = 0 if name in STORED_PLAIN else 1
-            digest, size, packer, packed = hashlib.sha256(), 0, zlib.compressobj(level), []
+            plain = name in STORED_PLAIN
+            digest, size, packer, packed = hashlib.sha256(), 0, zlib.compressobj(1), []
             for piece in pieces:
                 raw = piece.encode()
                 digest.update(raw)
                 size += len(raw)
-                packed.append(packer.compress(raw))
-            packed.append(packer.flush())
+                packed.append(raw if plain else packer.compress(raw))
+            if not plain:
+                packed.append(packer.flush())
             meta["parts"][name] = digest.hexdigest()
             meta["bytes"] += size
             conn.execute(f"INSERT INTO {_STAGING} (part, data) VALUES (?, ?)", (name, b"".join(packed)))
@@ -584,14 +587,36 @@ class ImageParts:
         self._points_dropped = False  # (every part parsed: ``drop_points``)
 
     def _bytes(self, name: str, digest: str | None) -> bytes:
-        raw = self.texts.get(name)
-        data = inflate_bytes(raw) if isinstance(raw, bytes) else None
+        data = self._text(name)
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             raise ValueError("missing, or its digest differs")
         return data
 
+    def _text(self, name: str) -> bytes | None:
+        """A part's JSON text: inflated, or as it is for ``STORED_PLAIN`` (None: missing)."""
+        raw = self.texts.get(name)
+        if not isinstance(raw, bytes):
+            return None
+        return raw if name in STORED_PLAIN else inflate_bytes(raw)
+
     def _json(self, name: str, digest: str | None) -> Any:
-        parsed = json.loads(self._bytes(name, digest))
+        data = self._text(name)
+        if data is None:
+            raise ValueError("missing, or its digest differs")
+        if len(data) < DIGEST_BESIDE_BYTES:
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError("missing, or its digest differs")
+            parsed = json.loads(data)
+        else:  # the digest taken in a thread while this one parses (hashlib lets go of the interpreter)
+            found: list[str] = []
+            hashing = threading.Thread(target=lambda: found.append(hashlib.sha256(data).hexdigest()))
+            hashing.start()
+            try:
+                parsed = json.loads(data)
+            finally:
+                hashing.join()
+            if found != [digest]:
+                raise ValueError("missing, or its digest differs")
         # parsed once (``parsed`` keeps the table): its stored bytes are not read again (15 MB at 100k records)
         self.texts.pop(name, None)
         return parsed
