@@ -12,10 +12,11 @@ FTS5 queries, f ripgrep), then measures knowtk, each group in a fresh Python
 process so that its peak RSS is its own:
 
 - cold:    state removed, first query (full scan, parse and index build);
-- warm:    a new process on the built state (its first query is "reopen"), then the
-           same query again with nothing changed, then --queries mixed queries
-           (the floor's words; modes all/any/phrase; some filtered by kind, type,
-           tag, scope or lifecycle all), each the median of --runs calls;
+- warm:    a new process on the built state (its first query, ``opening_query``, is
+           "reopen"), then the first call of each of --queries mixed queries (the
+           floor's words; modes all/any/phrase; some filtered by kind, type, tag,
+           scope or lifecycle all), then the first mixed query again with nothing
+           changed, then each mixed query again, the median of --runs calls;
 - changed: one record's body rewritten with a new word, then a query for that word
            (it must be found), --runs times; the file is restored afterwards;
 - walk:    warm and mixed again with ``change_source=StatWalk`` (every query walks),
@@ -325,19 +326,32 @@ def child_cold(a: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+OPENING_QUERIES = ("retro", "standup", "meeting")  # a new process's first query in the warm group: the first
+# of these that none of the mixed queries asks (its phrase asked again there would count as a second ask)
+
+
+def opening_query(specs: list[dict[str, Any]]) -> str:
+    asked = {word.lower() for spec in specs for word in spec["words"]}
+    return next(word for word in OPENING_QUERIES if word not in asked)
+
+
 def child_warm(a: argparse.Namespace) -> dict[str, Any]:
     specs = json.loads(a.spec)
     t = time.perf_counter()
     store = open_store(a)
-    store.call("knowledge_grep", {"query": specs[0]["query"]})
+    store.call("knowledge_grep", {"query": opening_query(specs)})
     out: dict[str, Any] = {"reopen": time.perf_counter() - t, "parses": store.engine.scanner.parses}
     out["mode"] = store.freshness_mode
+    mixed = [{k: v for k, v in spec.items() if k != "words"} for spec in specs]
+    # every query's first call before any is asked again: a second ask keeps a phrase's counts, which reads
+    # the keyword rows whole, as a filter does; whichever first call needs that read first pays for it, as
+    # a process's first filtered query does (until the tenth session of issue 20, the first query's
+    # repeated calls paid it here, out of the first calls)
+    firsts = [median_time(lambda args=args: store.call("knowledge_grep", args), 1) for args in mixed]
     first = {"query": specs[0]["query"]}
     out["warm"] = median_time(lambda: store.call("knowledge_grep", first), a.runs)
-    lat, firsts, totals = [], [], []
-    for spec in specs:
-        args = {k: v for k, v in spec.items() if k != "words"}
-        firsts.append(median_time(lambda args=args: store.call("knowledge_grep", args), 1))  # nothing kept for it yet
+    lat, totals = [], []
+    for args in mixed:
         lat.append(median_time(lambda args=args: store.call("knowledge_grep", args), a.runs))
         totals.append(store.call("knowledge_grep", args)["total"])
     out["mixed"], out["mixed_first"], out["totals"] = lat, firsts, totals
