@@ -228,3 +228,44 @@ def test_hashes_read_apart_from_the_rest_of_the_rows_stay_the_table_s_across_wri
         assert main.shas["r3"] == shas["r3"] and main.shas["r4"] == shas["r4"]
         assert dict(main.id_of.items()) == id_of and dict(main.tokens.items()) == tokens
         assert dict(main.shas.items()) == shas and rows.shas_whole
+
+
+class _Refused:
+    """An aggregate that fails, registered over SQLite's own ``json_group_array`` (an application's function
+    of the same name and arity is used instead of the built-in): the rows table read whole must fall back."""
+
+    steps = 0
+
+    def step(self, value: Any) -> None:
+        _Refused.steps += 1
+        raise ValueError("refused")
+
+    def finalize(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("aggregate", ["sqlite", "refused"])
+def test_the_rows_table_read_whole_is_the_table_s(tmp_path: Path, clock: Clock, aggregate: str) -> None:
+    """Read whole (a filter, a phrase's counts), the rows come as one JSON array per column; where SQLite cannot
+    make them (a value JSON cannot hold), row by row. Either way: every row's id, rowid and tokens, exactly."""
+    _Refused.steps = 0
+    root, state_dir = tmp_path / "store", tmp_path / "state"
+    _write(root, 30)
+    (root / "odd.md").write_text(
+        "---\nid: Odd:id.v-1_X\nkind: page\ntitle: Odd ✓\n---\nalpha\n", encoding="utf-8"
+    )  # (every character an id may hold: STORE.md)
+    with knowtk.open_store(root, state_dir=state_dir) as first:
+        first.grep("alpha")
+    _, id_of, tokens = _table(state_dir)
+    assert "Odd:id.v-1_X" in id_of.values()
+    with knowtk.open_store(root, state_dir=state_dir) as store:
+        store.grep("alpha")
+        main = store.engine._keyword.main  # type: ignore[union-attr]
+        if aggregate == "refused":
+            main.conn.create_aggregate("json_group_array", 1, _Refused)
+        assert not main._rows_read.whole
+        assert dict(main.id_of.items()) == id_of  # (iterated: read whole)
+        assert main._rows_read.whole
+        assert dict(main.tokens.items()) == tokens
+        assert dict(main.ids.items()) == {rid: rowid for rowid, rid in id_of.items()}
+        assert (_Refused.steps > 0) == (aggregate == "refused")  # (the fallback was taken where it was refused)
