@@ -1237,6 +1237,9 @@ _ABSENT: Any = object()  # a key known to be in no row
 _UNREAD: Any = object()
 
 
+_NOT_READ = ("locked", "busy", "interrupt")  # a read that failed for these is not read again row by row
+
+
 class _Rows:
     """What a projection has read of its rows table, by need: a row at a time, or the whole table.
 
@@ -1329,7 +1332,9 @@ class _Rows:
             arrays = self._select(
                 f"SELECT json_group_array(rowid), json_group_array(id), json_group_array(tokens) FROM {table}"
             )[0]
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
+            if any(part in str(exc).lower() for part in _NOT_READ):
+                raise  # (the row by row read would meet it too)
             rows = self._select(f"SELECT rowid, id, tokens FROM {table}")
             return tuple(zip(*rows, strict=True)) if rows else ((), (), ())  # type: ignore[return-value]
         rowids, ids, tokens = (json.loads(array) for array in arrays)
