@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.progress import progress
-from knowtk.state import Contention, StateDB, deflate, inflate, inflate_opening, now_utc
+from knowtk.state import Contention, StateDB, deflate, inflate, inflate_opening, is_busy, now_utc
 
 T = TypeVar("T")
 
@@ -1237,9 +1237,6 @@ _ABSENT: Any = object()  # a key known to be in no row
 _UNREAD: Any = object()
 
 
-_NOT_READ = ("locked", "busy", "interrupt")  # a read that failed for these is not read again row by row
-
-
 class _Rows:
     """What a projection has read of its rows table, by need: a row at a time, or the whole table.
 
@@ -1333,7 +1330,7 @@ class _Rows:
                 f"SELECT json_group_array(rowid), json_group_array(id), json_group_array(tokens) FROM {table}"
             )[0]
         except sqlite3.OperationalError as exc:
-            if any(part in str(exc).lower() for part in _NOT_READ):
+            if is_busy(exc) or getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT:
                 raise  # (the row by row read would meet it too)
             rows = self._select(f"SELECT rowid, id, tokens FROM {table}")
             return tuple(zip(*rows, strict=True)) if rows else ((), (), ())  # type: ignore[return-value]
