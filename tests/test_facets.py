@@ -269,7 +269,7 @@ def test_stored_columns_select_as_each_facet_passes() -> None:
     over: dict[str, Facet | None] = {rid: (one() if rng.random() < 0.5 else None) for rid in rng.sample(ids, 30)}
     over["new"] = one()
     data = json.loads(json.dumps(encode_columns(stored[rid] for rid in ids)))
-    columns = FacetColumns(data, ids, dict(over))
+    columns = FacetColumns(data, ids, dict(over), base="digest")
     current = {**stored, **over}
     for rid, f in current.items():
         if f is None:
@@ -288,3 +288,11 @@ def test_stored_columns_select_as_each_facet_passes() -> None:
         assert columns.selected(criteria) == set(selected)
         assert len(selected) == len(set(selected))
         assert set(selected) == {rid for rid, f in current.items() if f is not None and criteria.passes(f)}
+        # by stored position: the flagged positions' ids but those set apart, and the extra ones
+        found = columns.positions(criteria)
+        assert found is not None and found.base == "digest" and found.size == len(ids)
+        flags = found.flags if found.flags is not None else bytes([1]) * len(ids)
+        assert len(flags) == len(ids) and set(flags) <= {0, 1}
+        by_position = {rid for rid, flag in zip(ids, flags, strict=True) if flag and rid not in found.apart}
+        assert by_position | set(found.extra) == set(selected)
+    assert FacetColumns(data, ids, {}).positions(Criteria()) is None  # (no stored ids' digest: not by position)

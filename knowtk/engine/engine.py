@@ -42,6 +42,7 @@ from knowtk.snapshot.persist import (
     guards_key,
     load_image,
     record_behind,
+    stored_positions,
     write_image,
 )
 from knowtk.snapshot.safeguards import Safeguards
@@ -404,6 +405,7 @@ class Engine:
                 )
                 if mark is not None and not unsure and index.main.image_mark == mark == index.history.image_mark:
                     self._rows_base = (mark, set())  # the rows are exactly that image's records now
+                    self._write_rowmaps(index, snap)
         except sqlite3.Error as exc:
             index.main.invalidate()  # reload the mirrors next time
             index.history.invalidate()
@@ -421,6 +423,18 @@ class Engine:
         for hook in self.after_reconcile:
             hook(snap)
         return index
+
+    def _write_rowmaps(self, index: KeywordIndex, snap: Snapshot) -> None:
+        """After a reconcile that wrote every row of a projection for the image just stored (a build): the rowid
+        at each stored position, so that a new process's filters find their rows without reading the rows table
+        (``FtsProjection.rowmap``). Written only while known for free: any later write of the rows drops it."""
+        built = [proj for proj in (index.main, index.history) if proj.built_whole()]
+        if not built or snap.image_key is None:
+            return
+        found = stored_positions(self.state, snap)
+        if found is not None:
+            for proj in built:
+                proj.write_rowmap(*found)
 
     def _rows_mark(self, snap: Snapshot) -> tuple[str | None, Collection[str]]:
         """The mark the keyword rows get once synced to this snapshot: its image when it is one, else the image

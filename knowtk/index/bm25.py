@@ -315,6 +315,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         return 0, []
     best = ahead.result() if ahead is not None else proj.top_among(terms, among, limit)
     rowids = [rowid for rowid, _ in best]
+    proj.prefetch(rowids)  # (their lengths and ids, read at once: a new process has not read the rows table)
     if len(phrases) == 1:
         counts = [proj.counts_of(best, hits=wholes[0])]  # bm25() of the phrase alone: solved as they are
     else:  # each phrase counted for them but the one most rows hold (its pass the longest): solved from the

@@ -35,7 +35,9 @@ import itertools
 import json
 import math
 import sqlite3
+import sys
 import threading
+from array import array
 from collections.abc import (
     Callable,
     Collection,
@@ -49,7 +51,7 @@ from collections.abc import (
     ValuesView,
 )
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
@@ -180,6 +182,11 @@ class FtsProjection:
         self._sizes_key: tuple[int, int] | None = None  # (mirror, body_limit) of the two below
         self._sizes: dict[int, int] = {}  # rowid -> bytes of its body
         self._openings: dict[int, str] = {}  # rowid -> opening of a body over the limit
+        # (mirror, stored ids' digest, the rowmap or None): ``rowmap``, read once a mirror
+        self._rowmap: tuple[int, str, RowMap | None] | None = None
+        # (mirror, the first rowid, the ids written from it in order, rowid -> tokens) when the last reconcile
+        # wrote every row
+        self._built: tuple[int, int, list[str], dict[int, int]] | None = None
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -320,14 +327,14 @@ class FtsProjection:
                     (self.key, FINGERPRINT),
                 )
                 self._create_triggers()
-                self.state.set_meta(self._mark_key, "")
+                self._clear_marks()
             self.rebuilds += state is not None
             self.damaged = False
             state = (FINGERPRINT, None)
         if self._triggers_missing():  # a state written before them: its mark cannot be taken on trust
             with self.state.transaction():
                 self._create_triggers()
-                self.state.set_meta(self._mark_key, "")
+                self._clear_marks()
         conn.execute(f"DROP TABLE IF EXISTS temp.{self.vocab}")  # it may point at a table dropped since
         conn.execute(f"CREATE VIRTUAL TABLE temp.{self.vocab} USING fts5vocab(main, {self.fts}, instance)")
         self.indexed_at = state[1]
@@ -392,6 +399,7 @@ class FtsProjection:
             conn.executemany(f"DELETE FROM {self.rows} WHERE rowid = ?", gone)
             # rowids are given rather than read back one by one, so that every row goes in one executemany
             first = (conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0) + 1
+            emptied = first == 1 and conn.execute(f"SELECT 1 FROM {self.rows} LIMIT 1").fetchone() is None
 
             texts = _TextWriter(conn, self.text)
 
@@ -421,6 +429,8 @@ class FtsProjection:
             self.image_mark = _marked(mark, unsure) if complete and mark is not None else None
             self._write_mark(unsure)  # (after the rows: their triggers clear it)
         self.mirror += 1
+        # every row written here (none kept): which id has which rowid is known without reading them (``rowmap``)
+        self._built = (self.mirror, first, inserted, sizes) if complete and emptied else None
         new_rows = ((rowid, rid, desired[rid], sizes[rowid]) for rowid, rid in enumerate(inserted, first))
         self._rows_read.written(list(zip(stale, (rowid for (rowid,) in gone), strict=True)), new_rows)
         self._changed([rowid for (rowid,) in gone], range(first, first + len(inserted)), sizes)
@@ -456,18 +466,92 @@ class FtsProjection:
         return f"{self.key}:image"
 
     def _create_triggers(self) -> None:
-        """Triggers that clear the image mark whenever the rows table changes: a reconcile sets it again after
-        its writes, while any other writer (an older knowtk, a hand edit) leaves it cleared. So a mark is proof
-        that the rows are exactly that image's records, and the engine trusts it without reading the rows."""
+        """Triggers that clear the image mark and the rowmap whenever the rows table changes: a reconcile sets the
+        mark again after its writes, while any other writer (an older knowtk, a hand edit) leaves both cleared. So a
+        mark is proof that the rows are exactly that image's records, and the engine trusts it without reading the
+        rows; a rowmap, that its rowids are the rows' (``rowmap``)."""
+        self.conn.execute(ROWMAP_SCHEMA)
         for op in TRIGGER_OPS:
             self.conn.execute(
                 f"CREATE TRIGGER IF NOT EXISTS {self.fts}_mark_{op.lower()} AFTER {op} ON {self.rows} "
                 f"BEGIN DELETE FROM knowtk_meta WHERE key = '{self._mark_key}'; END"
             )
+            self.conn.execute(
+                f"CREATE TRIGGER IF NOT EXISTS {self.fts}_rowmap_{op.lower()} AFTER {op} ON {self.rows} "
+                f"BEGIN DELETE FROM {ROWMAP_TABLE} WHERE projection = '{self.key}'; END"
+            )
 
     def _triggers_missing(self) -> bool:
-        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE ?"
-        return int(self.conn.execute(sql, (self.rows, f"{self.fts}_mark_%")).fetchone()[0]) != len(TRIGGER_OPS)
+        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name IN ({})"
+        names = [f"{self.fts}_{kind}_{op.lower()}" for kind in ("mark", "rowmap") for op in TRIGGER_OPS]
+        found = self.conn.execute(sql.format(",".join("?" * len(names))), (self.rows, *names)).fetchone()[0]
+        return int(found) != len(names)
+
+    def _clear_marks(self) -> None:
+        """Forget the image mark and the rowmap (in the caller's transaction): the rows are not taken on trust."""
+        self.state.set_meta(self._mark_key, "")
+        self.conn.execute(f"DELETE FROM {ROWMAP_TABLE} WHERE projection = ?", (self.key,))
+
+    # -- the rowid at each stored position -----------------------------------------------------
+    def rowmap(self, base: str, size: int) -> RowMap | None:
+        """The rowid and tokens of the row of each stored id (0: none), by the stored position of the ids whose
+        digest is ``base`` (knowtk.snapshot.facets ``Positions``), when one was written for the rows as they are:
+        None otherwise. Any write of the rows deletes it (its triggers), so it is never another version's."""
+        kept = self._rowmap
+        if kept is None or kept[0] != self.mirror or kept[1] != base:
+            found: RowMap | None = None
+            try:
+                with self.state.reading():
+                    self.check_current()
+                    sql = f"SELECT base, rowids FROM {ROWMAP_TABLE} WHERE projection = ?"
+                    row = self.conn.execute(sql, (self.key,)).fetchone()
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):
+                    raise
+                row = None  # (a state without the table: the rows are read instead)
+            if row is not None and row[0] == base and isinstance(row[1], bytes):
+                found = _unpacked_rowmap(row[1], size)
+            kept = self._rowmap = (self.mirror, base, found)
+        return kept[2] if kept[2] is not None and len(kept[2].rowids) == size else None
+
+    def built_whole(self) -> bool:
+        """Whether the last write of the rows wrote every one (and nothing moved the mirror on since)."""
+        return self._built is not None and self._built[0] == self.mirror
+
+    def write_rowmap(self, base: str, stored: Sequence[str]) -> bool:
+        """Write the rowmap of the stored ids ``stored`` (digest ``base``) when the last reconcile wrote every row
+        (which rowid each id got, and its tokens, are known without reading the rows); False when it cannot be."""
+        built = self._built
+        if built is None or built[0] != self.mirror:
+            return False
+        self._built = None  # (its ids and sizes are let go: written once)
+        first, inserted, sizes = built[1:]
+        rowid_of = dict(zip(inserted, itertools.count(first)))
+        try:
+            rowids = array(ROWMAP_TYPE, map(rowid_of.get, stored, itertools.repeat(0)))
+            tokens = array(ROWMAP_TYPE, map(sizes.get, rowids, itertools.repeat(0)))
+        except OverflowError:
+            return False
+        finally:
+            del rowid_of, sizes
+        if sys.byteorder != "little":
+            rowids.byteswap()
+            tokens.byteswap()
+        try:
+            with self.state.transaction():
+                if self.state.data_version() != self._version:
+                    return False  # another process wrote since: its rows may be others
+                self.conn.execute(
+                    f"INSERT OR REPLACE INTO {ROWMAP_TABLE} (projection, base, rowids) VALUES (?, ?, ?)",
+                    (self.key, base, rowids.tobytes() + tokens.tobytes()),
+                )
+        except (sqlite3.Error, Contention):
+            return False
+        return True
+
+    def know_tokens_in(self, allowed: set[int], total: int) -> None:
+        """``tokens_in(allowed)`` is ``total`` (summed by the caller from the rowmap), kept as it keeps its own."""
+        self._per_set("tokens_in", allowed, lambda rows: total)
 
     def trust(self, desired: Mapping[str, str], version: int) -> None:
         """Take ``desired`` as reconciled: the caller knows the rows are exactly it (the image mark)."""
@@ -476,6 +560,10 @@ class FtsProjection:
     def rowids_of(self, ids: Collection[str]) -> dict[str, int]:
         """id -> rowid of those of ``ids`` the projection holds (``ids`` for many at once)."""
         return self._rows_read.rowids_of(ids)
+
+    def prefetch(self, rowids: Collection[int]) -> None:
+        """Read the ids and token counts of these rows at once (``id_of``, ``tokens`` then answer them)."""
+        self._rows_read.prefetch(rowids)
 
     def synced_to(self, desired: Mapping[str, str]) -> bool:
         """Whether the rows were last brought to ``desired`` (at some version of it), and nothing wrote them since."""
@@ -1183,12 +1271,22 @@ class FtsProjection:
         return self._per_set("among", allowed, rows_among)
 
     def tokens_in(self, allowed: set[int]) -> int:
-        """Tokens in the allowed rows, summed in plain Python (-1 where the mirror holds no row, as
-        ``allowed_tokens`` sums them), kept while the same set object is asked."""
-        tokens = self.tokens
-        return cast(
-            int, self._per_set("tokens_in", allowed, lambda rows: sum(map(tokens.get, rows, itertools.repeat(-1))))
-        )
+        """Tokens in the allowed rows (-1 where the mirror holds no row, as ``allowed_tokens`` sums them), kept
+        while the same set object is asked: summed in plain Python where the rows are read whole, else by SQLite
+        over the rows' ranges (``among``; a new process's first filter need not read the rows table whole)."""
+        tokens, rows_read = self.tokens, self._rows_read
+
+        def summed(rows: set[int]) -> int:
+            if not rows_read.whole and rows:
+                among = self.among(rows)
+                count, total = rows_read.select_one(
+                    f"SELECT count(*), total(tokens) FROM {self.rows} WHERE {among.clause}", *among.params
+                )
+                if count == len(rows):  # (else a row is missing: summed as the mirror has them, -1 each)
+                    return int(total)
+            return sum(map(tokens.get, rows, itertools.repeat(-1)))
+
+        return cast(int, self._per_set("tokens_in", allowed, summed))
 
     def _per_set(self, name: str, allowed: set[int], make: Callable[[set[int]], Any]) -> Any:
         """What ``make`` derives from a set of rows, kept for this very set object and the rows as they are."""
@@ -1296,6 +1394,24 @@ class _Rows:
                     known[rid] = found.get(rid, _ABSENT)
         return {rid: rowid for rid in ids if (rowid := known.get(rid, _ABSENT)) is not _ABSENT}
 
+    def prefetch(self, rowids: Collection[int]) -> None:
+        """The id and tokens of these rows, read in one statement where not read yet (the rows a page is scored
+        from: one at a time, past ``LOAD_AFTER`` of them, would read the table whole)."""
+        known = self.current()
+        if self.whole:
+            return
+        id_of, tokens = known[ID_OF], known[TOKENS]
+        unread = [rowid for rowid in rowids if rowid not in id_of or rowid not in tokens]
+        if not unread:
+            return
+        sql = f"SELECT rowid, id, tokens FROM {self.proj.rows} WHERE rowid IN (SELECT value FROM json_each(?))"
+        found = {rowid: (rid, size) for rowid, rid, size in self._select(sql, json.dumps(unread))}
+        for rowid in unread:
+            rid, size = found.get(rowid, (_ABSENT, _ABSENT))
+            id_of[rowid], tokens[rowid] = rid, size
+            if rid is not _ABSENT:
+                known[IDS][rid] = rowid
+
     def is_whole(self, slot: int) -> bool:
         return self.shas_whole if slot == SHAS else self.whole
 
@@ -1347,6 +1463,10 @@ class _Rows:
         self.shas_whole = True
         self._bind(SHAS)
         return self.known
+
+    def select_one(self, sql: str, *params: Any) -> Any:
+        """The first row of ``sql``, read as ``_select`` reads."""
+        return self._select(sql, *params)[0]
 
     def _select(self, sql: str, *params: Any) -> list[Any]:
         """The rows of ``sql``, read in the query's transaction from the tables the mirror was loaded from."""
@@ -1448,6 +1568,26 @@ class _Column(Mapping[Any, Any]):
     __hash__ = None  # type: ignore[assignment]
 
 
+class RowMap(NamedTuple):
+    """By stored position (``FtsProjection.rowmap``): the rowid of each stored id's row (0: none), and its tokens."""
+
+    rowids: array[int]
+    tokens: array[int]
+
+
+def _unpacked_rowmap(data: bytes, size: int) -> RowMap | None:
+    """A stored rowmap back: ``size`` rowids then their tokens (None: not that many of the stored width)."""
+    rowids, tokens = array(ROWMAP_TYPE), array(ROWMAP_TYPE)
+    if rowids.itemsize != 4 or len(data) != 8 * size:
+        return None
+    rowids.frombytes(data[: 4 * size])
+    tokens.frombytes(data[4 * size :])
+    if sys.byteorder != "little":
+        rowids.byteswap()
+        tokens.byteswap()
+    return RowMap(rowids, tokens)
+
+
 def _set_pending_bytes(conn: sqlite3.Connection, fts: str) -> None:
     """Set the table's ``hashsize`` (``PENDING_TERMS_BYTES``), kept in its _config table."""
     with suppress(sqlite3.OperationalError):  # an SQLite older than the option (3.40 has it): its default then
@@ -1455,7 +1595,12 @@ def _set_pending_bytes(conn: sqlite3.Connection, fts: str) -> None:
 
 
 SHADOWS = ("data", "idx", "docsize", "config")  # an external-content table has no _content
-TRIGGER_OPS = ("INSERT", "DELETE", "UPDATE")  # of the rows table: each clears the image mark (``_create_triggers``)
+ROWMAP_TABLE = "keyword_rowmap_v1"  # per projection: the rowid at each stored position (``FtsProjection.rowmap``)
+ROWMAP_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {ROWMAP_TABLE} (projection TEXT PRIMARY KEY, base TEXT NOT NULL, rowids BLOB)"
+)
+ROWMAP_TYPE = "i"  # 4-byte rowids and tokens, little-endian (past 2**31, none is stored: the rows are read instead)
+TRIGGER_OPS = ("INSERT", "DELETE", "UPDATE")  # of the rows table: each clears the mark and the rowmap
 
 
 class _TextWriter:

@@ -16,7 +16,7 @@ from knowtk.model.config import StoreConfig
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Issue, Record
 from knowtk.model.shapes import field, shape
-from knowtk.snapshot.facets import Criteria, Facets, RecordFacets
+from knowtk.snapshot.facets import Criteria, Facets, Positions, RecordFacets
 
 __all__ = [
     "DEPENDENCY_MISSING",
@@ -162,6 +162,21 @@ class Snapshot:
                 self._matching.clear()
             found = self._matching[criteria] = self.facets().selected(criteria)
         return found
+
+    @cached_property
+    def _positions(self) -> dict[Criteria, Positions | None]:
+        """criteria -> what ``positions()`` found."""
+        return {}
+
+    def positions(self, criteria: Criteria) -> Positions | None:
+        """``matching`` by the stored position of each record (``Facets.positions``), kept for this snapshot; None
+        where its records are not stored ones."""
+        kept = self._positions
+        if criteria not in kept:
+            if len(kept) >= MATCHING_KEPT:
+                kept.clear()
+            kept[criteria] = self.facets().positions(criteria)
+        return kept[criteria]
 
     def available(self, rid: str, *, include_inactive: bool = False) -> bool:
         table = self.unavailable_inactive if include_inactive else self.unavailable

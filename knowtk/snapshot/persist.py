@@ -76,6 +76,7 @@ __all__ = [
     "guards_key",
     "load_image",
     "record_behind",
+    "stored_positions",
     "write_image",
 ]
 
@@ -297,7 +298,7 @@ def _part_texts(snap: Snapshot) -> Iterator[tuple[str, Iterable[str]]]:
         yield "index." + name, json_pieces(dump_index(ix))
     claims, paths = ix.claims, snap.paths
     # id -> path and id -> sha256 as parallel lists: read back by dict(zip()), twice as fast as a JSON object
-    ids = list(snap.records)
+    ids = stored_order(snap)
     at = [claims[rid][0] for rid in ids]
     # the ids apart from the paths: a new process's first filter reads the ids alone (beside record_facets)
     yield "record_ids", json_list_pieces(ids)  # (made as read)
@@ -421,6 +422,36 @@ def _write_patch(
     except (sqlite3.Error, Contention, ValueError, TypeError, KeyError):
         return None
     return key
+
+
+def stored_order(snap: Snapshot) -> list[str]:
+    """The ids of ``snap``'s records in the order its image stores them (record_ids): what a stored position is."""
+    return list(snap.records)
+
+
+def stored_positions(state: StateDB, snap: Snapshot) -> tuple[str, list[str]] | None:
+    """(the digest of the record_ids part of the image stored as ``snap.image_key``, those ids): which id is at
+    each stored position (``FacetColumns.base``; a patch never changes them). None when another image is stored,
+    it cannot be read, or ``snap``'s records are not in that order (an image patched since it was written)."""
+    try:
+        with state.reading():
+            row = state.conn.execute(f"SELECT data FROM {TABLE} WHERE part = 'meta'").fetchone()
+        meta = json.loads(row[0]) if row is not None else None
+    except (sqlite3.Error, Contention, ValueError, TypeError):
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != snap.image_key or meta.get("format") != FORMAT:
+        return None
+    base = (meta.get("parts") or {}).get("record_ids")
+    if not isinstance(base, str) or meta.get("patches"):
+        return None
+    ids = stored_order(snap)
+    digest = hashlib.sha256()
+    try:
+        for piece in json_list_pieces(ids):  # (as write_image made the part)
+            digest.update(piece.encode())
+    except (TypeError, ValueError, UnicodeError):
+        return None
+    return (base, ids) if digest.hexdigest() == base else None
 
 
 def record_behind(state: StateDB, key: str, token: int, behind: list[str]) -> bool:
@@ -760,7 +791,8 @@ class ImageParts:
                     over[rid] = None
                 for (rid, _, _), (folder, kind, type_, tags) in zip(change["set"], change["facets"], strict=True):
                     over[rid] = Facet(folder, kind, type_, tuple(tags))
-            return FacetColumns(columns, ids, over)
+            base = self.meta["parts"].get("record_ids")
+            return FacetColumns(columns, ids, over, base=base if isinstance(base, str) else None)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self.damaged("record_facets", exc) from exc
 

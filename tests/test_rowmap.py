@@ -1,0 +1,191 @@
+"""The rowid at each stored position (``FtsProjection.rowmap``): a new process's facet filters find their keyword
+rows from it and the stored facet columns, without reading the rows table or matching ids.
+
+A build writes it; any write of the rows table drops it (triggers), so it is never another version's; a record
+whose facets changed while its row stayed (a file moved to another folder) is answered from its own facets.
+Every answer is checked against a reference store opened on a new state.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from array import array
+from pathlib import Path
+from typing import Any
+
+import knowtk
+from knowtk.index.fts import FtsProjection
+from knowtk.state import STATE_FILE
+from tests.test_facets import answer, copy_fixture, filter_forms, query_words
+from tests.test_persist import reference
+
+ROWMAP = "keyword_rowmap_v1"
+TABLES = {"keyword_root": "keyword_rows_v1_root", "keyword_history_root": "keyword_history_rows_v1_root"}
+
+
+def _sql(state: Path, sql: str, *params: Any) -> list[Any]:
+    conn = sqlite3.connect(state / STATE_FILE)
+    try:
+        with conn:
+            return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def _build(root: Path, state: Path) -> None:
+    """A process that builds the state (its first query) and exits."""
+    with knowtk.open_store(root, state_dir=state) as built:
+        built.grep("search")
+
+
+def _main(store: knowtk.Store) -> FtsProjection:
+    index = store.engine._keyword
+    assert index is not None
+    return index.main
+
+
+def _same_answers(tested: knowtk.Store, root: Path, ref_state: Path) -> int:
+    """Every filter form and lifecycle of ``tested`` answers as a reference store does; how many forms."""
+    ref = reference(root, ref_state, tested)
+    try:
+        snap = ref.snapshot()
+        forms, word = filter_forms(snap), query_words(snap)[0]
+        for form in forms:
+            for lifecycle in ("active", "superseded", "all"):
+                got = answer(tested, word, lifecycle=lifecycle, **form)
+                assert got == answer(ref, word, lifecycle=lifecycle, **form), (form, lifecycle)
+        return len(forms)
+    finally:
+        ref.close()
+
+
+def test_a_build_writes_the_rowid_of_each_stored_id(tmp_path: Path) -> None:
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    with knowtk.open_store(root, state_dir=state) as built:
+        built.grep("search")
+    image = json.loads(_sql(state, "SELECT data FROM snapshot_image_v1 WHERE part = 'meta'")[0][0])
+    stored = json.loads(_sql(state, "SELECT data FROM snapshot_image_v1 WHERE part = 'record_ids'")[0][0])
+    maps = dict((p, (base, blob)) for p, base, blob in _sql(state, f"SELECT projection, base, rowids FROM {ROWMAP}"))
+    assert set(maps) == {"keyword_root", "keyword_history_root"}
+    for projection, (base, blob) in maps.items():
+        assert base == image["parts"]["record_ids"]
+        packed = array("i")
+        packed.frombytes(blob)
+        rowids, tokens = packed[: len(stored)], packed[len(stored) :]  # (a rowid, then a token count, per stored id)
+        table = TABLES[projection]
+        rowid_of = {rid: (rowid, size) for rowid, rid, size in _sql(state, f"SELECT rowid, id, tokens FROM {table}")}
+        assert rowid_of, projection
+        assert list(rowids) == [rowid_of.get(rid, (0, 0))[0] for rid in stored], projection
+        assert list(tokens) == [rowid_of.get(rid, (0, 0))[1] for rid in stored], projection
+
+
+def test_a_new_process_filters_from_the_rowmap_as_from_the_rows(tmp_path: Path) -> None:
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        assert fresh.grep("search", kind="claim", scope="claims").to_dict()["total"] > 0
+        main = _main(fresh)
+        assert main._rowmap is not None and main._rowmap[2] is not None  # (the rowmap answered)
+        assert not main._rows_read.whole  # the rows table was not read whole
+        assert _same_answers(fresh, root, tmp_path / "ref") > 10
+
+
+def test_a_moved_file_keeps_its_row_and_filters_see_its_new_folder(tmp_path: Path) -> None:
+    """A file moved to another folder keeps its row (same id, same content) and so the rowmap: its stored
+    position says the old folder, its own facets the new one."""
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    moved = sorted((root / "claims").glob("*.md"))[0]
+    (root / "elsewhere").mkdir()
+    moved.rename(root / "elsewhere" / moved.name)
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        found = fresh.grep("mateus", mode="any", scope="elsewhere", lifecycle="all").to_dict()
+        assert [h["id"] for h in found["hits"]] == [moved.stem]  # (its title names Mateus)
+        left = fresh.grep("mateus", mode="any", scope="claims", lifecycle="all", limit=50).to_dict()
+        assert moved.stem not in {h["id"] for h in left["hits"]} and left["total"] <= 50
+        assert len(_sql(state, f"SELECT * FROM {ROWMAP}")) == 2  # (no row was written: the rowmap stands)
+        main = _main(fresh)
+        assert main._rowmap is not None and main._rowmap[2] is not None  # (the rowmap answered)
+        assert not main._rows_read.whole
+        kept = fresh.engine.snapshot()._positions.values()
+        assert any(found is not None and moved.stem in found.apart for found in kept)  # (its own facets answered)
+        assert _same_answers(fresh, root, tmp_path / "ref") > 10
+
+
+def test_any_write_of_the_rows_drops_the_rowmap(tmp_path: Path) -> None:
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    assert len(_sql(state, f"SELECT * FROM {ROWMAP}")) == 2
+    edited = sorted((root / "claims").glob("*.md"))[1]
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra quagga\n", encoding="utf-8")
+    with knowtk.open_store(root, state_dir=state) as store:
+        assert store.grep("quagga").to_dict()["total"] == 1  # (this process wrote the edited record's rows)
+    assert "keyword_root" not in {p for (p,) in _sql(state, f"SELECT projection FROM {ROWMAP}")}
+    with knowtk.open_store(root, state_dir=state) as fresh:  # read by id, as before the rowmap
+        assert _same_answers(fresh, root, tmp_path / "ref1") > 10
+        assert _main(fresh)._rows_read.whole
+
+    # a hand write of the rows (an older knowtk, a repair by hand) drops it too
+    rebuilt = tmp_path / "state2"
+    _build(root, rebuilt)
+    assert len(_sql(rebuilt, f"SELECT * FROM {ROWMAP}")) == 2
+    _sql(rebuilt, "UPDATE keyword_rows_v1_root SET tokens = tokens WHERE rowid = 1")
+    assert {p for (p,) in _sql(rebuilt, f"SELECT projection FROM {ROWMAP}")} == {"keyword_history_root"}
+
+
+def test_a_state_without_the_rowmap_triggers_forgets_its_rowmap(tmp_path: Path) -> None:
+    """A state whose triggers are missing (written before them, or dropped): its rowmap is not taken on trust."""
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    for op in ("insert", "delete", "update"):
+        _sql(state, f"DROP TRIGGER keyword_fts_v1_root_rowmap_{op}")
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        assert _same_answers(fresh, root, tmp_path / "ref") > 10
+        assert _main(fresh)._rows_read.whole  # (found by id)
+    names = {n for (n,) in _sql(state, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert {f"keyword_fts_v1_root_rowmap_{op}" for op in ("insert", "delete", "update")} <= names
+    assert {p for (p,) in _sql(state, f"SELECT projection FROM {ROWMAP}")} == {"keyword_history_root"}
+
+
+def test_a_rowmap_of_other_ids_or_damaged_is_not_used(tmp_path: Path) -> None:
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    (blob,) = _sql(state, f"SELECT rowids FROM {ROWMAP} WHERE projection = 'keyword_root'")[0]
+    for label, sql, params in [
+        ("other ids", f"UPDATE {ROWMAP} SET base = 'other' WHERE projection = 'keyword_root'", ()),
+        ("short", f"UPDATE {ROWMAP} SET rowids = ? WHERE projection = 'keyword_root'", (blob[:-4],)),
+        ("no tokens", f"UPDATE {ROWMAP} SET rowids = ? WHERE projection = 'keyword_root'", (blob[: len(blob) // 2],)),
+        ("text", f"UPDATE {ROWMAP} SET rowids = 'x' WHERE projection = 'keyword_root'", ()),
+    ]:
+        copy = tmp_path / f"state-{label}"
+        copy.mkdir()
+        (copy / STATE_FILE).write_bytes((state / STATE_FILE).read_bytes())
+        _sql(copy, sql, *params)
+        with knowtk.open_store(root, state_dir=copy) as fresh:
+            assert _same_answers(fresh, root, tmp_path / f"ref-{label}") > 10, label
+            main = _main(fresh)
+            assert main._rowmap is not None and main._rowmap[2] is None, label  # (read, not taken)
+            assert main._rows_read.whole, label
+
+
+def test_a_new_process_sums_and_reads_some_rows_without_the_whole_table(tmp_path: Path) -> None:
+    """``tokens_in`` of rows summed by SQLite and ``prefetch`` of a page's rows, as the table has them."""
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    table = {
+        rowid: (rid, size) for rowid, rid, size in _sql(state, "SELECT rowid, id, tokens FROM keyword_rows_v1_root")
+    }
+    every = sorted(table)
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        fresh.grep("search")
+        main = _main(fresh)
+        for rows in [set(every[::3]), set(every[5:40]), {every[0]}, set(every)]:
+            assert main.tokens_in(rows) == sum(table[r][1] for r in rows)
+        assert main.tokens_in({every[-1] + 1000, every[0]}) == table[every[0]][1] - 1  # (no such row: -1)
+        page = [*every[1::4], every[-1] + 7]
+        main.prefetch(page)
+        reads = main._rows_read.reads
+        assert [main.id_of.get(r) for r in page] == [table[r][0] if r in table else None for r in page]
+        assert [main.tokens.get(r) for r in page] == [table[r][1] if r in table else None for r in page]
+        assert main._rows_read.reads == reads and not main._rows_read.whole  # (answered from what was read)
