@@ -9,18 +9,21 @@ Every answer is checked against a reference store opened on a new state.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from array import array
 from pathlib import Path
 from typing import Any
 
 import knowtk
+from knowtk.index import fts
 from knowtk.index.fts import FtsProjection
 from knowtk.state import STATE_FILE
 from tests.test_facets import answer, copy_fixture, filter_forms, query_words
 from tests.test_persist import reference
 
 ROWMAP = "keyword_rowmap_v1"
+LOG = "keyword_rowmap_log_v1"
 TABLES = {"keyword_root": "keyword_rows_v1_root", "keyword_history_root": "keyword_history_rows_v1_root"}
 
 
@@ -66,7 +69,10 @@ def test_a_build_writes_the_rowid_of_each_stored_id(tmp_path: Path) -> None:
         built.grep("search")
     image = json.loads(_sql(state, "SELECT data FROM snapshot_image_v1 WHERE part = 'meta'")[0][0])
     stored = json.loads(_sql(state, "SELECT data FROM snapshot_image_v1 WHERE part = 'record_ids'")[0][0])
-    maps = dict((p, (base, blob)) for p, base, blob in _sql(state, f"SELECT projection, base, rowids FROM {ROWMAP}"))
+    found = _sql(state, f"SELECT projection, base, top, rowids FROM {ROWMAP}")
+    maps = {p: (base, blob) for p, base, _, blob in found}
+    tops = {p: top for p, _, top, _ in found}
+    assert not _sql(state, f"SELECT * FROM {LOG}")
     assert set(maps) == {"keyword_root", "keyword_history_root"}
     for projection, (base, blob) in maps.items():
         assert base == image["parts"]["record_ids"]
@@ -78,6 +84,7 @@ def test_a_build_writes_the_rowid_of_each_stored_id(tmp_path: Path) -> None:
         assert rowid_of, projection
         assert list(rowids) == [rowid_of.get(rid, (0, 0))[0] for rid in stored], projection
         assert list(tokens) == [rowid_of.get(rid, (0, 0))[1] for rid in stored], projection
+        assert tops[projection] == max(rowid for rowid, _ in rowid_of.values())
 
 
 def test_a_new_process_filters_from_the_rowmap_as_from_the_rows(tmp_path: Path) -> None:
@@ -113,25 +120,56 @@ def test_a_moved_file_keeps_its_row_and_filters_see_its_new_folder(tmp_path: Pat
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
 
 
-def test_any_write_of_the_rows_drops_the_rowmap(tmp_path: Path) -> None:
+def _logged(state: Path, projection: str = "keyword_root") -> set[int]:
+    return {r for (r,) in _sql(state, f"SELECT rowid FROM {LOG} WHERE projection = ?", projection)}
+
+
+def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Path) -> None:
+    """An edit rewrites its record's rows: the rowids it deleted are logged, its new rows lie past the build's
+    top rowid; a new process's filters take the rowmap but at those rows, answered from their ids' facets."""
     root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
     _build(root, state)
-    assert len(_sql(state, f"SELECT * FROM {ROWMAP}")) == 2
-    edited = sorted((root / "claims").glob("*.md"))[1]
-    edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra quagga\n", encoding="utf-8")
+    assert not _logged(state)
+    claims = sorted((root / "claims").glob("*.md"))
+    before = dict(_sql(state, "SELECT id, rowid FROM keyword_rows_v1_root"))
+    claims[1].write_text(claims[1].read_text(encoding="utf-8") + "\nzebra quagga\n", encoding="utf-8")
     with knowtk.open_store(root, state_dir=state) as store:
         assert store.grep("quagga").to_dict()["total"] == 1  # (this process wrote the edited record's rows)
-    assert "keyword_root" not in {p for (p,) in _sql(state, f"SELECT projection FROM {ROWMAP}")}
-    with knowtk.open_store(root, state_dir=state) as fresh:  # read by id, as before the rowmap
+    assert before[claims[1].stem] in _logged(state)
+    with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref1") > 10
-        assert _main(fresh)._rows_read.whole
+        main = _main(fresh)
+        assert main._rowmap is not None and main._rowmap[2] is not None and main._rowmap[2].newer
+        assert not main._rows_read.whole  # (the rowmap and the rows written since answered)
 
-    # a hand write of the rows (an older knowtk, a repair by hand) drops it too
-    rebuilt = tmp_path / "state2"
-    _build(root, rebuilt)
-    assert len(_sql(rebuilt, f"SELECT * FROM {ROWMAP}")) == 2
-    _sql(rebuilt, "UPDATE keyword_rows_v1_root SET tokens = tokens WHERE rowid = 1")
-    assert {p for (p,) in _sql(rebuilt, f"SELECT projection FROM {ROWMAP}")} == {"keyword_history_root"}
+    # a copy duplicates an id (both drop out: rows deleted without their file changing), a file is removed
+    shutil.copy(claims[2], root / "notes" / f"copy-{claims[2].name}")
+    claims[3].unlink()
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        assert _same_answers(fresh, root, tmp_path / "ref2") > 10
+        assert not _main(fresh)._rows_read.whole
+    assert {before[claims[2].stem], before[claims[3].stem]} <= _logged(state)
+
+    # a hand write of the rows (an older knowtk, a repair by hand) is logged too
+    rowid = before[claims[4].stem]
+    _sql(state, "UPDATE keyword_rows_v1_root SET tokens = tokens WHERE rowid = ?", rowid)
+    assert rowid in _logged(state)
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        assert _same_answers(fresh, root, tmp_path / "ref3") > 10
+
+
+def test_too_many_rows_written_since_the_build_read_the_rows_by_id(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(fts, "ROWMAP_CHANGES_MAX", 1)
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    for path in sorted((root / "claims").glob("*.md"))[:3]:
+        path.write_text(path.read_text(encoding="utf-8") + "\nzebra\n", encoding="utf-8")
+    with knowtk.open_store(root, state_dir=state) as store:
+        assert store.grep("zebra").to_dict()["total"] == 3
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        assert _same_answers(fresh, root, tmp_path / "ref") > 10
+        main = _main(fresh)
+        assert main._rowmap is not None and main._rowmap[2] is None and main._rows_read.whole
 
 
 def test_a_state_without_the_rowmap_triggers_forgets_its_rowmap(tmp_path: Path) -> None:
@@ -146,6 +184,7 @@ def test_a_state_without_the_rowmap_triggers_forgets_its_rowmap(tmp_path: Path) 
     names = {n for (n,) in _sql(state, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {f"keyword_fts_v1_root_rowmap_{op}" for op in ("insert", "delete", "update")} <= names
     assert {p for (p,) in _sql(state, f"SELECT projection FROM {ROWMAP}")} == {"keyword_history_root"}
+    assert not _logged(state)
 
 
 def test_a_rowmap_of_other_ids_or_damaged_is_not_used(tmp_path: Path) -> None:

@@ -466,19 +466,31 @@ class FtsProjection:
         return f"{self.key}:image"
 
     def _create_triggers(self) -> None:
-        """Triggers that clear the image mark and the rowmap whenever the rows table changes: a reconcile sets the
-        mark again after its writes, while any other writer (an older knowtk, a hand edit) leaves both cleared. So a
-        mark is proof that the rows are exactly that image's records, and the engine trusts it without reading the
-        rows; a rowmap, that its rowids are the rows' (``rowmap``)."""
-        self.conn.execute(ROWMAP_SCHEMA)
+        """Triggers on the rows table. Any change clears the image mark: a reconcile sets it again after its
+        writes, while any other writer (an older knowtk, a hand edit) leaves it cleared, so a mark is proof that
+        the rows are exactly that image's records and the engine trusts it without reading the rows. While a
+        rowmap is kept, a rowid whose row may differ from it is logged (``rowmap``): every deleted or updated
+        row's, and an inserted row's at or below the rowmap's top rowid (a reconcile's new rows lie above it)."""
+        conn, key = self.conn, self.key
+        conn.execute(ROWMAP_SCHEMA)
+        conn.execute(ROWMAP_LOG_SCHEMA)
+        kept = f"EXISTS (SELECT 1 FROM {ROWMAP_TABLE} WHERE projection = '{key}')"
+        below = f"new.rowid <= (SELECT top FROM {ROWMAP_TABLE} WHERE projection = '{key}')"
+        log = f"INSERT OR IGNORE INTO {ROWMAP_LOG} (projection, rowid) VALUES ('{key}', {{}});"
+        logged = {
+            "INSERT": (below, log.format("new.rowid")),
+            "DELETE": (kept, log.format("old.rowid")),
+            "UPDATE": (kept, log.format("old.rowid") + " " + log.format("new.rowid")),
+        }
         for op in TRIGGER_OPS:
-            self.conn.execute(
+            conn.execute(
                 f"CREATE TRIGGER IF NOT EXISTS {self.fts}_mark_{op.lower()} AFTER {op} ON {self.rows} "
                 f"BEGIN DELETE FROM knowtk_meta WHERE key = '{self._mark_key}'; END"
             )
-            self.conn.execute(
+            when, then = logged[op]
+            conn.execute(
                 f"CREATE TRIGGER IF NOT EXISTS {self.fts}_rowmap_{op.lower()} AFTER {op} ON {self.rows} "
-                f"BEGIN DELETE FROM {ROWMAP_TABLE} WHERE projection = '{self.key}'; END"
+                f"WHEN {when} BEGIN {then} END"
             )
 
     def _triggers_missing(self) -> bool:
@@ -491,28 +503,43 @@ class FtsProjection:
         """Forget the image mark and the rowmap (in the caller's transaction): the rows are not taken on trust."""
         self.state.set_meta(self._mark_key, "")
         self.conn.execute(f"DELETE FROM {ROWMAP_TABLE} WHERE projection = ?", (self.key,))
+        self.conn.execute(f"DELETE FROM {ROWMAP_LOG} WHERE projection = ?", (self.key,))
 
     # -- the rowid at each stored position -----------------------------------------------------
     def rowmap(self, base: str, size: int) -> RowMap | None:
         """The rowid and tokens of the row of each stored id (0: none), by the stored position of the ids whose
-        digest is ``base`` (knowtk.snapshot.facets ``Positions``), when one was written for the rows as they are:
-        None otherwise. Any write of the rows deletes it (its triggers), so it is never another version's."""
+        digest is ``base`` (knowtk.snapshot.facets ``Positions``), as a build wrote them, with what changed in
+        the rows since (``RowMap.changed``, ``RowMap.newer``); None where none was written for those ids, or
+        the rows changed too much since. The triggers log every change of the rows (``_create_triggers``), so
+        the rowmap and its log are the rows as they are, whoever wrote them."""
         kept = self._rowmap
         if kept is None or kept[0] != self.mirror or kept[1] != base:
             found: RowMap | None = None
             try:
                 with self.state.reading():
                     self.check_current()
-                    sql = f"SELECT base, rowids FROM {ROWMAP_TABLE} WHERE projection = ?"
-                    row = self.conn.execute(sql, (self.key,)).fetchone()
+                    found = self._read_rowmap(base, size)
             except sqlite3.OperationalError as exc:
                 if is_busy(exc):
                     raise
-                row = None  # (a state without the table: the rows are read instead)
-            if row is not None and row[0] == base and isinstance(row[1], bytes):
-                found = _unpacked_rowmap(row[1], size)
+                found = None  # (a state without the tables: the rows are read instead)
             kept = self._rowmap = (self.mirror, base, found)
         return kept[2] if kept[2] is not None and len(kept[2].rowids) == size else None
+
+    def _read_rowmap(self, base: str, size: int) -> RowMap | None:
+        conn, key = self.conn, self.key
+        sql = f"SELECT base, top, rowids FROM {ROWMAP_TABLE} WHERE projection = ?"
+        row = conn.execute(sql, (key,)).fetchone()
+        if row is None or row[0] != base or not isinstance(row[1], int) or not isinstance(row[2], bytes):
+            return None
+        changed = frozenset(r for (r,) in conn.execute(f"SELECT rowid FROM {ROWMAP_LOG} WHERE projection = ?", (key,)))
+        if len(changed) > ROWMAP_CHANGES_MAX:
+            return None
+        sql = f"SELECT rowid, id FROM {self.rows} WHERE rowid > ? OR rowid IN (SELECT value FROM json_each(?))"
+        newer = dict(conn.execute(sql, (row[1], json.dumps(sorted(changed)))).fetchall())
+        if len(newer) > ROWMAP_CHANGES_MAX:
+            return None
+        return _unpacked_rowmap(row[2], size, changed, newer)
 
     def built_whole(self) -> bool:
         """Whether the last write of the rows wrote every one (and nothing moved the mirror on since)."""
@@ -542,9 +569,10 @@ class FtsProjection:
                 if self.state.data_version() != self._version:
                     return False  # another process wrote since: its rows may be others
                 self.conn.execute(
-                    f"INSERT OR REPLACE INTO {ROWMAP_TABLE} (projection, base, rowids) VALUES (?, ?, ?)",
-                    (self.key, base, rowids.tobytes() + tokens.tobytes()),
+                    f"INSERT OR REPLACE INTO {ROWMAP_TABLE} (projection, base, top, rowids) VALUES (?, ?, ?, ?)",
+                    (self.key, base, first + len(inserted) - 1, rowids.tobytes() + tokens.tobytes()),
                 )
+                self.conn.execute(f"DELETE FROM {ROWMAP_LOG} WHERE projection = ?", (self.key,))
         except (sqlite3.Error, Contention):
             return False
         return True
@@ -1569,13 +1597,19 @@ class _Column(Mapping[Any, Any]):
 
 
 class RowMap(NamedTuple):
-    """By stored position (``FtsProjection.rowmap``): the rowid of each stored id's row (0: none), and its tokens."""
+    """By stored position (``FtsProjection.rowmap``): the rowid of each stored id's row as a build wrote them (0:
+    none), and its tokens; ``changed``, the rowids whose row may differ since (deleted, written again), and
+    ``newer``, the rows now at those rowids or past the build's (rowid -> id)."""
 
     rowids: array[int]
     tokens: array[int]
+    changed: frozenset[int] = frozenset()
+    newer: Mapping[int, str] = {}
 
 
-def _unpacked_rowmap(data: bytes, size: int) -> RowMap | None:
+def _unpacked_rowmap(
+    data: bytes, size: int, changed: frozenset[int] = frozenset(), newer: Mapping[int, str] | None = None
+) -> RowMap | None:
     """A stored rowmap back: ``size`` rowids then their tokens (None: not that many of the stored width)."""
     rowids, tokens = array(ROWMAP_TYPE), array(ROWMAP_TYPE)
     if rowids.itemsize != 4 or len(data) != 8 * size:
@@ -1585,7 +1619,7 @@ def _unpacked_rowmap(data: bytes, size: int) -> RowMap | None:
     if sys.byteorder != "little":
         rowids.byteswap()
         tokens.byteswap()
-    return RowMap(rowids, tokens)
+    return RowMap(rowids, tokens, changed, newer or {})
 
 
 def _set_pending_bytes(conn: sqlite3.Connection, fts: str) -> None:
@@ -1597,10 +1631,17 @@ def _set_pending_bytes(conn: sqlite3.Connection, fts: str) -> None:
 SHADOWS = ("data", "idx", "docsize", "config")  # an external-content table has no _content
 ROWMAP_TABLE = "keyword_rowmap_v1"  # per projection: the rowid at each stored position (``FtsProjection.rowmap``)
 ROWMAP_SCHEMA = (
-    f"CREATE TABLE IF NOT EXISTS {ROWMAP_TABLE} (projection TEXT PRIMARY KEY, base TEXT NOT NULL, rowids BLOB)"
+    f"CREATE TABLE IF NOT EXISTS {ROWMAP_TABLE} "
+    "(projection TEXT PRIMARY KEY, base TEXT NOT NULL, top INTEGER NOT NULL, rowids BLOB)"
 )
+ROWMAP_LOG = "keyword_rowmap_log_v1"  # per projection: the rowids whose row may differ from its rowmap
+ROWMAP_LOG_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {ROWMAP_LOG} "
+    "(projection TEXT NOT NULL, rowid INTEGER NOT NULL, PRIMARY KEY (projection, rowid)) WITHOUT ROWID"
+)
+ROWMAP_CHANGES_MAX = 5000  # rows changed since the rowmap past which a filter's rows are found by id (read whole)
 ROWMAP_TYPE = "i"  # 4-byte rowids and tokens, little-endian (past 2**31, none is stored: the rows are read instead)
-TRIGGER_OPS = ("INSERT", "DELETE", "UPDATE")  # of the rows table: each clears the mark and the rowmap
+TRIGGER_OPS = ("INSERT", "DELETE", "UPDATE")  # of the rows table: each clears the mark, logs for the rowmap
 
 
 class _TextWriter:

@@ -153,8 +153,11 @@ def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set
 
 def _by_position(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int] | None:
     """The rows that pass facet filters, from the rowid at each stored position (``FtsProjection.rowmap``) and the
-    positions that pass (``Snapshot.positions``): no id is matched and the rows table is not read (a new process's
-    first filter read it whole: ~200 ms at 300k records). None where either is missing."""
+    positions that pass (``Snapshot.positions``): neither the rows table is read nor every id matched (a new
+    process's first filter read the table whole: ~200 ms at 300k records). None where either is missing.
+
+    Records changed since the image (their facets may differ from their stored position's) and rows written
+    since the build (their rowid may differ from the rowmap's) are answered by id, from their own facets."""
     found = snap.positions(flt.criteria)
     if found is None or len(found.apart) > APART_MAX:
         return None
@@ -164,11 +167,15 @@ def _by_position(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[
     flags = found.flags
     rows = set(rowmap.rowids if flags is None else compress(rowmap.rowids, flags))
     rows.discard(0)  # (a stored id without a row here)
-    if found.apart:  # a record changed since the image: its stored position says nothing, its own facets do
-        rows.difference_update(proj.rowids_of(found.apart).values())
-        rows.update(proj.rowids_of(found.extra).values())
-    else:  # their tokens too (a filtered ranking's average length), summed by position
+    redo = found.apart.union(rowmap.newer.values())
+    if not redo and not rowmap.changed:  # their tokens too (a filtered ranking's average length), by position
         proj.know_tokens_in(rows, sum(rowmap.tokens if flags is None else compress(rowmap.tokens, flags)))
+        return rows
+    rows.difference_update(rowmap.changed)
+    rows.difference_update(proj.rowids_of(redo).values())  # (each id's row as it is now)
+    extra, apart = set(found.extra), found.apart
+    passes = _passes(snap, flt)
+    rows.update(proj.rowids_of([rid for rid in redo if rid in extra or (rid not in apart and passes(rid))]).values())
     return rows
 
 
