@@ -51,6 +51,7 @@ from collections.abc import (
     ValuesView,
 )
 from contextlib import suppress
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from knowtk.model.datevalues import format_utc
@@ -539,7 +540,11 @@ class FtsProjection:
         newer = dict(conn.execute(sql, (row[1], json.dumps(sorted(changed)))).fetchall())
         if len(newer) > ROWMAP_CHANGES_MAX:
             return None
-        return _unpacked_rowmap(row[2], size, changed, newer)
+        found = _unpacked_rowmap(row[2], size, changed, newer)
+        if found is not None and changed:  # where the logged rowids were (one pass in C)
+            where = list(compress(range(size), map(changed.__contains__, found.rowids)))
+            found = found._replace(changed_at=where)
+        return found
 
     def built_whole(self) -> bool:
         """Whether the last write of the rows wrote every one (and nothing moved the mirror on since)."""
@@ -1605,6 +1610,7 @@ class RowMap(NamedTuple):
     tokens: array[int]
     changed: frozenset[int] = frozenset()
     newer: Mapping[int, str] = {}
+    changed_at: Sequence[int] = ()  # the stored positions of the changed rowids
 
 
 def _unpacked_rowmap(

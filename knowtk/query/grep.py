@@ -164,18 +164,25 @@ def _by_position(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[
     rowmap = proj.rowmap(found.base, found.size)
     if rowmap is None:
         return None
-    flags = found.flags
+    flags, tokens = found.flags, rowmap.tokens
     rows = set(rowmap.rowids if flags is None else compress(rowmap.rowids, flags))
     rows.discard(0)  # (a stored id without a row here)
+    # their tokens too (a filtered ranking's average length), by position: the rows as the build wrote them
+    total = sum(tokens if flags is None else compress(tokens, flags))
+    if rowmap.changed:  # rows deleted or written again since: not the build's
+        rows.difference_update(rowmap.changed)
+        total -= sum(tokens[at] for at in rowmap.changed_at if flags is None or flags[at])
     redo = found.apart.union(rowmap.newer.values())
-    if not redo and not rowmap.changed:  # their tokens too (a filtered ranking's average length), by position
-        proj.know_tokens_in(rows, sum(rowmap.tokens if flags is None else compress(rowmap.tokens, flags)))
-        return rows
-    rows.difference_update(rowmap.changed)
-    rows.difference_update(proj.rowids_of(redo).values())  # (each id's row as it is now)
-    extra, apart = set(found.extra), found.apart
-    passes = _passes(snap, flt)
-    rows.update(proj.rowids_of([rid for rid in redo if rid in extra or (rid not in apart and passes(rid))]).values())
+    if redo:
+        now = proj.rowids_of(redo)  # (each id's row as it is now)
+        gone = rows.intersection(now.values())
+        rows.difference_update(gone)
+        extra, apart, passes = set(found.extra), found.apart, _passes(snap, flt)
+        added = {now[rid] for rid in now if rid in extra or (rid not in apart and passes(rid))}
+        rows.update(added)
+        proj.prefetch([*gone, *added])
+        total += sum(map(proj.tokens.__getitem__, added)) - sum(map(proj.tokens.__getitem__, gone))
+    proj.know_tokens_in(rows, total)
     return rows
 
 
