@@ -95,6 +95,7 @@ def test_a_new_process_filters_from_the_rowmap_as_from_the_rows(tmp_path: Path) 
         main = _main(fresh)
         assert main._rowmap is not None and main._rowmap[2] is not None  # (the rowmap answered)
         assert not main._rows_read.whole  # the rows table was not read whole
+        _token_array_is_the_table_s(fresh, state)
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
 
 
@@ -120,6 +121,15 @@ def test_a_moved_file_keeps_its_row_and_filters_see_its_new_folder(tmp_path: Pat
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
 
 
+def _token_array_is_the_table_s(store: knowtk.Store, state: Path) -> None:
+    """``token_array`` made from the rowmap (and what changed since) is the rows table's tokens by rowid."""
+    table = dict(_sql(state, "SELECT rowid, tokens FROM keyword_rows_v1_root"))
+    made = _main(store)._token_array_by_rowmap()
+    assert made is not None
+    assert len(made) == max(table) + 1
+    assert {i: v for i, v in enumerate(made.tolist()) if v != -1.0} == {r: float(t) for r, t in table.items()}
+
+
 def _logged(state: Path, projection: str = "keyword_root") -> set[int]:
     return {r for (r,) in _sql(state, f"SELECT rowid FROM {LOG} WHERE projection = ?", projection)}
 
@@ -141,6 +151,7 @@ def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Pa
         main = _main(fresh)
         assert main._rowmap is not None and main._rowmap[2] is not None and main._rowmap[2].newer
         assert not main._rows_read.whole  # (the rowmap and the rows written since answered)
+        _token_array_is_the_table_s(fresh, state)
 
     # a copy duplicates an id (both drop out: rows deleted without their file changing), a file is removed
     shutil.copy(claims[2], root / "notes" / f"copy-{claims[2].name}")
@@ -148,6 +159,7 @@ def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Pa
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref2") > 10
         assert not _main(fresh)._rows_read.whole
+        _token_array_is_the_table_s(fresh, state)
     assert {before[claims[2].stem], before[claims[3].stem]} <= _logged(state)
 
     # a hand write of the rows (an older knowtk, a repair by hand) is logged too
