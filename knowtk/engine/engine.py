@@ -427,7 +427,7 @@ class Engine:
     def _write_rowmaps(self, index: KeywordIndex, snap: Snapshot) -> None:
         """After a reconcile that wrote every row of a projection for the image just stored (a build): the rowid
         at each stored position, so that a new process's filters find their rows without reading the rows table
-        (``FtsProjection.rowmap``). Written only while known for free: any later write of the rows drops it."""
+        (``FtsProjection.rowmap``). Written only while known for free; later writes of the rows are logged beside it."""
         built = [proj for proj in (index.main, index.history) if proj.built_whole()]
         if not built or snap.image_key is None:
             return

@@ -178,7 +178,7 @@ def _by_position(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[
         gone = rows.intersection(now.values())
         rows.difference_update(gone)
         extra, apart, passes = set(found.extra), found.apart, _passes(snap, flt)
-        added = {now[rid] for rid in now if rid in extra or (rid not in apart and passes(rid))}
+        added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
         rows.update(added)
         proj.prefetch([*gone, *added])
         total += sum(map(proj.tokens.__getitem__, added)) - sum(map(proj.tokens.__getitem__, gone))
