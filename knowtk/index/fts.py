@@ -515,20 +515,22 @@ class FtsProjection:
         the rowmap and its log are the rows as they are, whoever wrote them."""
         kept = self._rowmap
         if kept is None or kept[0] != self.mirror or kept[1] != base:
-            found: RowMap | None = None
-            try:
-                with self.state.reading():
-                    self.check_current()
-                    found = self._read_rowmap(base, size)
-            except sqlite3.OperationalError as exc:
-                if is_busy(exc):
-                    raise
-                found = None  # (a state without the tables: the rows are read instead)
-            kept = self._rowmap = (self.mirror, base, found)
+            kept = self._rowmap = (self.mirror, base, self._read_rowmap(base, size))
         return kept[2] if kept[2] is not None and len(kept[2].rowids) == size else None
 
     def _read_rowmap(self, base: str | None, size: int | None) -> RowMap | None:
-        """The rowmap (of any stored ids where ``base`` is None: its rows alone are wanted), in the caller's read."""
+        """The rowmap (of any stored ids where ``base`` is None: its rows alone are wanted), read in the query's
+        transaction; None where there is none (a state without its tables: the rows are read instead)."""
+        try:
+            with self.state.reading():
+                self.check_current()
+                return self._rowmap_row(base, size)
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise
+            return None
+
+    def _rowmap_row(self, base: str | None, size: int | None) -> RowMap | None:
         conn, key = self.conn, self.key
         sql = f"SELECT base, top, rowids FROM {ROWMAP_TABLE} WHERE projection = ?"
         row = conn.execute(sql, (key,)).fetchone()
@@ -1299,14 +1301,7 @@ class FtsProjection:
         kept = self._rowmap
         rowmap = kept[2] if kept is not None and kept[0] == self.mirror else None
         if rowmap is None:
-            try:
-                with self.state.reading():
-                    self.check_current()
-                    rowmap = self._read_rowmap(None, None)
-            except sqlite3.OperationalError as exc:
-                if is_busy(exc):
-                    raise
-                return None
+            rowmap = self._read_rowmap(None, None)
         if rowmap is None:
             return None
         rowids = np.frombuffer(rowmap.rowids, dtype=np.int32).astype(np.int64)
