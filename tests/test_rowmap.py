@@ -203,11 +203,15 @@ def test_a_rowmap_of_other_ids_or_damaged_is_not_used(tmp_path: Path) -> None:
     root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
     _build(root, state)
     (blob,) = _sql(state, f"SELECT rowids FROM {ROWMAP} WHERE projection = 'keyword_root'")[0]
+    huge = (2**31 - 1).to_bytes(4, "little") + blob[4:]  # (a rowid past every row's: no array that large is made)
     for label, sql, params in [
         ("other ids", f"UPDATE {ROWMAP} SET base = 'other' WHERE projection = 'keyword_root'", ()),
         ("short", f"UPDATE {ROWMAP} SET rowids = ? WHERE projection = 'keyword_root'", (blob[:-4],)),
         ("no tokens", f"UPDATE {ROWMAP} SET rowids = ? WHERE projection = 'keyword_root'", (blob[: len(blob) // 2],)),
         ("text", f"UPDATE {ROWMAP} SET rowids = 'x' WHERE projection = 'keyword_root'", ()),
+        ("huge rowid", f"UPDATE {ROWMAP} SET rowids = ? WHERE projection = 'keyword_root'", (huge,)),
+        ("huge top", f"UPDATE {ROWMAP} SET top = 2000000000 WHERE projection = 'keyword_root'", ()),
+        ("text log", f"INSERT INTO {LOG} (projection, rowid) VALUES ('keyword_root', 'x')", ()),
     ]:
         copy = tmp_path / f"state-{label}"
         copy.mkdir()

@@ -540,13 +540,20 @@ class FtsProjection:
             return None
         size = size if size is not None else len(row[2]) // 8
         changed = frozenset(r for (r,) in conn.execute(f"SELECT rowid FROM {ROWMAP_LOG} WHERE projection = ?", (key,)))
-        if len(changed) > ROWMAP_CHANGES_MAX:
+        if len(changed) > ROWMAP_CHANGES_MAX or not all(isinstance(r, int) for r in changed):
+            return None
+        # (a damaged top, or rowids past it, would make rows that are not there: a rowid past every row's is
+        # no build's, since a row deleted since is logged)
+        highest = conn.execute(f"SELECT max(rowid) FROM {self.rows}").fetchone()[0] or 0
+        if row[1] > max(highest, max(changed, default=0)):
             return None
         sql = f"SELECT rowid, id FROM {self.rows} WHERE rowid > ? OR rowid IN (SELECT value FROM json_each(?))"
         newer = dict(conn.execute(sql, (row[1], json.dumps(sorted(changed)))).fetchall())
         if len(newer) > ROWMAP_CHANGES_MAX:
             return None
         found = _unpacked_rowmap(row[2], size, changed, newer)
+        if found is not None and max(found.rowids, default=0) > row[1]:
+            return None
         if found is not None and changed:  # where the logged rowids were (one pass in C)
             where = list(compress(range(size), map(changed.__contains__, found.rowids)))
             found = found._replace(changed_at=where)
