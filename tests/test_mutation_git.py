@@ -4,6 +4,7 @@ without git or a work tree, and a record's commits merged into knowledge_history
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,25 @@ def test_a_checkpoint_commits_exactly_the_touched_paths(repo: StoreBuilder) -> N
     assert [e["message"] for e in history if e["source"] == "git"][-1] == "initial"
     frame = s.history("dec-1").to_frame()
     assert set(frame["source"]) == {"receipt", "git"}
+    s.close()
+
+
+def test_a_checkpoint_commit_of_a_later_second_follows_its_receipt_in_the_history(
+    repo: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git keeps whole seconds: a checkpoint commit made in the second after its receipt (here dated a minute
+    on) still comes right after the receipt, newest first, and older commits after both."""
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    monkeypatch.setenv("GIT_AUTHOR_DATE", later.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+    s = repo.open()
+    rec = s.record("dec-1")["record"]
+    res = s.withdraw("dec-1", reason="wrong", expected_sha256=rec["sha256"], checkpoint=True, actor="ada")
+    history = s.history("dec-1")["receipts"]
+    assert [(e["source"], e.get("commit") or e["id"]) for e in history] == [
+        ("receipt", res["receipt"]["id"]),
+        ("git", res["receipt"]["checkpoint"]),
+        ("git", git(repo.root, "rev-parse", "HEAD~1")),
+    ]
     s.close()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,7 +51,7 @@ def history(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     for row in rows:
         row["source"] = "receipt"
     if commits:
-        merged = sorted([*rows, *commits], key=lambda e: _instant(e["at"]), reverse=True)
+        merged = sorted([*rows, *commits], key=_merged_order(rows), reverse=True)
         total, rows = len(merged), merged[offset : offset + limit]
     following = offset + len(rows)
     return {
@@ -60,6 +61,20 @@ def history(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
         "offset": offset,
         "nextOffset": following if following < total else None,
     }
+
+
+def _merged_order(receipts: list[dict[str, Any]]) -> Callable[[dict[str, Any]], tuple[datetime, int]]:
+    """The sort key of receipts and commits merged by time: a commit a receipt checkpointed sorts at its receipt's
+    instant, just before it (newest first: after it), since Git keeps whole seconds and the commit was made in the
+    same second as the receipt or the next; at one instant a receipt sorts after (newest first: before) a commit."""
+    at_receipt = {r["checkpoint"]: _instant(r["at"]) for r in receipts if r.get("checkpoint")}
+
+    def key(e: dict[str, Any]) -> tuple[datetime, int]:
+        if e["source"] == "receipt":
+            return _instant(e["at"]), 1
+        return at_receipt.get(e["commit"], _instant(e["at"])), 0
+
+    return key
 
 
 def _instant(text: str) -> datetime:
