@@ -1,27 +1,31 @@
-"""``Result``: one answer, as the contract's dict and as a pandas DataFrame; its picture through ``PLOTTERS``."""
+"""``Result``: one answer, as the contract's dict and as a pandas DataFrame; its picture through the plotters.
+
+A result's frame is its tool's (``Tool.frame``, from the registry); its picture is the plotter a plug-in
+registered for its tool (the ``knowtk_plotters`` hook; knowtk's own are ``knowtk.notebook.plotters``).
+"""
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from knowtk import plugins
 from knowtk.errors import InvalidArgument
+from knowtk.query import TOOLS
 
 if TYPE_CHECKING:  # pandas is imported when a frame is asked for, so the CLI and MCP server start fast
     import pandas as pd
 
-__all__ = ["PLOTTERS", "PLOT_PLUGINS", "Plotter", "Result", "register_plotter"]
+__all__ = ["PLOTTERS", "Plotter", "Result", "frame_for", "plotter_for", "register_plotter"]
 
 #: ``plotter(result, **kwargs)`` draws a result and returns what it drew on (a matplotlib Axes).
 Plotter = Callable[..., Any]
-#: tool -> the plotter of its results. The pictures live above this module (:mod:`knowtk.notebook`),
-#: so they fill this mapping when imported (:func:`register_plotter`); results never import them.
+#: tool -> the plotter of its results, added with :func:`register_plotter`; the plug-ins' come after.
 PLOTTERS: dict[str, Plotter] = {}
-#: Modules imported, by name, the first time a result has no plotter: importing one registers its
-#: plotters (as datasette loads its default plug-ins from a tuple of module names).
-PLOT_PLUGINS: tuple[str, ...] = ("knowtk.notebook.plotters",)
+_plugged: dict[str, Plotter] | None = None
+_plugging = threading.Lock()
 
 
 def register_plotter(tool: str, plotter: Plotter) -> None:
@@ -29,11 +33,27 @@ def register_plotter(tool: str, plotter: Plotter) -> None:
     PLOTTERS[tool] = plotter
 
 
-def _plotter(tool: str) -> Plotter | None:
-    if tool not in PLOTTERS:
-        for module in PLOT_PLUGINS:
-            import_module(module)
-    return PLOTTERS.get(tool)
+def _plugin_plotters() -> dict[str, Plotter]:
+    """The plug-ins' plotters (matplotlib comes with them: read at the first plot, once)."""
+    global _plugged
+    with _plugging:
+        if _plugged is None:
+            found: dict[str, Plotter] = {}
+            for _, made in plugins.hook_results("knowtk_plotters", outside=True):
+                for tool, plotter in dict(made).items():
+                    found.setdefault(tool, plotter)
+            _plugged = found
+        return _plugged
+
+
+def plotter_for(tool: str) -> Plotter | None:
+    """What draws ``tool``'s results: one registered here, else a plug-in's; None when nothing does."""
+    return PLOTTERS.get(tool) or _plugin_plotters().get(tool)
+
+
+def frame_for(tool: str, data: dict[str, Any]) -> pd.DataFrame:
+    """``data``, an answer of ``tool``, as its tool's DataFrame."""
+    return TOOLS[tool].frame(data)
 
 
 class Result:
@@ -56,8 +76,6 @@ class Result:
 
     def to_frame(self) -> pd.DataFrame:
         if self._frame is None:  # pandas comes with the first frame, not with ``import knowtk``
-            from knowtk.frames import frame_for
-
             self._frame = frame_for(self.tool, self._data)
         return self._frame.copy()
 
@@ -74,16 +92,13 @@ class Result:
         """Draw the result on a matplotlib date axis (timeline and chronicle tools); returns the Axes.
 
         ``kwargs`` go to the picture (:func:`knowtk.notebook.plot_timeline`, or
-        :func:`~knowtk.notebook.plot_chronicle` in the tool's time zone). The pictures are a plug-in:
-        the plotter registered for this tool in :data:`PLOTTERS`. When none is, the modules named in
-        :data:`PLOT_PLUGINS` are imported first (``knowtk.notebook.plotters``, which registers the
-        pictures), so ``store.timeline().plot()`` works without importing :mod:`knowtk.notebook`
-        first, and ``import knowtk`` loads no matplotlib. Another tool's results raise
-        ``InvalidArgument``.
+        :func:`~knowtk.notebook.plot_chronicle` in the tool's time zone). The pictures are plug-ins
+        (``plotter_for``): ``store.timeline().plot()`` works without importing :mod:`knowtk.notebook`
+        first, and ``import knowtk`` loads no matplotlib. Another tool's results raise ``InvalidArgument``.
         """
-        plotter = _plotter(self.tool)
+        plotter = plotter_for(self.tool)
         if plotter is None:
-            allowed = sorted(PLOTTERS)
+            allowed = sorted({*PLOTTERS, *_plugin_plotters()})
             raise InvalidArgument("tool", f"{self.tool} results have no plot; use to_frame()", allowed=allowed)
         return plotter(self, **kwargs)
 

@@ -2,9 +2,10 @@
 
 ``open_store(path)`` gives a ``Store``. ``Store.call(tool, args)`` takes the
 contract's tool names and camelCase arguments and returns the contract's
-dict; the methods (``grep``, ``lookup``, ``records``, ``record``, …) take the
-same arguments in snake_case, keyword-only after the first, and return a
-``Result`` (``.to_dict()`` is that same dict, ``.to_frame()`` a DataFrame).
+dict; every tool is also a method (``grep``, ``lookup``, ``records``, ``record``, …,
+made from the registry: ``knowtk.methods``) that takes the same arguments in snake_case,
+keyword-only after the first, and returns a ``Result`` (``.to_dict()`` is that same dict,
+``.to_frame()`` a DataFrame).
 Every call scans the store first. Only the write methods (``create``, ``update``, ``supersede``,
 ``withdraw``, ``reinstate``: ``knowledge_mutation``, docs/mutations.md) write Markdown files.
 
@@ -15,12 +16,11 @@ lock, inside one transaction of its state (docs/reliability.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument
-from knowtk.query import TOOLS, WRITE_TOOL_NAMES
+from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.results import Result
@@ -31,8 +31,9 @@ from knowtk.write import journal
 if TYPE_CHECKING:
     from knowtk.snapshot.model import Snapshot
 
-# The write tools, explain, diff and crash recovery are imported where they are used (issue 20: a query
-# process imports the journal alone, to mark receipts indexed and to see whether a mutation is unfinished).
+# The write code, explain, diff, crash recovery and the tools' Python methods are imported where they are used:
+# a query process imports the journal alone (to mark receipts indexed and to see whether a mutation is
+# unfinished), and a command line never builds a method (inspect costs every process that imports it).
 
 __all__ = ["Store", "open_store"]
 
@@ -179,45 +180,32 @@ class Store:
         return self._run(tool, args, python=False).to_dict()
 
     def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
-        if isinstance(tool, str) and tool in WRITE_TOOL_NAMES:  # outside a query's transaction: it writes files
-            from knowtk.query.mutations import WRITE_TOOLS
-
-            writer = WRITE_TOOLS[tool]
-            checked = validate(tool, writer.params, args, python=python)
-            return Result(tool, writer.run(self.engine, checked), checked)
-        spec = TOOLS.get(tool) if isinstance(tool, str) else None
-        if spec is None:
-            raise InvalidArgument("tool", f"{tool!r} is not a knowtk tool", allowed=sorted([*TOOLS, *WRITE_TOOL_NAMES]))
-        checked = validate(tool, spec.params, args, python=python)
-        return Result(tool, self.engine.run(lambda: spec.run(self.engine, checked, self.verifier)), checked)
+        spec = TOOLS.lookup(tool)
+        checked = validate(spec.name, spec.params, args, python=python)
+        run = spec.runner()
+        if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
+            return Result(spec.name, run(self.engine, checked, self.verifier), checked)
+        return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
 
     def _method(self, tool: str, given: dict[str, Any]) -> Result:
         return self._run(tool, {k: v for k, v in given.items() if k != "self" and v is not None}, python=True)
 
-    # -- keyword retrieval ---------------------------------------------------------------------
-    def grep(
-        self,
-        query: str,
-        *,
-        mode: str = "all",
-        kind: str | list[str] | None = None,
-        type: str | list[str] | None = None,
-        tag: str | list[str] | None = None,
-        lifecycle: str = "active",
-        time_field: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        scope: str | list[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> Result:
-        """knowledge_grep: FTS5/BM25 over title, aliases and body (see the contract for every argument)."""
-        return self._method("knowledge_grep", locals())
+    # -- every tool as a method: store.grep(...), store.records(...), a plug-in's too -------------
+    def __getattr__(self, name: str) -> Callable[..., Result]:
+        """A tool's method (``Tool.method_name``): its arguments in snake_case, those the command line takes by
+        position first, the rest keyword-only; it returns a ``Result``."""
+        tool = None if name.startswith("_") else TOOLS.by_method(name)
+        if tool is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        from knowtk.methods import tool_method
 
-    def lookup(self, query: str, *, lifecycle: str = "active", scope: str | list[str] | None = None) -> Result:
-        """knowledge_lookup: exact id, full title or alias; found, ambiguous or missing."""
-        return self._method("knowledge_lookup", locals())
+        return tool_method(self, tool)
 
+    def __dir__(self) -> list[str]:
+        methods = [tool.method_name for tool in TOOLS.values() if tool.method_name]
+        return sorted({*super().__dir__(), *methods})
+
+    # -- why a record is (not) in a search -----------------------------------------------------
     def explain(
         self,
         id: str,
@@ -242,98 +230,6 @@ class Store:
         from knowtk.query.explain import explain  # after locals() was read: imported when used
 
         return self.engine.run(lambda: explain(self, id, query=query, **args))
-
-    def records(
-        self,
-        *,
-        kind: str | list[str] | None = None,
-        type: str | list[str] | None = None,
-        tag: str | list[str] | None = None,
-        lifecycle: str = "active",
-        time_field: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        scope: str | list[str] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> Result:
-        """knowledge_records: the exhaustive inventory, sorted by id, independent of FTS5."""
-        return self._method("knowledge_records", locals())
-
-    def record(self, id: str) -> Result:
-        """knowledge_record: one record whole, with its lifecycle, supersession links and all evidence."""
-        return self._method("knowledge_record", locals())
-
-    # -- dates and chronicle -------------------------------------------------------------------
-    def timeline(
-        self,
-        *,
-        entity: str | None = None,
-        kind: str | None = None,
-        time_field: str = "occurred_at",
-        since: str | None = None,
-        until: str | None = None,
-        order: str = "asc",
-        eligibility: str = "active",
-        include_sources: bool = False,
-        group: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> Result:
-        """knowledge_timeline: dated records by entity, type, time field and range."""
-        return self._method("knowledge_timeline", locals())
-
-    def chronicle_day(
-        self,
-        date: str,
-        *,
-        week: bool = False,
-        time_zone: str = "UTC",
-        kind: str | None = None,
-        entity: str | None = None,
-    ) -> Result:
-        """knowledge_chronicle_day: one day, or its Monday-Sunday week, in an IANA time zone."""
-        return self._method("knowledge_chronicle_day", locals())
-
-    def chronicle_since(
-        self,
-        since: str,
-        *,
-        until: str | None = None,
-        kind: str | None = None,
-        entity: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> Result:
-        """knowledge_chronicle_since: what occurred in a range, oldest first."""
-        return self._method("knowledge_chronicle_since", locals())
-
-    def chronicle_last_seen(self, entity: str, *, occurred_on_or_before: str | None = None) -> Result:
-        """knowledge_chronicle_last_seen: the latest dated context for an entity (default: up to now)."""
-        return self._method("knowledge_chronicle_last_seen", locals())
-
-    # -- knowl ---------------------------------------------------------------------------------
-    def knowl(
-        self,
-        query: str | None = None,
-        *,
-        id: str | None = None,
-        as_of: str | None = None,
-        tags: str | list[str] | None = None,
-        limit: int = 3,
-        repos: str | list[str] | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        explain: bool = False,
-        category: str | None = None,
-        include_evidence: bool = False,
-    ) -> Result:
-        """knowl_query: items by query (BM25, fused with cosine when semantic search is installed) or by id.
-
-        A Store alone is a workspace of one: ``scope="local"`` and ``repos=[its own name]`` are accepted;
-        use ``knowtk.Workspace`` to search linked stores. See docs/knowl.md.
-        """
-        return self._method("knowl_query", locals())
 
     # -- changing the store (knowledge_mutation) and its history ---------------------------------
     def create(
@@ -393,11 +289,10 @@ class Store:
         """What ``knowledge_mutation`` would do with these arguments (snake_case, as the methods take them), refused
         the same way but writing nothing: ``{"records": [{id, path, sha256Before, diff}], "safeguards", "lifts",
         "changes"}``. The notebook's confirm step shows it."""
-        from knowtk.query.mutations import WRITE_TOOLS
         from knowtk.write.mutation import preview
 
         given = {"operation": operation, "id": id, **{k: v for k, v in args.items() if v is not None}}
-        checked = validate("knowledge_mutation", WRITE_TOOLS["knowledge_mutation"].params, given, python=True)
+        checked = validate("knowledge_mutation", TOOLS["knowledge_mutation"].params, given, python=True)
         return preview(self.engine, checked)
 
     def adopt(
@@ -435,18 +330,6 @@ class Store:
                 checkpoint=bool(checkpoint),
             )
         return Result("knowledge_mutation", answer, args)
-
-    def history(
-        self,
-        id: str | None = None,
-        *,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> Result:
-        """knowledge_history: the receipts (of one record, or all), newest first."""
-        return self._method("knowledge_history", locals())
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
         """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id);

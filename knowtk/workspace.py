@@ -25,7 +25,8 @@ from typing import Any
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument
 from knowtk.query.args import validate
-from knowtk.query.knowl import KNOWL_PARAMS, Member, run_knowl
+from knowtk.query.knowl import Member, run_knowl
+from knowtk.query.tools.knowl import PARAMS as KNOWL_PARAMS
 from knowtk.results import Result
 from knowtk.store import Store, open_store
 

@@ -26,7 +26,7 @@ from knowtk.errors import InvalidArgument, StoreUnavailable
 from knowtk.index.fts import FtsProjection
 from knowtk.index.projection import Findings, kept, registered
 from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
-from knowtk.model.profile import DEFAULT_PROFILE, ProfileMap, profile_names
+from knowtk.model.profile import DEFAULT_PROFILE, ProfileMap, has_profile, profile_names
 from knowtk.model.records import Record
 from knowtk.model.shapes import shape
 from knowtk.scan.cache import Scanner
@@ -96,7 +96,7 @@ class Engine:
         rebind_state: bool = False,
         profile: str | None = None,
     ) -> None:
-        if profile is not None and profile not in profile_names():
+        if profile is not None and not has_profile(profile):
             raise InvalidArgument(
                 "profile", f"no profile is named {profile!r}", allowed=list(profile_names()), value=profile
             )

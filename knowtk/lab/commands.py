@@ -10,9 +10,9 @@ from typing import Any
 
 from knowtk.lab.cli import EVAL_HELP, add_eval_options, run_eval
 
-__all__ = ["register_commands"]
+__all__ = ["knowtk_commands"]
 
 
-def register_commands(register: Callable[..., Any]) -> None:
-    """The command-line plug-in hook (see ``knowtk.cli``): adds ``knowtk eval``."""
+def knowtk_commands(register: Callable[..., Any]) -> None:
+    """The plug-in hook of the command line (``knowtk.plugins``): adds ``knowtk eval``."""
     register("eval", EVAL_HELP, run_eval, setup=add_eval_options)

@@ -11,5 +11,5 @@
 ``http``
     ``--http``: the SDK's Streamable HTTP transport behind Host, Origin and bearer-token checks.
 ``commands``
-    the ``knowtk mcp`` subcommand, a plug-in of the command line (``knowtk.cli.DEFAULT_PLUGINS``).
+    the ``knowtk mcp`` subcommand, a plug-in of the command line (``knowtk.plugins``).
 """

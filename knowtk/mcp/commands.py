@@ -14,7 +14,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.mcp.http import parse_bind, read_token
 from knowtk.workspace import parse_links
 
-__all__ = ["add_mcp_options", "register_commands", "run_mcp"]
+__all__ = ["add_mcp_options", "knowtk_commands", "run_mcp"]
 
 
 def add_mcp_options(p: argparse.ArgumentParser) -> None:
@@ -80,8 +80,8 @@ def run_mcp(a: argparse.Namespace) -> int:
     return 0
 
 
-def register_commands(register: Callable[..., Any]) -> None:
-    """The command-line plug-in hook (see ``knowtk.cli``): adds ``knowtk mcp``."""
+def knowtk_commands(register: Callable[..., Any]) -> None:
+    """The plug-in hook of the command line (``knowtk.plugins``): adds ``knowtk mcp``."""
     register(
         "mcp",
         "serve every tool over MCP on stdin/stdout, or Streamable HTTP (--http)",

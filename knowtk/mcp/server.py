@@ -37,7 +37,7 @@ from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.mcp.agent import INSTRUCTIONS, compact, error_payload, output_schema, tool_description
 from knowtk.mcp.guide import GUIDE_URI, agents_guide
 from knowtk.mcp.http import Bind, refuse_open_bind, serve_http
-from knowtk.query import TOOLS
+from knowtk.query import TOOLS, Tool
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
@@ -50,43 +50,31 @@ ERROR_META = "knowtk/error"  # a refusal's code, message, argument and allowed v
 log = logging.getLogger("knowtk.mcp")
 
 
-# the write tools, offered only with --allow-writes; their hints as MCP defines them. A mutation is
-# destructive (it may withdraw or supersede a record) and idempotent: every change is conditioned on the
-# hash the caller read (or on the id not existing), so the same call again changes nothing more.
-WRITE_HINTS = {
-    "knowledge_mutation": types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-    ),
-    "knowledge_history": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-}
-
-
-def write_tools() -> list[types.Tool]:
-    """knowledge_mutation and knowledge_history as tools/list carries them with ``--allow-writes``."""
-    return [
-        types.Tool(
-            name=name,
-            description=tool_description(name),
-            input_schema=input_schema(name),
-            output_schema=output_schema(name),
-            annotations=hints,
+def _annotations(tool: Tool) -> types.ToolAnnotations:
+    """What MCP says of a tool. A mutation is destructive (it may withdraw or supersede a record) and idempotent:
+    every change is conditioned on the hash the caller read (or on the id not existing), so the same call again
+    changes nothing more; every other tool only reads."""
+    if tool.destructive:
+        return types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
         )
-        for name, hints in WRITE_HINTS.items()
-    ]
+    return types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
 def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[types.Tool]:
-    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget),
-    and the write tools when the server offers them."""
-    return (write_tools() if allow_writes else []) + [
+    """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget): the
+    tools that write (``Tool.writes``) only when the server offers them, first."""
+    tools = sorted(TOOLS.values(), key=lambda tool: not tool.writes)
+    return [
         types.Tool(
-            name=name,
-            description=tool_description(name),
-            input_schema=input_schema(name),
-            output_schema=output_schema(name, complete=complete),
-            annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+            name=tool.name,
+            description=tool_description(tool.name),
+            input_schema=input_schema(tool.name),
+            output_schema=output_schema(tool.name, complete=complete and not tool.writes),
+            annotations=_annotations(tool),
         )
-        for name in TOOLS
+        for tool in tools
+        if allow_writes or not tool.writes
     ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from knowtk.model.profile import DEFAULT_PROFILE, profile_names
+from knowtk.model.profile import DEFAULT_PROFILE, has_profile, profile_names
 from knowtk.model.records import FileProblem, parse_yaml, read_regular
 from knowtk.model.shapes import field, shape
 
@@ -119,10 +119,9 @@ def _profiles(data: dict[str, Any], problems: list[str]) -> tuple[str, tuple[tup
     """``profile: NAME`` for the store and ``profiles: {folder: NAME}``; an unknown name is a problem."""
     if "profile" not in data and "profiles" not in data:
         return DEFAULT_PROFILE, ()  # the contract alone: no profile plug-in is loaded
-    names = profile_names()
     profile = data.get("profile", DEFAULT_PROFILE)
-    if profile not in names:
-        problems.append(f"profile must be one of {', '.join(names)}, not {profile!r}")
+    if not isinstance(profile, str) or not has_profile(profile):
+        problems.append(f"profile must be one of {', '.join(profile_names())}, not {profile!r}")
         profile = DEFAULT_PROFILE
     prefixes: list[tuple[str, str]] = []
     raw = data.get("profiles") or {}
@@ -130,8 +129,8 @@ def _profiles(data: dict[str, Any], problems: list[str]) -> tuple[str, tuple[tup
         problems.append("profiles must map folders to profile names")
         raw = {}
     for folder, name in raw.items():
-        if name not in names:
-            problems.append(f"profiles.{folder} must be one of {', '.join(names)}, not {name!r}")
+        if not isinstance(name, str) or not has_profile(name):
+            problems.append(f"profiles.{folder} must be one of {', '.join(profile_names())}, not {name!r}")
             continue
         prefixes.append((str(folder).strip("/"), name))
     return profile, tuple(sorted(prefixes))

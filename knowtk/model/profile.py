@@ -1,9 +1,10 @@
 """Store profiles: how the record keys a file lacks are derived from the way another tool writes Markdown.
 
-A profile registers itself (``register``) where it is defined (``knowtk.model.dialects``); the core
-never names one but ``knowtk``, the exact contract, which derives nothing. ``ProfileMap`` says which
+Profiles come from plug-ins (the ``knowtk_profiles`` hook of ``knowtk.plugins``: knowtk's own are in
+``knowtk.model.dialects``) or from ``register``; the core never names one but ``knowtk``, the exact
+contract, which derives nothing. ``ProfileMap`` says which
 profile reads which path (a store-wide name and per-folder prefixes). ``derive_meta`` merges what a
-profile derived into the file's frontmatter under the one rule of the issue: a key that the file writes
+profile derived into the file's frontmatter under one rule: a key that the file writes
 with a value valid in knowtk's format wins, unless the profile reads that key in its own tool's form.
 What was derived travels with the mapping under ``DERIVED_KEY`` (it is cached as JSON with it).
 """
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
-from importlib import import_module
 from typing import Any
 
+from knowtk import plugins
 from knowtk.model.shapes import field, shape
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ProfileMap",
     "Source",
     "derive_meta",
+    "has_profile",
     "path_id",
     "profile_names",
     "register",
@@ -111,30 +114,46 @@ class Derivation:
 
 
 Profile = Callable[[Source], Derivation]
-_profiles: dict[str, Profile] = {}
-#: Modules imported, by name, the first time a profile other than ``knowtk`` may be needed: importing
-#: one registers its profiles. A store read by the contract alone never loads them (start-up cost).
-PROFILE_PLUGINS: tuple[str, ...] = ("knowtk.model.dialects",)
-_plugins_loaded = False
+_registered: dict[str, Profile] = {}  # register(): a profile added by code
+_plugged: dict[bool, dict[str, Profile]] = {}  # outside -> the plug-ins' profiles (knowtk.plugins), read once
+_plugging = threading.Lock()
 
 
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for module in PROFILE_PLUGINS:
-            import_module(module)
+def _plugin_profiles(*, outside: bool) -> dict[str, Profile]:
+    """The profiles of the plug-ins (knowtk's own dialects; with ``outside``, the installed ones too).
+
+    A store read by the contract alone never asks: its processes import no dialect (start-up cost)."""
+    with _plugging:
+        if outside not in _plugged:
+            found: dict[str, Profile] = {}
+            for _, made in plugins.hook_results("knowtk_profiles", outside=outside):
+                for name, profile in dict(made).items():
+                    found.setdefault(name, profile)
+            _plugged[outside] = found
+        return _plugged[outside]
+
+
+def _profile(name: str) -> Profile | None:
+    found = _registered.get(name) or _plugin_profiles(outside=False).get(name)
+    return found or _plugin_profiles(outside=True).get(name)
 
 
 def register(name: str, profile: Profile) -> None:
-    """Make a profile available by name (``open_store(profile=...)``, ``--profile``, knowtk.yaml)."""
-    _profiles[name] = profile
+    """Make a profile available by name (``open_store(profile=...)``, ``--profile``, knowtk.yaml).
+
+    A package's profiles are better added as a plug-in (the ``knowtk_profiles`` hook, docs/extending.md)."""
+    _registered[name] = profile
+
+
+def has_profile(name: str) -> bool:
+    """Whether a store may be read with the profile ``name`` (the installed plug-ins read only for a name
+    knowtk's own profiles do not have)."""
+    return name == DEFAULT_PROFILE or _profile(name) is not None
 
 
 def profile_names() -> tuple[str, ...]:
-    """Every profile a store may be read with: ``knowtk`` first, then the registered ones."""
-    _load_plugins()
-    return (DEFAULT_PROFILE, *sorted(_profiles))
+    """Every profile a store may be read with: ``knowtk`` first, then the others by name."""
+    return (DEFAULT_PROFILE, *sorted({*_registered, *_plugin_profiles(outside=True)}))
 
 
 @shape(frozen=True)
@@ -163,8 +182,10 @@ class ProfileMap:
 
 def derive_meta(name: str, src: Source) -> dict[str, Any]:
     """The frontmatter as the profile ``name`` reads the file: written keys, derived ones, ``DERIVED_KEY``."""
-    _load_plugins()  # in a parse worker too: a new process has registered nothing yet
-    derivation = _profiles[name](src)
+    profile = _profile(name)  # in a parse worker too: a new process has read no plug-in yet
+    if profile is None:
+        raise KeyError(name)
+    derivation = profile(src)
     meta = src.meta
     merged = dict(meta or {})
     derived: list[str] = []

@@ -21,7 +21,9 @@ One module per picture and per widget family:
     fallback. The style sheet and the selectable rows, shared with the lab, are in ``knowtk.ui``.
 
 Imports point one way: store → results → these. Nothing below ``knowtk.notebook`` imports it,
-so ``import knowtk`` loads neither matplotlib nor ipywidgets. Names are resolved lazily here too.
+so ``import knowtk`` loads neither matplotlib nor ipywidgets. Names are resolved lazily here too, through
+the plug-in manager's ``knowtk_widgets`` hook (``widgets`` is knowtk's own), so a plug-in's widget is
+``from knowtk.notebook import ItsWidget`` like the built-in ones.
 """
 
 from __future__ import annotations
@@ -29,26 +31,23 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-_HOMES = {
-    "ChainWidget": "chain_widget",
-    "GrepWidget": "grep",
-    "KnowlWidget": "knowl",
-    "LANES": "draw",
-    "LookupWidget": "lookup",
-    "RecordActions": "actions",
-    "diff_answers": "grep",
-    "diff_frame": "grep",
-    "plot_chains": "chain_plot",
-    "plot_chronicle": "chronicle",
-    "plot_history": "history_plot",
-    "plot_timeline": "timeline",
-    "readable_edges": "chain_widget",
-}
+from knowtk import plugins
+from knowtk.notebook.widgets import NAMES
 
-__all__ = sorted(_HOMES)
+#: the names this package offers: knowtk's own (``knowtk.notebook.widgets``), then the plug-ins' widgets
+__all__ = sorted(NAMES)
+
+
+def _resolve(found: Any) -> Any:
+    if isinstance(found, str):  # "module:attribute", imported when first asked for
+        module, _, attribute = found.partition(":")
+        return getattr(import_module(module), attribute)
+    return found
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+    for outside in (False, True):  # the installed plug-ins are read only for a name knowtk has not
+        for _, offered in plugins.hook_results("knowtk_widgets", outside=outside):
+            if name in offered:
+                return _resolve(offered[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from knowtk.errors import KnowtkError
 from knowtk.notebook.base import text_control
-from knowtk.query.knowl import PROVENANCE, STATUSES
+from knowtk.query.tools.knowl import PROVENANCE, STATUSES
 from knowtk.results import Result
 from knowtk.store import Store
 from knowtk.ui.front import Front

@@ -14,13 +14,12 @@ import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError, RecordNotFound
-from knowtk.frames import frame_for
 from knowtk.notebook.actions import RecordActions
 from knowtk.notebook.base import text_control
 from knowtk.notebook.panes import record_html
 from knowtk.notebook.text import citation_text
 from knowtk.query.common import LIFECYCLES
-from knowtk.results import Result
+from knowtk.results import Result, frame_for
 from knowtk.store import Store
 from knowtk.ui.front import Front
 from knowtk.ui.rows import Row, RowList

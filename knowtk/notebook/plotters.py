@@ -1,6 +1,6 @@
-"""The pictures of results: registers ``Result.plot`` for the timeline, chronicle and history tools when imported.
+"""The pictures of results: ``Result.plot`` for the timeline, chronicle and history tools.
 
-``knowtk.results`` imports this module by name (``PLOT_PLUGINS``) the first time a result is plotted.
+A default plug-in (``knowtk.plugins``): its ``knowtk_plotters`` hook is read the first time a result is plotted.
 """
 
 from __future__ import annotations
@@ -12,9 +12,16 @@ from matplotlib.axes import Axes
 from knowtk.notebook.chronicle import plot_chronicle
 from knowtk.notebook.history_plot import plot_history
 from knowtk.notebook.timeline import plot_timeline
-from knowtk.results import Result, register_plotter
+from knowtk.results import Plotter, Result
 
-__all__ = ["CHRONICLE_TOOLS", "TIMELINE_TOOLS", "plot_chronicle_result", "plot_history_result", "plot_timeline_result"]
+__all__ = [
+    "CHRONICLE_TOOLS",
+    "TIMELINE_TOOLS",
+    "knowtk_plotters",
+    "plot_chronicle_result",
+    "plot_history_result",
+    "plot_timeline_result",
+]
 
 TIMELINE_TOOLS = ("knowledge_timeline", "knowledge_chronicle_since", "knowledge_chronicle_last_seen")
 CHRONICLE_TOOLS = ("knowledge_chronicle_day",)
@@ -37,8 +44,9 @@ def plot_history_result(result: Result, **kwargs: Any) -> Axes:
     return plot_history(result.to_frame(), **kwargs)
 
 
-register_plotter("knowledge_history", plot_history_result)
-for _tool in TIMELINE_TOOLS:
-    register_plotter(_tool, plot_timeline_result)
-for _tool in CHRONICLE_TOOLS:
-    register_plotter(_tool, plot_chronicle_result)
+def knowtk_plotters() -> dict[str, Plotter]:
+    """The plug-in hook: tool -> its picture."""
+    plotters: dict[str, Plotter] = {"knowledge_history": plot_history_result}
+    plotters.update(dict.fromkeys(TIMELINE_TOOLS, plot_timeline_result))
+    plotters.update(dict.fromkeys(CHRONICLE_TOOLS, plot_chronicle_result))
+    return plotters

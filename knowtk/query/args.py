@@ -33,7 +33,9 @@ __all__ = [
     "bound",
     "choice",
     "integer",
+    "mapping",
     "plain_text",
+    "sha256",
     "snake",
     "strings",
     "text",
@@ -239,3 +241,22 @@ def time_zone(name: str, value: Any) -> ZoneInfo:
             pass
     examples = ("UTC", "Europe/Berlin", "America/New_York", f"… {len(available_timezones())} IANA names")
     raise InvalidArgument(name, f"{shown(value)} is not an IANA time zone", allowed=examples, value=value)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@functools.partial(with_schema, schema={"type": "string", "pattern": "^[0-9a-f]{64}$"})
+def sha256(name: str, value: Any) -> str:
+    """A SHA-256 as 64 lowercase hex digits."""
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise InvalidArgument(name, "must be the 64 lowercase hex digits of a SHA-256", value=value)
+    return value
+
+
+@functools.partial(with_schema, schema={"type": "object"})
+def mapping(name: str, value: Any) -> dict[str, Any]:
+    """A mapping of field names to values (a record's fields)."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise InvalidArgument(name, "must be a mapping of field names to values", value=value)
+    return dict(value)

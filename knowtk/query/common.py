@@ -12,6 +12,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.model.shapes import shape
 from knowtk.query.args import FOLDERS, Param, bound, choice, strings, with_schema
+from knowtk.query.wording import SCOPE, SINCE, UNTIL
 from knowtk.snapshot.facets import Criteria, Facet, facet_of
 from knowtk.snapshot.model import Snapshot
 
@@ -23,14 +24,30 @@ TIME_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
 
 # the filters knowledge_grep and knowledge_records share (RecordFilter applies them)
 FILTER_PARAMS = (
-    Param("kind", strings(allowed=KINDS)),
-    Param("type", strings()),
-    Param("tag", strings()),
-    Param("lifecycle", choice(*LIFECYCLES), "active"),
-    Param("timeField", choice(*TIME_FIELDS)),
-    Param("since", bound(upper=False)),
-    Param("until", bound(upper=True)),
-    Param("scope", with_schema(lambda name, v: v, FOLDERS)),  # normalize_scope checks the folders
+    Param("kind", strings(allowed=KINDS), doc="Record kind(s): page, claim, relationship."),
+    Param(
+        "type",
+        strings(),
+        doc="Ontology type(s); a type also matches its aliases from knowtk.yaml (adr finds decision).",
+    ),
+    Param("tag", strings(), doc="Exact, case-sensitive tag(s); a record must carry every one."),
+    Param(
+        "lifecycle",
+        choice(*LIFECYCLES),
+        "active",
+        doc=(
+            "active (default) searches current records and also matches the superseded wording they replaced; "
+            "superseded returns superseded records directly; all returns both, without following replacements."
+        ),
+    ),
+    Param(
+        "timeField",
+        choice(*TIME_FIELDS),
+        doc="Date field the since/until bounds apply to (occurred_at when a bound is given without it).",
+    ),
+    Param("since", bound(upper=False), doc=SINCE),
+    Param("until", bound(upper=True), doc=UNTIL),
+    Param("scope", with_schema(lambda name, v: v, FOLDERS), doc=SCOPE),  # normalize_scope checks the folders
 )
 
 

@@ -22,21 +22,16 @@ from zoneinfo import ZoneInfo
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument, StateError
 from knowtk.index.temporal import TemporalProjection, from_us, reconciled, to_us
-from knowtk.model.datevalues import format_utc, parse_date_value, shown
+from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
-from knowtk.query.args import Param, boolean, bound, choice, integer, text, time_zone, with_schema
 from knowtk.query.citations import EvidenceVerifier
-from knowtk.query.common import TIME_FIELDS, coverage, freshness, lifecycle_of, next_offset
+from knowtk.query.common import coverage, freshness, lifecycle_of, next_offset
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, now_utc
 
 __all__ = [
     "BUDGET_BYTES",
-    "CHRONICLE_DAY_PARAMS",
-    "CHRONICLE_SINCE_PARAMS",
-    "LAST_SEEN_PARAMS",
     "LAST_SEEN_ROWS",
-    "TIMELINE_PARAMS",
     "chronicle_day",
     "chronicle_last_seen",
     "chronicle_since",
@@ -51,47 +46,6 @@ DAY_US = 86_400_000_000
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _OFFSET = re.compile(r"(?:Z|([+-])(\d{2}):(\d{2}))$")
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]")
-
-
-def calendar_date(name: str, value: Any) -> date:
-    parsed = parse_date_value(value)
-    if parsed is None or not parsed.date_only:
-        raise InvalidArgument(name, f"{shown(value)} is not a real calendar date", allowed="YYYY-MM-DD", value=value)
-    return parsed.start.date()
-
-
-TIMELINE_PARAMS = (
-    Param("entity", text(128)),
-    Param("kind", text(128)),
-    Param("timeField", choice(*TIME_FIELDS), OCCURRED),
-    Param("since", bound(upper=False)),
-    Param("until", bound(upper=True)),
-    Param("order", choice("asc", "desc"), "asc"),
-    Param("eligibility", choice("active", "include_inactive"), "active"),
-    Param("includeSources", boolean, False),
-    Param("group", choice("source")),
-    Param("limit", integer(1, 200), 50),
-    Param("offset", integer(0), 0),
-)
-CHRONICLE_DAY_PARAMS = (
-    Param("date", with_schema(calendar_date, {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}), required=True),
-    Param("week", boolean, False),
-    Param("timeZone", time_zone, None),
-    Param("kind", text(128)),
-    Param("entity", text(128)),
-)
-CHRONICLE_SINCE_PARAMS = (
-    Param("since", bound(upper=False), required=True),
-    Param("until", bound(upper=True)),
-    Param("kind", text(128)),
-    Param("entity", text(128)),
-    Param("limit", integer(1, 200), 50),
-    Param("offset", integer(0), 0),
-)
-LAST_SEEN_PARAMS = (
-    Param("entity", text(128), required=True),
-    Param("occurredOnOrBefore", bound(upper=True)),
-)
 
 
 # -- selecting dated rows in SQLite ------------------------------------------------------------

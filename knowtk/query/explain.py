@@ -22,7 +22,9 @@ from knowtk.model.shapes import replace
 from knowtk.query.args import plain_text, validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
-from knowtk.query.grep import GREP_PARAMS, MAX_OFFSET, grep, parse_terms, ranked_matches
+from knowtk.query.grep import grep, parse_terms, ranked_matches
+from knowtk.query.tools.grep import MAX_OFFSET
+from knowtk.query.tools.grep import PARAMS as GREP_PARAMS
 from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
 __all__ = ["STATUSES", "Searchable", "explain"]

@@ -17,7 +17,6 @@ from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
 from knowtk.index.bm25 import Match, Source, rank, top_matches
 from knowtk.index.fts import Aside, FtsProjection, QueryTerms, tokenize_query
-from knowtk.query.args import Param, choice, integer, text
 from knowtk.query.citations import (
     LARGE_BODY_BYTES,
     EvidenceVerifier,
@@ -28,29 +27,20 @@ from knowtk.query.citations import (
     spans,
 )
 from knowtk.query.common import (
-    FILTER_PARAMS,
     RecordFilter,
     coverage,
     freshness,
     next_offset,
     record_summary,
 )
+from knowtk.query.tools.grep import MAX_OFFSET, MAX_TOKENS
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
-__all__ = ["GREP_PARAMS", "MAX_OFFSET", "grep", "parse_terms", "ranked_matches"]
+__all__ = ["grep", "parse_terms", "ranked_matches"]
 
-MAX_TOKENS = 64
 APART_MAX = 5000  # records changed since the stored image past which a filter's rows are found by id (read whole)
 LOOKUP_SHARE = 0.2  # a filter selecting more than this share of a projection's rows finds them in one pass
-MAX_OFFSET = 500
-GREP_PARAMS = (
-    Param("query", text(500), required=True),
-    Param("mode", choice("all", "any", "phrase"), "all"),
-    *FILTER_PARAMS,
-    Param("limit", integer(1, 50), 20),
-    Param("offset", integer(0, MAX_OFFSET), 0),
-)
 
 
 def parse_terms(conn: sqlite3.Connection, query: str, mode: str) -> QueryTerms:

@@ -16,10 +16,8 @@ from typing import Any
 from knowtk.engine.engine import Engine
 from knowtk.errors import StoreUnavailable
 from knowtk.model.records import Record
-from knowtk.query.args import Param, integer, text
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import (
-    FILTER_PARAMS,
     RecordFilter,
     coverage,
     freshness,
@@ -30,18 +28,11 @@ from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
-__all__ = ["CATALOG", "RECORDS_PARAMS", "RECORD_PARAMS", "Catalog", "catalog", "full_record", "inventory", "one_record"]
+__all__ = ["CATALOG", "Catalog", "catalog", "full_record", "inventory", "one_record"]
 
 CATALOG = "record_catalog"  # the Catalog's key in Engine.extensions
 MEMO_ENTRIES = 64  # answers' id lists kept per snapshot
 PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
-
-RECORDS_PARAMS = (
-    *FILTER_PARAMS,
-    Param("limit", integer(1, 1000), 100),
-    Param("offset", integer(0), 0),
-)
-RECORD_PARAMS = (Param("id", text(200), required=True),)
 
 
 def dates_json(r: Record) -> dict[str, Any]:
@@ -269,7 +260,7 @@ def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[
     return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or flt.passes(records[rid]))]
 
 
-def inventory(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
+def inventory(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
     flt = RecordFilter.from_args(snap, a)

@@ -12,18 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.engine.engine import Engine
-from knowtk.query.args import FOLDERS, Param, choice, text, with_schema
-from knowtk.query.common import LIFECYCLES, coverage, freshness, record_summary
+from knowtk.query.citations import EvidenceVerifier
+from knowtk.query.common import coverage, freshness, record_summary
 from knowtk.snapshot.model import Snapshot, in_scope, normalize_name
 from knowtk.state import now_utc
 
-__all__ = ["LOOKUP_PARAMS", "lookup", "lookup_record"]
-
-LOOKUP_PARAMS = (
-    Param("query", text(200), required=True),
-    Param("lifecycle", choice(*LIFECYCLES), "active"),
-    Param("scope", with_schema(lambda name, v: v, FOLDERS)),
-)
+__all__ = ["lookup", "lookup_record"]
 
 
 def lookup_record(r: Any, snap: Snapshot) -> dict[str, Any]:
@@ -40,7 +34,7 @@ def lookup_record(r: Any, snap: Snapshot) -> dict[str, Any]:
     return row
 
 
-def lookup(engine: Engine, a: dict[str, Any]) -> dict[str, Any]:
+def lookup(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
     scope = snap.normalize_scope(a["scope"])

@@ -24,7 +24,6 @@ from typing import Any, NoReturn
 
 __all__ = [
     "ENV",
-    "FORWARDED",
     "PROTOCOL",
     "exchange",
     "fingerprint",
@@ -38,8 +37,6 @@ __all__ = [
 ]
 
 PROTOCOL = 1
-#: The read-only query commands a server answers (``knowtk.cli.FORWARDED`` is the same set; a test checks).
-FORWARDED = frozenset({"grep", "lookup", "records", "record", "timeline", "chronicle", "knowl"})
 ENV = "KNOWTK_SERVE"  # 0/off: never forward; require: fail instead of running locally (tests, bench)
 DIR_ENV = "KNOWTK_SERVE_DIR"  # where the sockets are (default: $XDG_RUNTIME_DIR/knowtk, else /tmp/knowtk-UID)
 ANSWER_ENV = ("KNOWTK_SEMANTIC",)  # the environment an answer depends on: part of the key
@@ -208,7 +205,7 @@ def forward(argv: list[str]) -> int | None:
     """The exit code of ``argv`` answered by a running server (its output written); None: run it here."""
     mode = os.environ.get(ENV, "").strip().lower()
     parsed = parse_argv(argv) if mode not in _OFF else None
-    if parsed is None or parsed[0] not in FORWARDED:
+    if parsed is None:  # the server answers the read-only queries (Tool.serve) and declines the rest
         return None
     _, store, state, profile = parsed
     try:  # a folder gone, a package not on a file system, no server, a refusal: the CLI runs it here
@@ -234,12 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     from knowtk import cli
+    from knowtk.cli import registry
 
     if argv is None:  # the program: the stores a one-query command opens are closed as it leaves
-        cli.ONE_QUERY_STORES = []
+        registry.ONE_QUERY_STORES = []
     code = cli.main(args)
-    if argv is None and cli.ONE_QUERY_STORES:
-        leave(code, cli.ONE_QUERY_STORES)
+    if argv is None and registry.ONE_QUERY_STORES:
+        leave(code, registry.ONE_QUERY_STORES)
     return code
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from knowtk.serve.client import exchange, fingerprint, key, resolve, socket_path
 from knowtk.serve.server import DEFAULT_IDLE_TIMEOUT, Server
 
-__all__ = ["add_serve_options", "register_commands", "run_serve"]
+__all__ = ["add_serve_options", "knowtk_commands", "run_serve"]
 
 STOP_WAIT = 10.0  # seconds --stop waits for the server to remove its socket
 
@@ -70,7 +70,7 @@ def _status_text(s: dict[str, Any]) -> str:
     )
 
 
-def register_commands(register: Callable[..., None]) -> None:
+def knowtk_commands(register: Callable[..., None]) -> None:
     register(
         "serve",
         "answer this store's read-only queries from one open store, for the CLI (docs/server.md)",

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from knowtk.cli import serve_request
+from knowtk.cli.serving import serve_request
 from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.serve.client import PROTOCOL, fingerprint, key, resolve, safe_dir, socket_path
 from knowtk.store import Store, open_store

@@ -8,3 +8,8 @@ that keep every other byte), ``files`` (safe paths, atomic compare-and-swap writ
 (receipts, intents, file versions in state.sqlite), ``mutation`` (the steps, crash recovery),
 ``history`` (receipts, diff, the indexed mark).
 """
+
+__all__ = ["OPERATIONS"]
+
+#: the operations of knowledge_mutation (its tool declares them as the allowed values of ``operation``)
+OPERATIONS = ("create", "update", "supersede", "withdraw", "reinstate")

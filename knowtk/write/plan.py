@@ -14,12 +14,12 @@ from knowtk.errors import IdentityConflict, InvalidArgument, PublicationConflict
 from knowtk.model.records import ID_PATTERN, FileProblem, load_frontmatter
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import STATE_DIR, JournalEntries
+from knowtk.write import OPERATIONS
 from knowtk.write.files import current, sha256_of, target
 from knowtk.write.splice import REMOVE, new_file, splice
 
 __all__ = ["OPERATIONS", "Change", "Plan", "make_plan"]
 
-OPERATIONS = ("create", "update", "supersede", "withdraw", "reinstate")
 # lifecycle keys change only through the operations that record or lift their safeguards
 _LIFECYCLE_KEYS = ("status", "superseded_by")
 

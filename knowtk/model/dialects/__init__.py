@@ -1,4 +1,4 @@
-"""The profiles other than knowtk's own, each registering itself on import (``knowtk.model.profile``).
+"""The profiles other than knowtk's own: the default plug-in of the ``knowtk_profiles`` hook (``knowtk.plugins``).
 
 - ``plain``: any Markdown; the id from the path, the title from the first H1 or the file name.
 - ``adr``: Architecture Decision Records (adr-tools, MADR 2/3/4, log4brains): status, replacement, date, number.
@@ -7,5 +7,11 @@
 """
 
 from knowtk.model.dialects import adr, obsidian, plain
+from knowtk.model.profile import Profile
 
-__all__ = ["adr", "obsidian", "plain"]
+__all__ = ["adr", "knowtk_profiles", "obsidian", "plain"]
+
+
+def knowtk_profiles() -> dict[str, Profile]:
+    """The plug-in hook: profile name -> profile."""
+    return {"adr": adr.adr, "obsidian": obsidian.obsidian, "plain": plain.plain}

@@ -24,7 +24,7 @@ from urllib.parse import unquote
 from knowtk.model.datevalues import parse_date_value
 from knowtk.model.dialects.markdown import first_heading, headings, prose_lines, stem
 from knowtk.model.dialects.plain import page
-from knowtk.model.profile import Derivation, Source, path_id, register
+from knowtk.model.profile import Derivation, Source, path_id
 
 __all__ = ["adr", "adr_id", "adr_number"]
 
@@ -205,6 +205,3 @@ def _read_date(src: Source, out: Derivation) -> None:
     out.values["occurred_at"] = str(raw).strip()
     if line is not None:
         out.lines["occurred_at"] = line
-
-
-register("adr", adr)

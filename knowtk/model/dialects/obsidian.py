@@ -15,7 +15,7 @@ from typing import Any
 
 from knowtk.model.dialects.markdown import prose_lines, stem
 from knowtk.model.dialects.plain import page
-from knowtk.model.profile import Derivation, Source, register
+from knowtk.model.profile import Derivation, Source
 
 __all__ = ["inline_tags", "obsidian", "wikilinks"]
 
@@ -98,6 +98,3 @@ def obsidian(src: Source) -> Derivation:
     if links:
         out.fields["wikilinks"] = links
     return out
-
-
-register("obsidian", obsidian)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.model.dialects.markdown import first_heading, stem
-from knowtk.model.profile import KINDS, Derivation, Source, path_id, register
+from knowtk.model.profile import KINDS, Derivation, Source, path_id
 
 __all__ = ["page", "plain"]
 
@@ -28,6 +28,3 @@ def page(src: Source, *, type_: str = "note", kind: str = "page") -> Derivation:
 
 def plain(src: Source) -> Derivation:
     return page(src)
-
-
-register("plain", plain)

@@ -1,0 +1,112 @@
+"""The tools' subcommands, made from the tool registry: an option per argument, with its type, allowed values
+and help from the tool's ``Param``s (``timeField`` is ``--time-field``); the positional ones first.
+
+A tool that makes its own commands (``Tool.commands``: ``knowtk create``, ``update``, ...) has those instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from knowtk.cli.registry import COMMANDS, Command, store_of
+from knowtk.query import TOOLS, Tool, ToolCommand
+from knowtk.query.args import snake
+from knowtk.query.schema import param_schema
+
+__all__ = ["add_tool_commands", "command_words"]
+
+
+def _flag(name: str) -> str:
+    return "--" + snake(name).replace("_", "-")
+
+
+def _add_param(p: argparse.ArgumentParser, tool: str, param: Any, *, positional: bool) -> str:
+    schema = param_schema(tool, param)
+    helptext = schema.get("description", "")
+    if "default" in schema and "default" not in helptext:
+        helptext += f" Default: {json.dumps(schema['default'])}."
+    kw: dict[str, Any] = {"help": helptext.replace("%", "%%"), "metavar": snake(param.name).upper()}
+    items = next((s for s in schema.get("anyOf", []) if s.get("type") == "string"), None)
+    if schema.get("type") == "integer":
+        kw.update(type=int, metavar="N")
+    elif schema.get("type") == "boolean":
+        kw.update(action=argparse.BooleanOptionalAction, default=None, metavar=None)
+    elif "enum" in schema:
+        kw.update(choices=schema["enum"], metavar="{" + ",".join(schema["enum"]) + "}")
+    elif items is not None:  # a string or a list of them: repeat the option
+        kw.update(action="append")
+        if "enum" in items:
+            kw.update(choices=items["enum"], metavar="{" + ",".join(items["enum"]) + "}")
+    if positional:
+        nargs = None if param.required else "?"
+        if param.name == "query":  # the words of a query need no quotes: `knowtk grep vector index`
+            nargs = "+" if param.required else "*"
+        p.add_argument(param.name, nargs=nargs, **kw)
+        return param.name
+    p.add_argument(_flag(param.name), dest=param.name, **kw)
+    return _flag(param.name)
+
+
+def _made_command(tool: Tool) -> Command:
+    """The subcommand made from a tool's arguments."""
+    flags: dict[str, str] = {}
+
+    def setup(p: argparse.ArgumentParser) -> None:
+        by_name = {x.name: x for x in tool.params}
+        for pos in tool.positional:  # positionals first, in the order given
+            flags[pos] = _add_param(p, tool.name, by_name[pos], positional=True)
+        for param in tool.params:
+            if param.name not in tool.positional:
+                flags[param.name] = _add_param(p, tool.name, param, positional=False)
+        if tool.workspace:
+            p.add_argument("--link", action="append", metavar="NAME=PATH", help="a linked store (a workspace)")
+
+    def run(a: argparse.Namespace) -> dict[str, Any]:
+        args = {x.name: getattr(a, x.name) for x in tool.params if getattr(a, x.name, None) is not None}
+        if isinstance(args.get("query"), list):
+            args["query"] = " ".join(args["query"])
+            if not args["query"]:  # knowl without words: by id, or newest first
+                del args["query"]
+        if tool.workspace and getattr(a, "link", None):
+            from knowtk.workspace import open_target, parse_links  # a workspace: only for --link
+
+            target = open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link), profile=a.profile)
+            return target.call(tool.name, args)
+        return store_of(a, one_query=not tool.writes).call(tool.name, args)
+
+    helptext = f"{tool.summary or tool.name} ({tool.name})"
+    return Command(tool.command_name, helptext, run, setup, tool.table, tool.name, flags, tool.serve)
+
+
+def _hand_made(tool: Tool, made: ToolCommand) -> Command:
+    def run(a: argparse.Namespace) -> dict[str, Any]:
+        return store_of(a, one_query=not tool.writes).call(tool.name, made.arguments(a))
+
+    return Command(made.name, made.help, run, made.setup, tool.table, tool.name, dict(made.flags), False)
+
+
+def add_tool_commands(tools: dict[str, Tool]) -> None:
+    """A subcommand (or the hand-made ones) for each of ``tools`` that has none yet."""
+    covered = {cmd.tool for cmd in COMMANDS.values()}
+    for tool in tools.values():
+        if tool.name in covered:
+            continue
+        for cmd in (
+            [_hand_made(tool, made) for made in tool.commands] if tool.commands is not None else [_made_command(tool)]
+        ):
+            COMMANDS.setdefault(cmd.name, cmd)
+
+
+def command_words(tools: dict[str, Tool]) -> set[str]:
+    """The first words of the subcommands ``tools`` make (no tool's module beyond the declarations is imported)."""
+    words = set()
+    for tool in tools.values():
+        names = [made.name for made in tool.commands] if tool.commands is not None else [tool.command_name]
+        words |= {name.split(" ")[0] for name in names}
+    return words
+
+
+def all_tools() -> dict[str, Tool]:
+    return dict(TOOLS.items())

@@ -1,0 +1,58 @@
+"""A tool as a Python method: ``store.grep("vector index", mode="any")`` made from the tool's ``Param``s.
+
+The arguments are the tool's in snake_case: those its command takes by position come first (positional or
+keyword), the rest are keyword-only, each with its default. ``help(store.grep)`` and a notebook's ``?`` show
+the signature and the tool's wording, so a tool added by a plug-in reads like a built-in one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from knowtk.query.args import snake
+from knowtk.query.registry import Tool
+from knowtk.results import Result
+
+__all__ = ["MethodHost", "tool_method"]
+
+
+class MethodHost(Protocol):
+    """What a tool's method calls: ``Store._method`` (the tool's name, the arguments given by name)."""
+
+    def _method(self, tool: str, given: dict[str, Any]) -> Result: ...
+
+
+def _signature(tool: Tool) -> inspect.Signature:
+    by_name = {p.name: p for p in tool.params}
+    parameters = []
+    for name in tool.positional:
+        p = by_name[name]
+        default = inspect.Parameter.empty if p.required else p.default
+        parameters.append(inspect.Parameter(snake(name), inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+    for p in tool.params:
+        if p.name not in tool.positional:
+            default = inspect.Parameter.empty if p.required else p.default
+            parameters.append(inspect.Parameter(p.py, inspect.Parameter.KEYWORD_ONLY, default=default))
+    return inspect.Signature(parameters, return_annotation="Result")
+
+
+def _docstring(tool: Tool) -> str:
+    lines = [f"{tool.name}: {tool.summary or tool.agent_description}", "", "Arguments (the contract's, in snake_case):"]
+    lines += [f"    {p.py}: {p.doc}" if p.doc else f"    {p.py}" for p in tool.params]
+    return "\n".join(lines)
+
+
+def tool_method(host: MethodHost, tool: Tool) -> Callable[..., Result]:
+    """``tool`` bound to ``host`` as a method that returns a ``Result``."""
+    signature = _signature(tool)
+
+    def method(*args: Any, **kwargs: Any) -> Result:
+        bound = signature.bind(*args, **kwargs)  # a TypeError names a missing or unknown argument, as Python does
+        return host._method(tool.name, dict(bound.arguments))
+
+    method.__name__ = method.__qualname__ = tool.method_name
+    method.__doc__ = _docstring(tool)
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method

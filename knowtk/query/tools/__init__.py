@@ -1,0 +1,25 @@
+"""knowtk's built-in tools, one module each: the default plug-in of the ``knowtk_tools`` hook.
+
+Every module of this package that defines ``TOOL`` (a ``knowtk.query.Tool``) is a tool: adding a tool is
+adding a module here, and its test (docs/extending.md). A module declares its tool and nothing heavy: the
+tool's runner is named as ``"module:function"`` and imported at its first call, so a process that asks
+one tool imports that tool's code alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["knowtk_tools"]
+
+
+def knowtk_tools() -> Iterator[Any]:
+    """The built-in tools, in the order of their modules' ``ORDER`` (then their names)."""
+    modules = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
+    found = [m for m in modules if hasattr(m, "TOOL")]
+    found.sort(key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
+    for module in found:
+        yield module.TOOL

@@ -1,0 +1,63 @@
+"""knowledge_history: the receipts of the changes made through knowtk, newest first (and a record's Git commits)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowtk.frames import RECEIPT, receipt_rows
+from knowtk.query.args import Param, bound, integer, text
+from knowtk.query.registry import Tool
+from knowtk.query.wording import AGENT_PAGING, PAGE_LIMIT, SINCE, UNTIL
+
+__all__ = ["PARAMS", "TOOL"]
+
+ORDER = 210
+PARAMS = (
+    Param("id", text(128), doc="One record's receipts (and, in a Git work tree, its commits). Default: every receipt."),
+    Param("since", bound(upper=False), doc=SINCE),
+    Param("until", bound(upper=True), doc=UNTIL),
+    Param("limit", integer(1, 1000), 20, doc=PAGE_LIMIT),
+    Param("offset", integer(0), 0, doc="Entries to skip; follow nextOffset."),
+)
+
+
+def table(answer: dict[str, Any]) -> str:
+    shown = len(answer["receipts"])
+    lines = [f"{answer['total']} receipt(s); showing {shown} from {answer['offset']}, newest first"]
+    for rc in answer["receipts"]:
+        ids = ", ".join(x["id"] for x in rc["records"])
+        state = "indexed" if rc["indexed"] else "pending"
+        lines.append(f"  {rc['at']}  {rc['operation']:<9} {ids}  by {rc['actor']}  ({rc['id']}, {state})")
+        if rc.get("reason"):
+            lines.append(f"      reason: {rc['reason']}")
+    if answer.get("nextOffset") is not None:
+        lines.append(f"more: --offset {answer['nextOffset']}")
+    return "\n".join(lines)
+
+
+TOOL = Tool(
+    "knowledge_history",
+    PARAMS,
+    "knowtk.query.mutations:run_history",
+    summary="receipts of the changes made through knowtk, newest first",
+    description=(
+        "Receipts of the changes made through knowledge_mutation, newest first (of one record with id, with its Git "
+        f"commits when the store is in a work tree). {AGENT_PAGING}"
+    ),
+    output={
+        "type": "object",
+        "properties": {
+            "receipts": {"type": "array", "items": {"type": "object"}},
+            "total": {"type": "integer"},
+            "nextOffset": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": [],
+    },
+    compact=lambda answer: answer,
+    columns=tuple(RECEIPT),
+    rows=lambda answer: receipt_rows(answer["receipts"]),
+    positional=("id",),
+    table=table,
+    # the change log is offered to agents with the changes (--allow-writes), and read outside a query's transaction
+    writes=True,
+)
