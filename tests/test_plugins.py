@@ -72,7 +72,8 @@ method = store.titles("vector", limit=1)
 frame = store.titles("vector").to_frame()
 print(json.dumps({{
     "called": called, "method": method.to_dict(), "columns": list(frame.columns),
-    "dtypes": [str(t) for t in frame.dtypes], "ids": list(frame["id"]), "html": "<table" in method._repr_html_(), "listed": "titles" in dir(store),
+    "dtypes": [str(t) for t in frame.dtypes], "ids": list(frame["id"]),
+    "html": "<table" in method._repr_html_(), "listed": "titles" in dir(store),
 }}))
 """
     out = json.loads(_python(site, code))
