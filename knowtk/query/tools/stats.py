@@ -1,4 +1,4 @@
-"""knowledge_stats: how many records the store holds, by kind, type and lifecycle.
+"""knowledge_stats: how many records the store holds, by kind, type, lifecycle and availability.
 
 The whole tool is this module (its answer, its frame, its command and what an agent reads of it): the
 example docs/extending.md walks through.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from knowtk.frames import INT, STRING, key
+from knowtk.frames import BOOL, INT, STRING, key
 from knowtk.query.args import FOLDERS, Param, with_schema
 from knowtk.query.common import coverage
 from knowtk.query.registry import Tool
@@ -28,21 +28,23 @@ PARAMS = (Param("scope", with_schema(lambda name, v: v, FOLDERS), doc=SCOPE),)
 
 
 def stats(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    """One row per (kind, type, lifecycle) with its count, largest first; ``total`` counts every record.
+    """One row per (kind, type, lifecycle, available) with its count, largest first; ``total`` counts them all.
 
-    Every record the store holds counts, withdrawn ones too (a count is no search), under the lifecycle
-    the store gives it now; a file that failed validation is no record and shows in ``coverage``.
+    Every record the store holds counts, withdrawn ones too (a count is no search), under the lifecycle the
+    store gives it now. ``available`` is false for a record the other tools do not answer (withdrawn, or
+    a broken chain or dependency: ``knowledge_record`` says why); a file that failed validation is no
+    record at all (``coverage`` names it).
     """
     snap = engine.snapshot()
     scope = snap.normalize_scope(args["scope"])
     counts = Counter(
-        (record.kind, record.type, snap.lifecycle.get(rid, record.status))
+        (record.kind, record.type, snap.lifecycle.get(rid, record.status), rid not in snap.unavailable)
         for rid, record in snap.records.items()
         if in_scope(record.path, scope)
     )
     rows = [
-        {"kind": kind, "type": type_, "lifecycle": lifecycle, "count": n}
-        for (kind, type_, lifecycle), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        {"kind": kind, "type": type_, "lifecycle": lifecycle, "available": available, "count": n}
+        for (kind, type_, lifecycle, available), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
     return {
         "rows": rows,
@@ -57,7 +59,7 @@ def table(answer: dict[str, Any]) -> str:
         ("count", lambda x: x["count"], 8),
         ("kind", lambda x: x["kind"], 14),
         ("type", lambda x: x["type"], 24),
-        ("lifecycle", lambda x: x["lifecycle"], 12),
+        ("lifecycle", lambda x: x["lifecycle"] + ("" if x["available"] else " (unavailable)"), 26),
     ]
     head = f"{answer['total']} record(s)  (snapshot {answer['snapshot']})"
     return "\n".join([head, *table_columns(answer["rows"], cols), *footer(answer)])
@@ -78,8 +80,9 @@ TOOL = Tool(
     stats,
     summary="how many records, by kind, type and lifecycle",
     description=(
-        "How many records the store holds, one row per kind, type and lifecycle (withdrawn included), largest "
-        "first; total counts them all. A count, not a search: list them with knowledge_records."
+        "How many records the store holds, one row per kind, type, lifecycle and available (false: withdrawn or "
+        "broken, the other tools do not answer it), largest first; total counts them all. A count, not a search: "
+        "list them with knowledge_records."
     ),
     hints={"scope": "folder prefixes"},
     output=obj(
@@ -95,6 +98,7 @@ TOOL = Tool(
         ("kind", STRING, key("kind")),
         ("type", STRING, key("type")),
         ("lifecycle", STRING, key("lifecycle")),
+        ("available", BOOL, key("available")),
         ("count", INT, key("count")),
     ),
     rows=lambda answer: answer["rows"],
