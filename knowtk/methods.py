@@ -3,12 +3,15 @@
 The arguments are the tool's in snake_case: those its command takes by position come first (positional or
 keyword), the rest are keyword-only, each with its default. ``help(store.grep)`` and a notebook's ``?`` show
 the signature and the tool's wording, so a tool added by a plug-in reads like a built-in one.
+
+``Store`` imports this module at the first method asked for: a command line never does (``inspect``, which
+builds the signatures, costs every process that imports it).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from knowtk.query.args import snake
@@ -19,9 +22,9 @@ __all__ = ["MethodHost", "tool_method"]
 
 
 class MethodHost(Protocol):
-    """What a tool's method calls: ``Store._method`` (the tool's name, the arguments given by name)."""
+    """What a tool's method calls: ``Store.invoke`` (the tool's name, the arguments given by name)."""
 
-    def _method(self, tool: str, given: dict[str, Any]) -> Result: ...
+    def invoke(self, tool: str, arguments: Mapping[str, Any]) -> Result: ...
 
 
 def _signature(tool: Tool) -> inspect.Signature:
@@ -50,7 +53,7 @@ def tool_method(host: MethodHost, tool: Tool) -> Callable[..., Result]:
 
     def method(*args: Any, **kwargs: Any) -> Result:
         bound = signature.bind(*args, **kwargs)  # a TypeError names a missing or unknown argument, as Python does
-        return host._method(tool.name, dict(bound.arguments))
+        return host.invoke(tool.name, dict(bound.arguments))
 
     method.__name__ = method.__qualname__ = tool.method_name
     method.__doc__ = _docstring(tool)

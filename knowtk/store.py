@@ -187,8 +187,12 @@ class Store:
             return Result(spec.name, run(self.engine, checked, self.verifier), checked)
         return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
 
+    def invoke(self, tool: str, arguments: Mapping[str, Any]) -> Result:
+        """Run a tool with its arguments in snake_case, as its method takes them (None: the default)."""
+        return self._run(tool, {k: v for k, v in arguments.items() if v is not None}, python=True)
+
     def _method(self, tool: str, given: dict[str, Any]) -> Result:
-        return self._run(tool, {k: v for k, v in given.items() if k != "self" and v is not None}, python=True)
+        return self.invoke(tool, {k: v for k, v in given.items() if k != "self"})
 
     # -- every tool as a method: store.grep(...), store.records(...), a plug-in's too -------------
     def __getattr__(self, name: str) -> Callable[..., Result]:

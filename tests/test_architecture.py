@@ -145,3 +145,63 @@ def test_every_package_says_what_it_holds(layer: str) -> None:
     init = PACKAGE / layer / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text()))
     assert doc and len(doc) > 40, f"knowtk/{layer}/__init__.py needs a docstring naming its modules' roles"
+
+
+def _table_keys(tree: ast.Module) -> set[str]:
+    """The strings a module uses as keys of a dict literal or of an item assignment (``d["x"] = ...``)."""
+    keys: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        elif (
+            isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant)
+        ):
+            keys |= {node.slice.value} if isinstance(node.slice.value, str) else set()
+    return keys
+
+
+def test_a_tool_is_declared_in_one_place() -> None:
+    """No built-in tool's name keys a table in more than two package files: everything about a tool is on its
+    ``Tool`` (its own module), and the surfaces loop over the registry."""
+    from knowtk.query import TOOLS
+
+    names = set(TOOLS.defaults())
+    keyed: dict[str, list[str]] = {name: [] for name in names}
+    for _, path, tree in modules():
+        for name in _table_keys(tree) & names:
+            keyed[name].append(str(path.relative_to(PACKAGE)))
+    assert {name: files for name, files in keyed.items() if len(files) > 2} == {}
+
+
+def test_every_built_in_tool_module_declares_a_complete_tool() -> None:
+    """Each module of knowtk.query.tools declares one tool, documented for every surface that shows it."""
+    from knowtk.query import TOOLS
+
+    tools = TOOLS.defaults()
+    declared = sorted(p.stem for p in (PACKAGE / "query" / "tools").glob("*.py") if not p.stem.startswith("_"))
+    assert len(declared) == len(tools)
+    for tool in tools.values():
+        assert tool.summary and tool.agent_description and tool.table is not None, tool.name
+        assert tool.columns is not None and tool.output is not None, tool.name
+        assert all(p.doc for p in tool.params), tool.name  # the command line's help, the agents guide
+        assert tool.writes or tool.example is not None, tool.name
+
+
+def test_no_hidden_links_between_layers() -> None:
+    """No module loads another knowtk module by name (``importlib``) but the plug-in manager, the loaders of
+    what plug-ins declared, and the packages' lazy names: a layer's imports are all in sight of lint-imports."""
+    allowed = {
+        "knowtk",
+        "knowtk.plugins",
+        "knowtk.query.registry",
+        "knowtk.query.tools",
+        "knowtk.notebook",
+        "knowtk.lab",
+    }
+    found = []
+    for name, _, tree in modules():
+        for node in ast.walk(tree):
+            called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)
+            if called and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+                found += [] if name in allowed else [name]
+    assert found == []
