@@ -19,8 +19,8 @@ Every tool of the registry has its subcommand (``knowtk.cli.tools``); the other 
 are in ``knowtk.cli.commands``. A new one is one decorated function returning a dict::
 
     @command("check", "validate every file of the store", table=check_table)
-    def check(a: argparse.Namespace) -> dict[str, Any]:
-        return check_store(store_of(a))
+    def check(options: argparse.Namespace) -> dict[str, Any]:
+        return check_store(store_of(options))
 
 Plug-ins: the front ends this package never imports (``knowtk.lab``, ``knowtk.mcp``, ``knowtk.serve``) and
 installed packages add their own subcommands through the plug-in manager (``knowtk.plugins``), with the hook::
@@ -157,13 +157,13 @@ def message(cmd: Command, exc: InvalidArgument) -> str:
     return text
 
 
-def answer(cmd: Command, a: argparse.Namespace) -> int:
+def answer(cmd: Command, options: argparse.Namespace) -> int:
     """Run the command and print its answer; the exit code (1 when the keyword index was unavailable)."""
-    answer = cmd.run(a)
+    answer = cmd.run(options)
     if isinstance(answer, int):  # the command printed its own answer
         sys.stdout.flush()
         return answer
-    if a.json or cmd.table is None:
+    if options.json or cmd.table is None:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:
         print(cmd.table(answer))
@@ -180,12 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``knowtk serve`` server for its store, when there is one: docs/server.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        a = parser(command=_parsed_word(argv), with_plugins=_with_plugins(argv)).parse_args(argv)
+        options = parser(command=_parsed_word(argv), with_plugins=_with_plugins(argv)).parse_args(argv)
     except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
         return exc.code if isinstance(exc.code, int) else 2
-    cmd: Command = a.handler
+    cmd: Command = options.handler
     try:
-        return answer(cmd, a)
+        return answer(cmd, options)
     except InvalidArgument as exc:
         print(f"knowtk: {message(cmd, exc)}", file=sys.stderr)
         return 2

@@ -21,12 +21,12 @@ def _call_setup(p: argparse.ArgumentParser) -> None:
 
 
 @command("call", "any tool by its contract name, with JSON arguments", setup=_call_setup)
-def _call(a: argparse.Namespace) -> dict[str, Any]:
+def _call(options: argparse.Namespace) -> dict[str, Any]:
     try:
-        args = json.loads(a.args)
+        args = json.loads(options.args)
     except json.JSONDecodeError as exc:
         raise InvalidArgument("args", f"is not JSON: {exc}") from None
-    return store_of(a).call(a.tool, args)
+    return store_of(options).call(options.tool, args)
 
 
 def _check_table(r: dict[str, Any]) -> str:
@@ -44,20 +44,22 @@ def _check_table(r: dict[str, Any]) -> str:
 
 
 @command("check", "check state.sqlite and the projections against the Markdown, and repair them")
-def _check(a: argparse.Namespace) -> int:
-    report = store_of(a).check()
-    print(json.dumps(report, indent=2, ensure_ascii=False) if a.json else _check_table(report))
+def _check(options: argparse.Namespace) -> int:
+    report = store_of(options).check()
+    print(json.dumps(report, indent=2, ensure_ascii=False) if options.json else _check_table(report))
     return 1 if report["unrepaired"] else 0  # found and repaired is a healthy state: the report says what
 
 
 @command("state accept-loss", "accept safeguards knowtk reported lost, so that queries answer again")
-def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
+def _accept_loss(options: argparse.Namespace) -> dict[str, Any]:
     refused = None
     try:
-        store = open_store(a.store, state_dir=a.state_dir, profile=a.profile)
+        store = open_store(options.store, state_dir=options.state_dir, profile=options.profile)
     except SafeguardLoss as exc:  # only a loss: a busy or foreign state is reported as what it is, never accepted
         refused = str(exc)
-        store = open_store(a.store, state_dir=a.state_dir, accept_safeguard_loss=True, profile=a.profile)
+        store = open_store(
+            options.store, state_dir=options.state_dir, accept_safeguard_loss=True, profile=options.profile
+        )
     answer = store.accept_safeguard_loss()
     if answer.get("accepted") is None and refused is not None:
         answer["accepted"] = refused
@@ -65,8 +67,8 @@ def _accept_loss(a: argparse.Namespace) -> dict[str, Any]:
 
 
 @command("state rebind", "bind the state to this store folder (after the store was moved)")
-def _rebind(a: argparse.Namespace) -> dict[str, Any]:
-    store = open_store(a.store, state_dir=a.state_dir, rebind_state=True, profile=a.profile)
+def _rebind(options: argparse.Namespace) -> dict[str, Any]:
+    store = open_store(options.store, state_dir=options.state_dir, rebind_state=True, profile=options.profile)
     return {"store": store.root, "state": store.state_path}
 
 
@@ -77,9 +79,9 @@ def _diff_setup(p: argparse.ArgumentParser) -> None:
 
 
 @command("diff", "what changed in a record between two kept versions", setup=_diff_setup)
-def _diff(a: argparse.Namespace) -> int:
-    text = store_of(a).diff(a.id, a.a, a.b)
-    print(json.dumps({"id": a.id, "diff": text}) if a.json else (text or "no difference"))
+def _diff(options: argparse.Namespace) -> int:
+    text = store_of(options).diff(options.id, options.a, options.b)
+    print(json.dumps({"id": options.id, "diff": text}) if options.json else (text or "no difference"))
     return 0
 
 
@@ -118,15 +120,15 @@ def _adopt_table(r: dict[str, Any]) -> str:
     table=_adopt_table,
     flags={"skip_issues": "--skip-issues", "dry_run": "--dry-run", "undo": "--undo", "expect": "--expect"},
 )
-def _adopt(a: argparse.Namespace) -> dict[str, Any]:
-    store = store_of(a)
+def _adopt(options: argparse.Namespace) -> dict[str, Any]:
+    store = store_of(options)
     answer = store.adopt(
-        profile=a.profile if not a.undo else None,
-        dry_run=a.dry_run,
-        skip_issues=a.skip_issues,
-        expect=a.expect,
-        undo=a.undo,
-        actor=a.actor,
-        checkpoint=a.checkpoint,
+        profile=options.profile if not options.undo else None,
+        dry_run=options.dry_run,
+        skip_issues=options.skip_issues,
+        expect=options.expect,
+        undo=options.undo,
+        actor=options.actor,
+        checkpoint=options.checkpoint,
     )
     return answer.to_dict()

@@ -100,19 +100,19 @@ def common_options(*, top: bool) -> argparse.ArgumentParser:
     return p
 
 
-def store_of(a: argparse.Namespace, *, one_query: bool = False) -> Store:
+def store_of(options: argparse.Namespace, *, one_query: bool = False) -> Store:
     """The store of the command line; ``one_query``: the process asks one read-only query and exits, so its
     store walks the files (``StatWalk``) rather than watching them: the first query walks either way, and
     the watches (an inotify instance, one per folder: ~20 ms at 100k records) would never be read."""
-    held = getattr(a, "held_store", None)  # the store a ``knowtk serve`` server holds open (serve_request)
+    held = getattr(options, "held_store", None)  # the store a ``knowtk serve`` server holds open (serve_request)
     if held is not None:
         return held
     if one_query:
-        store = open_store(a.store, state_dir=a.state_dir, profile=a.profile, change_source=StatWalk)
+        store = open_store(options.store, state_dir=options.state_dir, profile=options.profile, change_source=StatWalk)
         if ONE_QUERY_STORES is not None:
             ONE_QUERY_STORES.append(store)
         return store
-    return open_store(a.store, state_dir=a.state_dir, profile=a.profile)
+    return open_store(options.store, state_dir=options.state_dir, profile=options.profile)
 
 
 # the stores a one-query command opened, kept only when the command line runs as a program (a list then):

@@ -31,17 +31,17 @@ def _forwardable(
     """The parsed command when it is a forwarded one for ``target`` (store, state, profile); else None."""
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            a = _forwarded_parser().parse_args(list(argv))
+            options = _forwarded_parser().parse_args(list(argv))
     except SystemExit:  # help, version, a usage error: the CLI prints them itself
         return None
-    cmd: Command = a.handler
-    if not cmd.serve or getattr(a, "link", None):
+    cmd: Command = options.handler
+    if not cmd.serve or getattr(options, "link", None):
         return None  # a linked store (knowl --link) is opened per call: not the server's
-    root = os.path.abspath(os.path.join(cwd, a.store))
-    state = os.path.abspath(os.path.join(cwd, a.state_dir)) if a.state_dir is not None else None
-    if (root, state or os.path.join(root, STATE_DIR), a.profile) != target:
+    root = os.path.abspath(os.path.join(cwd, options.store))
+    state = os.path.abspath(os.path.join(cwd, options.state_dir)) if options.state_dir is not None else None
+    if (root, state or os.path.join(root, STATE_DIR), options.profile) != target:
         return None
-    return cmd, a
+    return cmd, options
 
 
 def serve_request(
@@ -58,12 +58,12 @@ def serve_request(
     found = _forwardable(argv, cwd=cwd, target=target)
     if found is None:
         return None
-    cmd, a = found
-    a.held_store = store
+    cmd, options = found
+    options.held_store = store
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            if answer(cmd, a) != 0:
+            if answer(cmd, options) != 0:
                 return None  # the keyword index was unavailable: the CLI retries it itself
             code = 0
         except InvalidArgument as exc:

@@ -63,26 +63,28 @@ def _made_command(tool: Tool) -> Command:
         if tool.workspace:
             p.add_argument("--link", action="append", metavar="NAME=PATH", help="a linked store (a workspace)")
 
-    def run(a: argparse.Namespace) -> dict[str, Any]:
-        args = {x.name: getattr(a, x.name) for x in tool.params if getattr(a, x.name, None) is not None}
+    def run(options: argparse.Namespace) -> dict[str, Any]:
+        args = {x.name: getattr(options, x.name) for x in tool.params if getattr(options, x.name, None) is not None}
         if isinstance(args.get("query"), list):
             args["query"] = " ".join(args["query"])
             if not args["query"]:  # knowl without words: by id, or newest first
                 del args["query"]
-        if tool.workspace and getattr(a, "link", None):
+        if tool.workspace and getattr(options, "link", None):
             from knowtk.workspace import open_target, parse_links  # a workspace: only for --link
 
-            target = open_target(a.store, state_dir=a.state_dir, links=parse_links(a.link), profile=a.profile)
+            target = open_target(
+                options.store, state_dir=options.state_dir, links=parse_links(options.link), profile=options.profile
+            )
             return target.call(tool.name, args)
-        return store_of(a, one_query=not tool.writes).call(tool.name, args)
+        return store_of(options, one_query=not tool.writes).call(tool.name, args)
 
     helptext = f"{tool.summary or tool.name} ({tool.name})"
     return Command(tool.command_name, helptext, run, setup, tool.table, tool.name, flags, tool.serve)
 
 
 def _hand_made(tool: Tool, made: ToolCommand) -> Command:
-    def run(a: argparse.Namespace) -> dict[str, Any]:
-        return store_of(a, one_query=not tool.writes).call(tool.name, made.arguments(a))
+    def run(options: argparse.Namespace) -> dict[str, Any]:
+        return store_of(options, one_query=not tool.writes).call(tool.name, made.arguments(options))
 
     return Command(made.name, made.help, run, made.setup, tool.table, tool.name, dict(made.flags), False)
 

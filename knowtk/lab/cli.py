@@ -82,11 +82,11 @@ def eval_parser() -> argparse.ArgumentParser:
 def eval_main(argv: Sequence[str] | None = None) -> int:
     """``knowtk eval ARGV``; returns the exit code (0 ok, 1 dropped or refused, 2 bad arguments or gold set)."""
     try:
-        a = eval_parser().parse_args(sys.argv[1:] if argv is None else argv)
+        options = eval_parser().parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help (0); bad usage, already explained on stderr (2)
         return exc.code if isinstance(exc.code, int) else BAD
     try:
-        return run_eval(a)
+        return run_eval(options)
     except InvalidArgument as exc:
         print(f"knowtk eval: {exc}", file=sys.stderr)
         return BAD
@@ -95,7 +95,7 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
         return DROPPED
 
 
-def run_eval(a: argparse.Namespace) -> int:
+def run_eval(options: argparse.Namespace) -> int:
     """Run the parsed ``knowtk eval`` command; returns its exit code."""
     # pandas comes with the run and the baseline: imported when a gold set runs, so that building the
     # command line (which loads this plug-in) stays as fast as before (tests/test_cli.py)
@@ -103,10 +103,10 @@ def run_eval(a: argparse.Namespace) -> int:
     from knowtk.lab.runner import run
 
     try:
-        gold = load_gold(a.gold)
-        variants = _variants(a.variant)
-        store = open_store(a.store, state_dir=a.state_dir, profile=getattr(a, "profile", None))
-        baseline = load_run(a.baseline) if a.baseline else None
+        gold = load_gold(options.gold)
+        variants = _variants(options.variant)
+        store = open_store(options.store, state_dir=options.state_dir, profile=getattr(options, "profile", None))
+        baseline = load_run(options.baseline) if options.baseline else None
         result = run(gold, store, variants=variants)
     except (GoldSetError, InvalidArgument) as exc:
         print(f"knowtk eval: {exc}", file=sys.stderr)
@@ -114,14 +114,14 @@ def run_eval(a: argparse.Namespace) -> int:
     except KnowtkError as exc:
         print(f"knowtk eval: {exc}", file=sys.stderr)
         return DROPPED
-    regression = check(result, baseline, tolerance=a.tolerance, per_case=a.per_case) if baseline else None
-    if a.save:
+    regression = check(result, baseline, tolerance=options.tolerance, per_case=options.per_case) if baseline else None
+    if options.save:
         try:
-            save_run(result, a.save)
+            save_run(result, options.save)
         except InvalidArgument as exc:
             print(f"knowtk eval: {exc}", file=sys.stderr)
             return BAD
-    if a.json:
+    if options.json:
         print(
             json.dumps(
                 {"run": result.to_dict(), "regression": regression.to_dict() if regression else None},

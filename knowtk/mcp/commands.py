@@ -52,14 +52,14 @@ def add_mcp_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run_mcp(a: argparse.Namespace) -> int:
+def run_mcp(options: argparse.Namespace) -> int:
     """Serve until the client closes the connection (or, over HTTP, until stopped); 1 without the MCP SDK."""
-    links = parse_links(a.link)
-    bind = None if a.http is None else parse_bind(a.http)
-    token = read_token(a.token_file) if bind is not None else None
-    if bind is None and (a.token_file or a.allow_host):
+    links = parse_links(options.link)
+    bind = None if options.http is None else parse_bind(options.http)
+    token = read_token(options.token_file) if bind is not None else None
+    if bind is None and (options.token_file or options.allow_host):
         raise InvalidArgument(
-            "token_file" if a.token_file else "allow_host", "needs --http", allowed="--http HOST:PORT"
+            "token_file" if options.token_file else "allow_host", "needs --http", allowed="--http HOST:PORT"
         )
     try:
         from knowtk.mcp.server import serve  # the SDK is the optional extra knowtk[mcp]
@@ -67,15 +67,15 @@ def run_mcp(a: argparse.Namespace) -> int:
         print(f"knowtk: mcp needs the MCP SDK: pip install 'knowtk[mcp]' ({exc})", file=sys.stderr)
         return 1
     serve(
-        a.store,
-        state_dir=a.state_dir,
+        options.store,
+        state_dir=options.state_dir,
         links=links,
-        complete=a.complete,
-        profile=a.profile,
+        complete=options.complete,
+        profile=options.profile,
         http=bind,
         token=token,
-        allow_hosts=a.allow_host,
-        allow_writes=a.allow_writes,
+        allow_hosts=options.allow_host,
+        allow_writes=options.allow_writes,
     )
     return 0
 

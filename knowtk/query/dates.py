@@ -360,39 +360,39 @@ def _within_budget(
 # -- the tools -----------------------------------------------------------------------------------
 
 
-def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    _check_range(a["since"], a["until"])
-    group = a["group"] == "source"
+def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+    _check_range(args["since"], args["until"])
+    group = args["group"] == "source"
     if group:
-        if a["entity"] is None:
+        if args["entity"] is None:
             raise InvalidArgument("group", "'source' groups one entity's timeline: give entity too")
-        if a["kind"] is not None:
+        if args["kind"] is not None:
             raise InvalidArgument("kind", "does not combine with group 'source'", allowed="omit kind")
-        if a["time_field"] != OCCURRED:
+        if args["time_field"] != OCCURRED:
             raise InvalidArgument("timeField", "group 'source' takes occurrence time only", allowed=(OCCURRED,))
     s = Select(
-        field=a["time_field"],
-        since=None if a["since"] is None else to_us(a["since"]),
-        until=None if a["until"] is None else to_us(a["until"]),
-        kind=a["kind"],
-        entity=a["entity"],
-        inactive=a["eligibility"] == "include_inactive",
-        descending=a["order"] == "desc",
+        field=args["time_field"],
+        since=None if args["since"] is None else to_us(args["since"]),
+        until=None if args["until"] is None else to_us(args["until"]),
+        kind=args["kind"],
+        entity=args["entity"],
+        inactive=args["eligibility"] == "include_inactive",
+        descending=args["order"] == "desc",
         group=group,
     )
     snap = engine.snapshot()
     queried_at = now_utc()
-    offset = a["offset"]
+    offset = args["offset"]
     if group:  # folding needs every row: a claim's source may be on another page
         proj, hits, _ = _select(engine, snap, s)
         hits = _fold(hits)
-        total, window = len(hits), hits[offset : offset + a["limit"]]
+        total, window = len(hits), hits[offset : offset + args["limit"]]
     else:
-        proj, window, total = _select(engine, snap, s, (offset, a["limit"]))
+        proj, window, total = _select(engine, snap, s, (offset, args["limit"]))
     with _projection_errors(engine):
         details = _source_details(engine, snap, proj, s, [h.id for h in window if group and h.is_source])
     rendered = ({**_row(snap, h, s.field), **details.get(h.id, {})} for h in window)
-    rows, sources, truncated = _within_budget(snap, rendered, a["include_sources"])
+    rows, sources, truncated = _within_budget(snap, rendered, args["include_sources"])
     return _response(
         snap,
         proj,
@@ -406,13 +406,13 @@ def timeline(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> d
     )
 
 
-def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+def chronicle_day(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """One calendar day (or its Monday-Sunday week) in a zone: instants by local time, dates by calendar date."""
-    zone: tzinfo = a["time_zone"] or UTC_ZONE
-    first: date = a["date"]
-    if a["week"]:
+    zone: tzinfo = args["time_zone"] or UTC_ZONE
+    first: date = args["date"]
+    if args["week"]:
         first -= timedelta(days=first.weekday())
-    days = 7 if a["week"] else 1
+    days = 7 if args["week"] else 1
 
     def midnight(d: date, later: int, tz: tzinfo) -> int:
         """Local midnight ``later`` days after ``d`` in UTC µs; counted, not built, past 9999-12-31."""
@@ -426,7 +426,7 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
         midnight(first, 0, zone),
         midnight(first, days, zone),
     )
-    s = Select(calendar=window, kind=a["kind"], entity=a["entity"])
+    s = Select(calendar=window, kind=args["kind"], entity=args["entity"])
     snap = engine.snapshot()
     queried_at = now_utc()
     proj, hits, _ = _select(engine, snap, s)
@@ -445,20 +445,20 @@ def chronicle_day(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier)
     return _response(snap, proj, queried_at, rows=rows, total=len(rows), offset=0, nextOffset=None, timeZone=name)
 
 
-def chronicle_since(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+def chronicle_since(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """What occurred in a range, oldest first (occurrence time, never recording time)."""
-    _check_range(a["since"], a["until"])
-    until = None if a["until"] is None else to_us(a["until"])
-    s = Select(since=to_us(a["since"]), until=until, kind=a["kind"], entity=a["entity"])
+    _check_range(args["since"], args["until"])
+    until = None if args["until"] is None else to_us(args["until"])
+    s = Select(since=to_us(args["since"]), until=until, kind=args["kind"], entity=args["entity"])
     snap = engine.snapshot()
-    return _paged(engine, snap, now_utc(), s, a["offset"], a["limit"])
+    return _paged(engine, snap, now_utc(), s, args["offset"], args["limit"])
 
 
-def chronicle_last_seen(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+def chronicle_last_seen(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """The latest dated context for an entity at or before a bound (default now), latest first."""
     snap = engine.snapshot()
     queried_at = now_utc()
-    s = Select(until=to_us(a["occurred_on_or_before"] or queried_at), entity=a["entity"], descending=True)
+    s = Select(until=to_us(args["occurred_on_or_before"] or queried_at), entity=args["entity"], descending=True)
     out = _paged(engine, snap, queried_at, s, 0, LAST_SEEN_ROWS)
     out["nextOffset"] = None  # older context is knowledge_timeline's (entity, until, order: desc)
     return out

@@ -240,39 +240,39 @@ def catalog(engine: Engine, snap: Snapshot) -> Catalog:
         return cat
 
 
-def _matching(cat: Catalog, flt: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+def _matching(cat: Catalog, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
     """The sorted ids of the available records that pass the filters (only candidates are looked at)."""
     found: set[str] | None = None
     for index, keys, every in (
-        ("kind", flt.kinds, False),
-        ("type", flt.types, False),
-        ("tag", flt.tags, True),
+        ("kind", record_filter.kinds, False),
+        ("type", record_filter.types, False),
+        ("tag", record_filter.tags, True),
     ):
         if keys is not None:
             ids = cat.all_of(index, keys) if every else cat.any_of(index, keys)
             found = ids if found is None else found & ids
-    rest = flt.scope or flt.time_field is not None  # checked on each candidate record
+    rest = record_filter.scope or record_filter.time_field is not None  # checked on each candidate record
     lifecycle, records = cat.lifecycle, cat.records
     every_state = len(wanted) == 2
     if found is None and not rest:
         return cat.ids if every_state else [rid for rid in cat.ids if lifecycle[rid] in wanted]
     candidates: Iterable[str] = cat.ids if found is None else sorted(found)
-    return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or flt.passes(records[rid]))]
+    return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or record_filter.passes(records[rid]))]
 
 
-def inventory(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
+def inventory(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
-    flt = RecordFilter.from_args(snap, a)
-    wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
+    record_filter = RecordFilter.from_args(snap, args)
+    wanted = ("active", "superseded") if args["lifecycle"] == "all" else (args["lifecycle"],)
     cat = catalog(engine, snap)
-    key = (flt, wanted)
+    key = (record_filter, wanted)
     ids = cat.memo.get(key)
     if ids is None:
         if len(cat.memo) >= MEMO_ENTRIES:
             cat.memo.clear()
-        ids = cat.memo[key] = _matching(cat, flt, wanted)
-    page = ids[a["offset"] : a["offset"] + a["limit"]]
+        ids = cat.memo[key] = _matching(cat, record_filter, wanted)
+    page = ids[args["offset"] : args["offset"] + args["limit"]]
     rows = []
     for rid in page:
         r = snap.records[rid]
@@ -286,10 +286,10 @@ def inventory(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier | No
     return {
         "rows": rows,
         "total": len(ids),
-        "offset": a["offset"],
-        "nextOffset": next_offset(a["offset"], a["limit"], len(ids)),
-        "snapshot": snap.fingerprint(flt.scope),
-        "coverage": coverage(snap, flt.scope),
+        "offset": args["offset"],
+        "nextOffset": next_offset(args["offset"], args["limit"], len(ids)),
+        "snapshot": snap.fingerprint(record_filter.scope),
+        "coverage": coverage(snap, record_filter.scope),
         "freshness": freshness(snap, queried_at),
     }
 
@@ -364,8 +364,8 @@ def unavailable_reason(snap: Snapshot, rid: str) -> dict[str, Any] | None:
     return None
 
 
-def one_record(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
-    rid = a["id"]
+def one_record(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+    rid = args["id"]
     for _ in range(3):  # a file rewritten between the scan and the read is scanned again
         snap = engine.snapshot()
         reason = unavailable_reason(snap, rid)

@@ -62,44 +62,44 @@ class Member:
     local: bool
 
 
-def knowl(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+def knowl(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     """The runner of ``Store.call``: a store alone is a workspace of one, so it has no ``workspace`` scope."""
     local = Member(engine.snapshot().config.name, engine, verifier, local=True)
-    if a["id"] is None and a["scope"] == "workspace" and not a["repos"]:
+    if args["id"] is None and args["scope"] == "workspace" and not args["repos"]:
         raise InvalidArgument(
             "scope",
             "a Store has no linked stores; use knowtk.Workspace(store, linked={...}) to search several",
             allowed=("local",),
             value="workspace",
         )
-    return run_knowl(local, [], a)
+    return run_knowl(local, [], args)
 
 
-def run_knowl(local: Member, linked: Sequence[Member], a: dict[str, Any]) -> dict[str, Any]:
+def run_knowl(local: Member, linked: Sequence[Member], args: dict[str, Any]) -> dict[str, Any]:
     """knowl_query over this store and its linked stores (checked arguments, snake_case keys)."""
     queried_at = now_utc()
     snaps = {m.name: m.engine.snapshot() for m in (local, *linked)}
     sharing = [m for m in linked if snaps[m.name].config.share]
-    if a["id"] is not None:
-        return _fetch([local, *sharing], snaps, a, queried_at)
-    members, keyed = _members(local, linked, sharing, a)
-    terms = parse_terms(local.engine.state.conn, a["query"], "any") if a["query"] else None
+    if args["id"] is not None:
+        return _fetch([local, *sharing], snaps, args, queried_at)
+    members, keyed = _members(local, linked, sharing, args)
+    terms = parse_terms(local.engine.state.conn, args["query"], "any") if args["query"] else None
     embedder, reason = _embedder() if terms is not None else (None, "no query: newest recorded first")
     probe = None  # the embedder and the query's vector, when semantic search runs
     if embedder is not None:
         import numpy as np
 
-        probe = (embedder, np.asarray(embedder.embed([a["query"]])[0], dtype=np.float32))
+        probe = (embedder, np.asarray(embedder.embed([args["query"]])[0], dtype=np.float32))
 
     def search(category: str | None) -> list[_Answer]:
-        return [_search(m, snaps[m.name], a, category, terms, probe, reason) for m in members]
+        return [_search(m, snaps[m.name], args, category, terms, probe, reason) for m in members]
 
-    answers = search(a["category"])
+    answers = search(args["category"])
     retry, notes = None, []
-    if a["category"] and not any(ans.total for ans in answers):
+    if args["category"] and not any(ans.total for ans in answers):
         answers = search(None)
-        retry = {"category": a["category"], "found": sum(ans.total for ans in answers)}
-        notes.append(f"category {a['category']!r} matched nothing, so the query was retried once without it")
+        retry = {"category": args["category"], "found": sum(ans.total for ans in answers)}
+        notes.append(f"category {args['category']!r} matched nothing, so the query was retried once without it")
     if terms is None:
         notes.append("no query: items are listed newest recorded first (records without recorded_at last)")
     errors = {ans.member.name: ans.error for ans in answers if ans.error}
@@ -129,21 +129,21 @@ _SCALE = "min-max of the fused rank score across each store's page: position on 
 
 
 def _members(
-    local: Member, linked: Sequence[Member], sharing: list[Member], a: dict[str, Any]
+    local: Member, linked: Sequence[Member], sharing: list[Member], args: dict[str, Any]
 ) -> tuple[list[Member], bool | None]:
     """The stores to search, and whether results are keyed (None: decided by who contributed)."""
-    if a["repos"]:  # repos wins over scope
+    if args["repos"]:  # repos wins over scope
         reachable = {m.name: m for m in (local, *sharing)}
-        for name in a["repos"]:
+        for name in args["repos"]:
             if name not in reachable:
                 private = any(m.name == name for m in linked)
                 why = f"store {name!r} does not share its knowledge (share: false in its knowtk.yaml)"
                 why = why if private else f"no store named {name!r} in this workspace"
-                raise InvalidArgument("repos", why, allowed=list(reachable), value=a["repos"])
-        return [m for m in reachable.values() if m.name in a["repos"]], True
-    if a["scope"] == "local":
+                raise InvalidArgument("repos", why, allowed=list(reachable), value=args["repos"])
+        return [m for m in reachable.values() if m.name in args["repos"]], True
+    if args["scope"] == "local":
         return [local], False
-    return [local, *sharing], (True if a["scope"] == "workspace" else None)
+    return [local, *sharing], (True if args["scope"] == "workspace" else None)
 
 
 def _embedder() -> tuple[semantic.Embedder | None, str]:
@@ -170,7 +170,7 @@ class _Answer:
 def _search(
     m: Member,
     snap: Snapshot,
-    a: dict[str, Any],
+    args: dict[str, Any],
     category: str | None,
     terms: QueryTerms | None,
     probe: tuple[semantic.Embedder, np.ndarray] | None,
@@ -182,19 +182,21 @@ def _search(
     if index.error:
         out.error = index.error
         return out
-    view = _view(m.engine, snap, index, a["status"], a["as_of"], a["tags"], category)
+    view = _view(m.engine, snap, index, args["status"], args["as_of"], args["tags"], category)
     states = view.states
-    ranked = _rank(m.engine, snap, index, view, terms, probe, a["limit"])
+    ranked = _rank(m.engine, snap, index, view, terms, probe, args["limit"])
     sources, bm25, cosines, fused, above = ranked.sources, ranked.bm25, ranked.cosines, ranked.fused, ranked.above
     hybrid = probe is not None  # only set when there is a query
     out.total = ranked.total
-    page = ranked.order[: a["limit"]]
+    page = ranked.order[: args["limit"]]
     texts = _texts(index, page)
     on_page = [fused[rid] for rid in page] if hybrid and page else [0.0]
     low, high = min(on_page), max(on_page)
-    parts = _bm25_explain(sources, terms, {rid: _locate(index, rid) for rid in page}) if a["explain"] and terms else {}
-    bm25_rank = {rid: i + 1 for i, rid in enumerate(bm25)} if a["explain"] else {}
-    cosine_rank = {rid: i + 1 for i, rid in enumerate(above)} if a["explain"] else {}
+    parts = (
+        _bm25_explain(sources, terms, {rid: _locate(index, rid) for rid in page}) if args["explain"] and terms else {}
+    )
+    bm25_rank = {rid: i + 1 for i, rid in enumerate(bm25)} if args["explain"] else {}
+    cosine_rank = {rid: i + 1 for i, rid in enumerate(above)} if args["explain"] else {}
 
     def explain(rid: str, position: int) -> dict[str, Any]:
         if terms is None:
@@ -228,9 +230,9 @@ def _search(
         else:
             score, cosine = f"uncalibrated ({reason})", None
         item = _item(m, snap, r, states[rid], content, truncated, score, cosine)
-        if a["include_evidence"] and m.local:
+        if args["include_evidence"] and m.local:
             item["evidence"], item["evidenceTruncated"] = m.verifier.for_hit(r)
-        if a["explain"]:
+        if args["explain"]:
             item["explain"] = explain(rid, position)
         out.items.append(item)
     return out
@@ -516,10 +518,10 @@ def _bm25_explain(
 
 
 def _fetch(
-    candidates: list[Member], snaps: dict[str, Snapshot], a: dict[str, Any], queried_at: datetime
+    candidates: list[Member], snaps: dict[str, Snapshot], args: dict[str, Any], queried_at: datetime
 ) -> dict[str, Any]:
     """The item whole, from the first store that has it available: this one, then linked stores that share."""
-    rid = a["id"]
+    rid = args["id"]
     for _ in range(3):  # a file rewritten between the scan and the read is scanned again (knowledge_record's rule)
         found = [m for m in candidates if snaps[m.name].available(rid)]
         if not found:
@@ -559,9 +561,9 @@ def _fetch(
             "expiresAt": _authored(r.expires_at),
         },
     )
-    if a["include_evidence"] and m.local:
+    if args["include_evidence"] and m.local:
         item["evidence"] = m.verifier.all(r)
-    ignored = [k for k in ("query", "as_of", "tags", "repos", "scope", "category") if a[k] is not None]
+    ignored = [k for k in ("query", "as_of", "tags", "repos", "scope", "category") if args[k] is not None]
     if ignored:
         notes.append(f"id fetch: ignored {', '.join(ignored)}")
     answer = _Answer(m, snap, total=1, items=[item])

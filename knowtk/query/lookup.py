@@ -34,16 +34,16 @@ def lookup_record(r: Any, snap: Snapshot) -> dict[str, Any]:
     return row
 
 
-def lookup(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
+def lookup(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
-    scope = snap.normalize_scope(a["scope"])
-    wanted = ("active", "superseded") if a["lifecycle"] == "all" else (a["lifecycle"],)
+    scope = snap.normalize_scope(args["scope"])
+    wanted = ("active", "superseded") if args["lifecycle"] == "all" else (args["lifecycle"],)
 
     def eligible(rid: str) -> bool:
         return snap.available(rid) and snap.lifecycle[rid] in wanted and in_scope(snap.records[rid].path, scope)
 
-    query = a["query"]
+    query = args["query"]
     status, matched_by, record, candidates = "missing", None, None, []
     if query in snap.records and eligible(query):
         status, matched_by = "found", "id"

@@ -35,26 +35,30 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     what.add_argument("--stop", action="store_true", help="stop the server of this store, if one runs")
 
 
-def run_serve(a: argparse.Namespace) -> int:
+def run_serve(options: argparse.Namespace) -> int:
     """Serve in the foreground, or ask the running server for its status or to stop."""
-    if not (a.status or a.stop):
-        return Server(a.store, state_dir=a.state_dir, profile=a.profile, idle_timeout=a.idle_timeout).serve()
-    root, state = resolve(a.store, a.state_dir, cwd=os.getcwd())
-    path = socket_path(key(root, state, a.profile, code=fingerprint()))
+    if not (options.status or options.stop):
+        return Server(
+            options.store, state_dir=options.state_dir, profile=options.profile, idle_timeout=options.idle_timeout
+        ).serve()
+    root, state = resolve(options.store, options.state_dir, cwd=os.getcwd())
+    path = socket_path(key(root, state, options.profile, code=fingerprint()))
     try:
-        answer = exchange(path, {"op": "stop" if a.stop else "status"})
+        answer = exchange(path, {"op": "stop" if options.stop else "status"})
     except (OSError, ValueError):
-        print(json.dumps({"running": False, "socket": path}) if a.json else f"no server for this store ({path})")
-        return 0 if a.stop else 1
-    if a.stop:
+        print(json.dumps({"running": False, "socket": path}) if options.json else f"no server for this store ({path})")
+        return 0 if options.stop else 1
+    if options.stop:
         deadline = time.monotonic() + STOP_WAIT
         while os.path.exists(path) and time.monotonic() < deadline:  # it finishes its request first
             time.sleep(0.05)
         print(
-            json.dumps({"stopped": True, "pid": answer.get("pid")}) if a.json else f"stopped (pid {answer.get('pid')})"
+            json.dumps({"stopped": True, "pid": answer.get("pid")})
+            if options.json
+            else f"stopped (pid {answer.get('pid')})"
         )
         return 0
-    print(json.dumps({"running": True, **answer}, indent=2) if a.json else _status_text(answer))
+    print(json.dumps({"running": True, **answer}, indent=2) if options.json else _status_text(answer))
     return 0
 
 
