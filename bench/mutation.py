@@ -5,7 +5,7 @@ changed file, with the query word's kept counts patched the same way.
 
     python bench/mutation.py [--sizes 10000] [--runs 20] [--out bench/out] [--seed 1]
 
-Uses the stores bench/run.py generates (``ensure_store``). Targets (issue 18): at 100k records, one mutation and
+Uses the stores bench/run.py generates (``ensure_store``). Targets: at 100k records, one mutation and
 the next query's reconcile within 100 ms over a warm query; ``knowledge_history`` of one record within 50 ms.
 The store is copied first: the benchmark writes into its copy only.
 """

@@ -12,7 +12,7 @@ measures each in fresh processes:
 - changed: one file's body rewritten with a new word, then a query for that word (median; restored after).
 
 knowtk's format is read with the default profile, the stripped copy with ``profile="plain"``. The table
-prints both and their ratio (issue 22's target: at most 1.1x). State goes to --out, never into a store.
+prints both and their ratio (the target: at most 1.1x). State goes to --out, never into a store.
 
 The changed step rewrites one file of each store (and puts it back): the stores must be this run's own.
 A store in --out that is a symlink (to a shared generated store) is refused: copy it there instead.

@@ -20,12 +20,12 @@ process so that its peak RSS is its own:
 - changed: one record's body rewritten with a new word, then a query for that word
            (it must be found), --runs times; the file is restored afterwards;
 - walk:    warm and mixed again with ``change_source=StatWalk`` (every query walks),
-           the path every query took before change notification;
+           the path every query takes where no change notification is possible;
 - cli:     the whole process ``knowtk grep WORD`` on the built state, --runs times.
 
 warm, mixed and changed use the change source ``open_store`` picks (inotify on Linux;
 its ``freshness_mode`` is printed). The tables print knowtk beside the floor, and the
-targets of issue 11 (live store). knowtk's state
+targets of a live store. knowtk's state
 goes to --out/state-N-sS, never into the generated store. Results are also written
 to --out/results-N-sS.json, with the disk each size takes (the store's and the state
 folder's bytes and files, measured after the last group).
@@ -345,8 +345,7 @@ def child_warm(a: argparse.Namespace) -> dict[str, Any]:
     mixed = [{k: v for k, v in spec.items() if k != "words"} for spec in specs]
     # every query's first call before any is asked again: a second ask keeps a phrase's counts, which reads
     # the keyword rows whole, as a filter does; whichever first call needs that read first pays for it, as
-    # a process's first filtered query does (until the tenth session of issue 20, the first query's
-    # repeated calls paid it here, out of the first calls)
+    # a process's first filtered query does
     firsts = [median_time(lambda args=args: store.call("knowledge_grep", args), 1) for args in mixed]
     first = {"query": specs[0]["query"]}
     out["warm"] = median_time(lambda: store.call("knowledge_grep", first), a.runs)
@@ -752,7 +751,7 @@ def table(n: int, floor: dict[str, Any], kt: dict[str, Any], specs: list[dict[st
 
 
 def targets(kt: dict[str, Any], floor: dict[str, Any], disk: dict[str, Any] | None) -> list[str]:
-    """The targets of issue 20 that this run measures, from its own figures (None: not measured here)."""
+    """The performance targets that this run measures, from its own figures (None: not measured here)."""
     walk = floor["walk"]
     rg = floor.get("rg_queries")
     first = kt["mixed_first"]
@@ -924,7 +923,7 @@ def power_law(points: dict[int, float]) -> tuple[float, float] | None:
 
 
 def targets_at(at: dict[str, float | None]) -> dict[str, tuple[str, float | None]]:
-    """Issue 11's targets at 1M, their references (rg, the walk, warm, raw) extrapolated too: key -> (text, limit)."""
+    """The live store's targets at 1M, their references (rg, walk, warm, raw) extrapolated: key -> (text, limit)."""
 
     def scaled(key: str, factor: float, offset: float = 0.0) -> float | None:
         value = at.get(key)

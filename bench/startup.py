@@ -9,7 +9,7 @@ minute to build). Prints the median wall time per tool over every query and run,
 median CPU time (user + system, of the child process: steadier than wall time on a shared
 machine), with `python -c pass` as the interpreter's own floor, `import knowtk.cli` alone
 and `stat walk`, a whole Python process that walks the corpus with os.scandir and stats
-every file (what freshness cannot do without; issue 20's target is "stat walk + 0.3 s").
+every file (what freshness cannot do without; the target is "stat walk + 0.3 s").
 --phases runs `knowtk grep` in max(runs, 3) more processes, each timing the CPU time of the
 parts of its open path (imports, the scan cache, the walk, the image, the keyword mirror; a
 diagnosis: the wrappers cost a little), and prints the median of each. --profile adds

@@ -547,7 +547,7 @@ PEPS: list[Cell] = [
     """),
 ]
 
-# -- 06 · query lab (issue 12): a self-contained block ------------------------------------------------
+# -- 06 · query lab: a self-contained block --------------------------------------------------------
 
 QUERY_LAB_SETUP = f"""\
 import hashlib
