@@ -87,8 +87,12 @@ GREP_MODULES = {
     "knowtk.snapshot.facets",  # the filter facets of the records (issue 20: a first filtered grep builds none)
     "knowtk.snapshot.model",
     "knowtk.snapshot.overlay",
-    "knowtk.snapshot.persist",
+    "knowtk.snapshot.image_delta",
+    "knowtk.snapshot.image_format",
+    "knowtk.snapshot.image_parts",
+    "knowtk.snapshot.image_write",
     "knowtk.snapshot.safeguards",
+    "knowtk.snapshot.stored",
     "knowtk.state",
     "knowtk.store",
     # opening a store asks the journal whether a mutation a crash interrupted is pending (the write layer

@@ -35,17 +35,11 @@ from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.scan.pool import collector_paused
 from knowtk.scan.watch import choose_change_source, freshness_mode
 from knowtk.snapshot.build import build_snapshot
+from knowtk.snapshot.image_format import guards_key
+from knowtk.snapshot.image_write import record_behind, stored_positions, write_image
 from knowtk.snapshot.model import Snapshot
-from knowtk.snapshot.persist import (
-    StoredRecords,
-    StoredSnapshot,
-    guards_key,
-    load_image,
-    record_behind,
-    stored_positions,
-    write_image,
-)
 from knowtk.snapshot.safeguards import Safeguards
+from knowtk.snapshot.stored import StoredRecords, StoredSnapshot, load_image
 from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
 __all__ = ["Engine", "KeywordIndex"]
