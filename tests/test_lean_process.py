@@ -75,9 +75,11 @@ GREP_MODULES = {
     "knowtk.scan.cache",
     "knowtk.scan.changes",
     "knowtk.scan.entry",
+    "knowtk.scan.packs",
     "knowtk.scan.split",
     "knowtk.scan.pool",
     "knowtk.scan.progress",
+    "knowtk.scan.rows",
     "knowtk.scan.watch",
     # `python -m knowtk` asks a running `knowtk serve` first (docs/server.md): the client, stdlib only
     "knowtk.serve",

@@ -1,11 +1,13 @@
 """What a stored snapshot image is: its table, its format, and how each table of a snapshot is kept in a part.
 
 An image is the rows of ``snapshot_image_v1``: a ``meta`` row (JSON: the format, the key, the digest of
-every part, the patches) and one row per part, each a table of the snapshot as JSON (deflated but for
-``STORED_PLAIN``). ``SNAPSHOT_PARTS`` and ``INDEX_PARTS`` say how each table is dumped and read back;
-``config_key`` and ``guards_key`` say which ``knowtk.yaml`` and safeguards an image was built under; the
-``points.<k>`` parts split the records by ``shard_of`` their id. ``image_write`` writes an image,
-``image_parts`` reads its parts back, ``stored`` makes a snapshot of them.
+every part, the patches) and one row per part, each a table of the snapshot as JSON, deflated (the image is
+about a third of its JSON, and a new process reads less) but for ``STORED_PLAIN``, which a new process's
+first filter reads as they are; a part's digest is of its JSON text. ``SNAPSHOT_PARTS`` and
+``INDEX_PARTS`` say how each table is dumped and read back; ``config_key`` and ``guards_key`` say which
+``knowtk.yaml`` and safeguards an image was built under; the ``points.<k>`` parts split the records by
+``shard_of`` their id. ``image_write`` writes an image, ``image_parts`` reads its parts back, ``stored``
+makes a snapshot of them.
 """
 
 from __future__ import annotations
