@@ -49,8 +49,8 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
-# (64 Mi before issue 20: the peak of a cold build 52 MiB higher at 30k records, for a re-read of
-# the other bodies that costs a file read and a hash each, small beside their parse and index.)
+# (64 Mi would make a cold build's peak 52 MiB higher at 30k records, to spare re-reads that cost a file
+# read and a hash each, small beside a body's parse and index.)
 PENDING_BODY_CHARS = 16 * 2**20
 # the ids a keyword rows' mark may name as differing from its image (FtsProjection.unsure_of); past them, no mark
 UNSURE_IDS = 20_000
@@ -558,7 +558,7 @@ class Engine:
         pairs = [(index.main, desired[0]), (index.history, desired[1])]
         repair.check_keyword(pairs, lambda: self._reindex(snap), out)
         # every kind registers itself when its module is imported: a process that ran no dated or knowl query
-        # has not imported them (issue 20), and a check checks them all
+        # has not imported them (a new process's start stays short), and a check checks them all
         from knowtk.index import embeddings, temporal  # noqa: F401
 
         for name, factory in registered().items():

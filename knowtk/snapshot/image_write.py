@@ -90,7 +90,7 @@ def write_image(
     meta["shards"] = shard_count(len(snap.records))  # (as _point_texts splits them)
     # one part at a time, a long one a piece at a time, each deflated into a temporary table of this connection:
     # the transaction that replaces the image stays short (a copy inside SQLite), and the process holds one
-    # piece of text at a time, not the parts (205 MB deflated at 1M records: issue 20's cold build peak)
+    # piece of text at a time, not the parts (205 MB deflated at 1M records, held at a cold build's peak)
     conn = state.conn
     try:
         conn.execute(_STAGING_SCHEMA)
@@ -179,7 +179,7 @@ def _point_texts(snap: Snapshot, ids: list[str]) -> Iterator[tuple[str, str]]:
     assert ix is not None
     shards = shard_count(len(ids))
     # the ids of each shard first, then one shard's points at a time: a million records' points held at once
-    # were some 180 MB of a 1M cold build's peak (issue 20)
+    # were some 180 MB of a 1M cold build's peak
     members: list[list[str]] = [[] for _ in range(shards)]
     for rid in ids:
         members[shard_of(rid, shards)].append(rid)
