@@ -128,7 +128,8 @@ from knowtk.engine.engine import Engine
 from knowtk.index.fts import FtsProjection
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import StatWalk
-from knowtk.snapshot.persist import ImageParts, StoredRecords
+from knowtk.snapshot.image_parts import ImageParts
+from knowtk.snapshot.stored import StoredRecords
 from knowtk.snapshot.safeguards import Safeguards
 spent = {}
 def timed(cls, name, label):

@@ -23,11 +23,11 @@ import pytest
 
 import knowtk
 from knowtk.query.common import RecordFilter
-from knowtk.snapshot import persist
+from knowtk.snapshot import image_write
 from knowtk.snapshot.facets import Criteria, Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
-from knowtk.snapshot.persist import StoredRecords
+from knowtk.snapshot.stored import StoredRecords
 from tests.test_persist import reference
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,7 +190,7 @@ def small_edit(root: Path) -> None:
 # -- the tests -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(STORES))
 def test_filters_answer_from_facets_as_from_records(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(persist, "PATCH_SHARE", 0)  # a patch however large beside these small images
+    monkeypatch.setattr(image_write, "PATCH_SHARE", 0)  # a patch however large beside these small images
     root, state = copy_fixture(tmp_path, name), tmp_path / "state"
     built = new_process(root, state)  # a full build: the records themselves
     check(built, root, tmp_path, "built")

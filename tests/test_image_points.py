@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk.snapshot import persist
-from knowtk.snapshot.persist import StoredSnapshot
+from knowtk.snapshot import image_write, stored
+from knowtk.snapshot.stored import StoredSnapshot
 from knowtk.state import STATE_FILE, inflate_bytes
 
 
@@ -47,7 +47,7 @@ def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
         texts = dict(conn.execute("SELECT part, data FROM snapshot_image_v1"))
     finally:
         conn.close()
-    ids = json.loads(texts["record_ids"])  # (kept as its text: ``persist.STORED_PLAIN``)
+    ids = json.loads(texts["record_ids"])  # (kept as its text: ``image_format.STORED_PLAIN``)
     paths = json.loads(inflate_bytes(texts["record_paths"]))
     return ids, paths, json.loads(inflate_bytes(texts["lifecycle"]))
 
@@ -56,7 +56,7 @@ def _stored(state_dir: Path) -> tuple[list[str], list[str], dict[str, str]]:
 def test_records_read_where_they_lie_are_the_parsed_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd_path: str
 ) -> None:
-    monkeypatch.setattr(persist, "POINTS", 10_000)
+    monkeypatch.setattr(stored, "POINTS", 10_000)
     root, state_dir = tmp_path / "store", tmp_path / "state"
     _store(root, odd_path)
     with knowtk.open_store(root, state_dir=state_dir) as first:
@@ -96,8 +96,8 @@ def test_a_patched_image_is_read_where_it_lies_with_the_patches_over_it(
 ) -> None:
     """A patch changes what a part says without changing its text: a key a patch names is read from the patch
     (the last one that names it), any other from the text, and both give what the parsed, patched part gives."""
-    monkeypatch.setattr(persist, "PATCH_SHARE", 0)  # every later image a patch
-    monkeypatch.setattr(persist, "POINTS", 10_000)
+    monkeypatch.setattr(image_write, "PATCH_SHARE", 0)  # every later image a patch
+    monkeypatch.setattr(stored, "POINTS", 10_000)
     root, state_dir = tmp_path / "store", tmp_path / "state"
     _store(root, "f/plain.md")
     with knowtk.open_store(root, state_dir=state_dir) as first:

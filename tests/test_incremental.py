@@ -18,11 +18,11 @@ from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.engine import Engine
 from knowtk.model import shapes
 from knowtk.scan import pool
-from knowtk.snapshot import overlay, persist
+from knowtk.snapshot import image_write, overlay
 from knowtk.snapshot.build import build_snapshot
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Deferred, Overlaid
-from knowtk.snapshot.persist import StoredSnapshot
+from knowtk.snapshot.stored import StoredSnapshot
 from knowtk.state import STATE_FILE
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import reference_scores
@@ -464,7 +464,7 @@ def test_a_record_hash_read_where_it_lies_equals_the_parsed_one(
 ) -> None:
     """A stored image's record hashes read one by one (record_sha not parsed), over patches too, are the
     parsed table's."""
-    monkeypatch.setattr(persist, "PATCH_SHARE", 1)  # a small image is patched too
+    monkeypatch.setattr(image_write, "PATCH_SHARE", 1)  # a small image is patched too
     for i in range(30):
         builder.page(f"r{i}", f"Record {i}", f"alpha words {i}")
     state = tmp_path / "state"

@@ -75,9 +75,11 @@ GREP_MODULES = {
     "knowtk.scan.cache",
     "knowtk.scan.changes",
     "knowtk.scan.entry",
+    "knowtk.scan.packs",
     "knowtk.scan.split",
     "knowtk.scan.pool",
     "knowtk.scan.progress",
+    "knowtk.scan.rows",
     "knowtk.scan.watch",
     # `python -m knowtk` asks a running `knowtk serve` first (docs/server.md): the client, stdlib only
     "knowtk.serve",
@@ -87,8 +89,12 @@ GREP_MODULES = {
     "knowtk.snapshot.facets",  # the filter facets of the records (issue 20: a first filtered grep builds none)
     "knowtk.snapshot.model",
     "knowtk.snapshot.overlay",
-    "knowtk.snapshot.persist",
+    "knowtk.snapshot.image_delta",
+    "knowtk.snapshot.image_format",
+    "knowtk.snapshot.image_parts",
+    "knowtk.snapshot.image_write",
     "knowtk.snapshot.safeguards",
+    "knowtk.snapshot.stored",
     "knowtk.state",
     "knowtk.store",
     # opening a store asks the journal whether a mutation a crash interrupted is pending (the write layer

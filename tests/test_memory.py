@@ -14,7 +14,7 @@ import pytest
 
 import knowtk
 from knowtk.model.records import build_record
-from knowtk.snapshot.persist import StoredSnapshot
+from knowtk.snapshot.stored import StoredSnapshot
 from tests.helpers import StoreBuilder
 
 META = {

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from knowtk.snapshot import overlay, persist
+from knowtk.snapshot import image_parts, overlay
 from knowtk.snapshot.overlay import Deferred, Lazy, Overlaid, changes_over
 
 
@@ -146,7 +146,7 @@ def test_a_deferred_map_s_patch_over_its_table_makes_what_flat_makes(seed: int) 
     over = changes_over(deferred, owner, "names")
     assert over is not None and not lazy.loaded  # told without reading the table
     patched = {k: list(v) for k, v in table.items()}
-    persist._void_and_add(patched, over.void, over.add)
+    image_parts._void_and_add(patched, over.void, over.add)
     expected = deferred.flat()
     assert patched == expected and list(patched) == list(expected)
     assert changes_over(deferred, object(), "names") is None  # over another table: only a comparison tells

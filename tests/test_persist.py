@@ -29,10 +29,10 @@ from knowtk.engine.desired import PatchedMap
 from knowtk.engine.engine import Engine
 from knowtk.model import shapes
 from knowtk.scan.changes import StatWalk
-from knowtk.snapshot import persist
+from knowtk.snapshot import image_format, image_write, stored
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
-from knowtk.snapshot.persist import StoredRecords, StoredSnapshot
+from knowtk.snapshot.stored import StoredRecords, StoredSnapshot
 from knowtk.state import STATE_FILE, StateDB
 from tests.helpers import StoreBuilder
 
@@ -51,7 +51,7 @@ START = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 class Clock:
-    """The engines' now (knowtk.engine.engine.now_utc, and knowtk.snapshot.persist's), moved by the test."""
+    """The engines' now (knowtk.engine.engine.now_utc, and knowtk.snapshot.stored's), moved by the test."""
 
     def __init__(self) -> None:
         self.now = START
@@ -64,7 +64,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
     monkeypatch.setattr(engine_module, "now_utc", c)
-    monkeypatch.setattr(persist, "now_utc", c)
+    monkeypatch.setattr(stored, "now_utc", c)
     return c
 
 
@@ -318,11 +318,11 @@ def test_a_new_process_answers_as_a_fresh_build(
     if seed == 3:  # images written often by long-lived stores too (a drift of 2 files)
         monkeypatch.setattr(engine_module, "IMAGE_DRIFT_FILES", 1)
     if seed == 4:  # stored records filled in bulk after a few single loads
-        monkeypatch.setattr(persist, "BULK_AFTER", 3)
+        monkeypatch.setattr(stored, "BULK_AFTER", 3)
     if seed == 2:  # a record whose file changed since the image taken back from the maps inverted at once
-        monkeypatch.setattr(persist, "FORMER_SCANS", 0)
+        monkeypatch.setattr(stored, "STALE_SCANS", 0)
     if seed in (1, 2):  # the image patched whenever it can be (a small store's patches are large beside it)
-        monkeypatch.setattr(persist, "PATCH_SHARE", 0)
+        monkeypatch.setattr(image_write, "PATCH_SHARE", 0)
     editor = Editor(tmp_path / "store", seed, clock)
     rng = random.Random(seed * 7)
     for _ in range(25):
@@ -472,7 +472,7 @@ def test_a_rebuild_without_a_file_change_then_an_edit(tmp_path: Path, clock: Clo
 # -- 2. damage -----------------------------------------------------------------------------------------
 def _inflated(part: str, raw: bytes) -> bytes:
     """A part's JSON text as the image keeps it: deflated, or as it is (``STORED_PLAIN``)."""
-    return raw if part in persist.STORED_PLAIN else zlib.decompress(raw)
+    return raw if part in image_format.STORED_PLAIN else zlib.decompress(raw)
 
 
 def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> None:
@@ -490,7 +490,7 @@ def _damage(state_dir: Path, how: str, part: str, old_parts: dict[str, str]) -> 
             else:
                 data = [list(reversed(x)) if isinstance(x, list) else x for x in data][::-1]
             text = json.dumps(data).encode()
-            kept = text if part in persist.STORED_PLAIN else zlib.compress(text)
+            kept = text if part in image_format.STORED_PLAIN else zlib.compress(text)
             conn.execute("UPDATE snapshot_image_v1 SET data = ? WHERE part = ?", (kept, part))
         elif how == "missing":
             conn.execute("DELETE FROM snapshot_image_v1 WHERE part = ?", (part,))
@@ -536,7 +536,7 @@ PARTS = [
 def test_a_damaged_image_costs_a_build_never_an_answer(
     tmp_path: Path, clock: Clock, how: str, part: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(persist, "PATCHES_MAX", 0)  # the second process writes the image whole (patches: below)
+    monkeypatch.setattr(image_write, "PATCHES_MAX", 0)  # the second process writes the image whole (patches: below)
     root, state_dir = _built_chain(tmp_path)
     old_parts = _parts(state_dir)
     _edit(root, "d/n1.md", "n1", "Note one, edited", status="superseded", superseded_by="n2")
@@ -559,7 +559,7 @@ def test_a_damaged_image_costs_a_build_never_an_answer(
     assert meta is not None and meta["key"] != key  # written again
     parts = _parts(state_dir)
     for name, digest in meta["parts"].items():  # whole: every part there, with its digest
-        assert persist.hashlib.sha256(_inflated(name, parts[name])).hexdigest() == digest
+        assert image_format.hashlib.sha256(_inflated(name, parts[name])).hexdigest() == digest
     with knowtk.open_store(root, state_dir=state_dir) as again:  # and used by the next process
         again.engine.snapshot()
         assert how_adopted(again) in ("image", "drift")
@@ -577,7 +577,7 @@ def _second_process(root: Path, state_dir: Path) -> None:
 @pytest.fixture
 def small_patches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Patches however large beside the parts (a small store's image would otherwise be written whole)."""
-    monkeypatch.setattr(persist, "PATCH_SHARE", 0)
+    monkeypatch.setattr(image_write, "PATCH_SHARE", 0)
 
 
 @pytest.mark.usefixtures("small_patches")
@@ -673,7 +673,7 @@ def test_a_cache_another_process_moved_on_is_not_taken_for_the_image_s(tmp_path:
 
 @pytest.mark.usefixtures("small_patches")
 def test_patches_give_way_to_a_whole_image(tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(persist, "PATCHES_MAX", 2)
+    monkeypatch.setattr(image_write, "PATCHES_MAX", 2)
     root, state_dir = _built_chain(tmp_path)
     counts = []
     for i in range(4):
@@ -835,7 +835,7 @@ def test_the_mark_follows_every_row_change(tmp_path: Path, clock: Clock) -> None
             unsure = [proj.unsure_of(meta["key"]) for proj in _projections(store)]
             assert unsure[0] is not None and unsure[0] == unsure[1], step
             fresh = knowtk.open_store(editor.root, state_dir=state_dir)
-            image = persist.load_image(
+            image = stored.load_image(
                 fresh.engine.state, fresh.engine.scanner, config=fresh.engine.config, generation=1, on_damage=print
             )
             if image is not None:
@@ -851,7 +851,7 @@ def test_the_mark_follows_every_row_change(tmp_path: Path, clock: Clock) -> None
             fresh.close()
         if marks == [meta["key"]] * 2:  # a new process would trust the rows: they must be that image's
             fresh = knowtk.open_store(editor.root, state_dir=state_dir)
-            image = persist.load_image(
+            image = stored.load_image(
                 fresh.engine.state,
                 fresh.engine.scanner,
                 config=fresh.engine.config,
@@ -859,7 +859,7 @@ def test_the_mark_follows_every_row_change(tmp_path: Path, clock: Clock) -> None
                 on_damage=lambda: None,
             )
             if image is None:  # of another knowtk.yaml: no new process would take it
-                assert meta["config"] != persist.config_key(fresh.engine.config), step
+                assert meta["config"] != image_format.config_key(fresh.engine.config), step
                 fresh.close()
                 continue
             fresh.engine.scanner.scan()
@@ -1056,10 +1056,10 @@ def test_changed_keys_in_c_agree_with_a_key_by_key_comparison() -> None:
     """Hashable and unhashable values, equal copies, keys added, changed and removed: the same keys, in order."""
     import random
 
-    from knowtk.snapshot import persist
+    from knowtk.snapshot import image_delta
 
     def by_key(old: dict, new: dict) -> tuple[list, list]:
-        changed = [k for k, v in new.items() if (was := old.get(k, persist._ABSENT)) is not v and was != v]
+        changed = [k for k, v in new.items() if (was := old.get(k, image_delta._ABSENT)) is not v and was != v]
         return changed, [k for k in old if k not in new]
 
     rng = random.Random(20)
@@ -1075,14 +1075,14 @@ def test_changed_keys_in_c_agree_with_a_key_by_key_comparison() -> None:
                 new[key] = rng.choice(values)
         if rng.random() < 0.5:  # the same values as other objects (a copy made by a build)
             new = {k: (list(v) if isinstance(v, list) else v) for k, v in new.items()}
-        assert persist._changed_keys(old, new) == by_key(old, new), (old, new)
+        assert image_delta._changed_keys(old, new) == by_key(old, new), (old, new)
 
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4, 7, 9])
 def test_a_long_part_written_in_pieces_is_the_same_json_text(count: int) -> None:
     """record_ids, record_paths and record_sha are written a piece at a time (a 1M cold build's memory): the pieces
     joined are exactly ``json.dumps``' text, so the part's digest and its reading are unchanged."""
-    from knowtk.snapshot.persist import json_list_pieces
+    from knowtk.snapshot.image_write import json_list_pieces
 
     values = [f'réc-{i}\u2028"q"' for i in range(count)]
     for size in (1, 2, 3, 4, 1 << 16):
@@ -1093,7 +1093,7 @@ def test_a_long_part_written_in_pieces_is_the_same_json_text(count: int) -> None
 def test_every_part_written_in_pieces_is_the_same_json_text(count: int) -> None:
     """Every part goes through ``json_pieces``: a dict or a list in pieces, anything else whole, joined the
     same text as ``json.dumps`` (keys in order, non-ASCII kept, a non-string key made a string alike)."""
-    from knowtk.snapshot.persist import json_pieces
+    from knowtk.snapshot.image_write import json_pieces
 
     mapping: dict[Any, Any] = {f"ключ-{i}": [i, None, {"x": "é"}] for i in range(count)}
     mapping[7] = "int key"

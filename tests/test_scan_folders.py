@@ -22,9 +22,9 @@ import pytest
 
 import knowtk
 from knowtk.errors import ScanLimitExceeded
-from knowtk.scan import cache
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import ScanDelta, Stat, StatWalk, flatten, folder_of
+from knowtk.scan.packs import folder_digest, unpacked_rows
 from knowtk.scan.watch import InotifyWatch
 from knowtk.state import RecordChanged, StateDB
 from tests.helpers import StoreBuilder
@@ -635,13 +635,13 @@ def test_cache_module_keeps_its_pack_shape() -> None:
     """(the digest of a folder does not depend on how its strings were made: marshal version 2)"""
     names = {"x.md": (1, 2), "y.md": (3, 4)}
     made = {"".join(["x", ".md"]): (1, 2), sys.intern("y.md"): (3, 4)}
-    assert cache._digest(names) == cache._digest(made)
-    assert cache._digest(names) != cache._digest(dict(reversed(names.items())))
+    assert folder_digest(names) == folder_digest(made)
+    assert folder_digest(names) != folder_digest(dict(reversed(names.items())))
     assert knowtk.__name__ == "knowtk"
 
 
 def _unpacked_row_by_row(folder: str, pack: Any) -> Any:
-    """The pack check as it was written first, a row at a time (the reference for ``cache._unpacked``)."""
+    """The pack check as it was written first, a row at a time (the reference for ``unpacked_rows``)."""
     rows = marshal.loads(pack[3])
     if not isinstance(rows, list) or len(rows) != pack[2]:
         return None
@@ -679,7 +679,7 @@ def test_a_pack_is_checked_column_by_column_as_row_by_row() -> None:
         blob = marshal.dumps(rows if rng.random() < 0.95 else {"x": 1})
         pack = (b"", 1, len(rows) if rng.random() < 0.95 else 9, blob)
         expected = _unpacked_row_by_row(folder, pack)
-        assert cache._unpacked(folder, pack) == expected, (folder, rows)
+        assert unpacked_rows(folder, pack) == expected, (folder, rows)
         taken += expected is not None
         refused += expected is None
     assert taken > 1000 and refused > 1000

@@ -9,6 +9,7 @@ from pathlib import Path
 from knowtk.scan import cache
 from knowtk.scan.cache import Scanner
 from knowtk.scan.changes import StatWalk
+from knowtk.scan.rows import LazyEntries, entry_from_row
 from knowtk.state import StateDB
 from tests.helpers import StoreBuilder
 
@@ -27,8 +28,8 @@ def test_lazy_entries_behave_as_a_dict_filled_row_by_row() -> None:
     rng = random.Random(20)
     for _ in range(300):
         rows = [_row(i) for i in rng.sample(range(40), rng.randrange(0, 20))]
-        lazy = cache._Lazy({str(r[0]): r for r in rows})
-        model = {str(r[0]): cache._made(r) for r in rows}
+        lazy = LazyEntries({str(r[0]): r for r in rows})
+        model = {str(r[0]): entry_from_row(r) for r in rows}
         for _ in range(rng.randrange(0, 30)):
             path = f"p{rng.randrange(40)}.md"
             op = rng.choice(["get", "has", "set", "pop", "len"])

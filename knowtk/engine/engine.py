@@ -35,17 +35,11 @@ from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.scan.pool import collector_paused
 from knowtk.scan.watch import choose_change_source, freshness_mode
 from knowtk.snapshot.build import build_snapshot
+from knowtk.snapshot.image_format import guards_key
+from knowtk.snapshot.image_write import record_behind, stored_positions, write_image
 from knowtk.snapshot.model import Snapshot
-from knowtk.snapshot.persist import (
-    StoredRecords,
-    StoredSnapshot,
-    guards_key,
-    load_image,
-    record_behind,
-    stored_positions,
-    write_image,
-)
 from knowtk.snapshot.safeguards import Safeguards
+from knowtk.snapshot.stored import StoredRecords, StoredSnapshot, load_image
 from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
 __all__ = ["Engine", "KeywordIndex"]
@@ -55,8 +49,8 @@ _ordinals = itertools.count()  # a global order of engines: several are always l
 
 # Bodies parsed by the scan are kept for indexing up to this many characters; the rest are
 # read again when indexed. A first scan of 100k records would otherwise hold every body at once.
-# (64 Mi before issue 20: the peak of a cold build 52 MiB higher at 30k records, for a re-read of
-# the other bodies that costs a file read and a hash each, small beside their parse and index.)
+# (64 Mi would make a cold build's peak 52 MiB higher at 30k records, to spare re-reads that cost a file
+# read and a hash each, small beside a body's parse and index.)
 PENDING_BODY_CHARS = 16 * 2**20
 # the ids a keyword rows' mark may name as differing from its image (FtsProjection.unsure_of); past them, no mark
 UNSURE_IDS = 20_000
@@ -564,7 +558,7 @@ class Engine:
         pairs = [(index.main, desired[0]), (index.history, desired[1])]
         repair.check_keyword(pairs, lambda: self._reindex(snap), out)
         # every kind registers itself when its module is imported: a process that ran no dated or knowl query
-        # has not imported them (issue 20), and a check checks them all
+        # has not imported them (a new process's start stays short), and a check checks them all
         from knowtk.index import embeddings, temporal  # noqa: F401
 
         for name, factory in registered().items():

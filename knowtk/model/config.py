@@ -70,7 +70,8 @@ def load_config(root: str) -> StoreConfig:
 
 
 # the last knowtk.yaml parsed, by its bytes: an engine reads the file at its open and again at its first
-# snapshot (a same-stat edit in between is caught so); the same bytes are not parsed twice (issue 20)
+# snapshot (a same-stat edit in between is caught so); the same bytes are not parsed twice
+# (a new process's start stays short)
 _last: tuple[bytes, tuple[Any, str | None]] | None = None
 
 

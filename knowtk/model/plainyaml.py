@@ -2,8 +2,8 @@
 
 ``plain_yaml(text)`` is what ``knowtk.model.records`` loads with PyYAML's safe loader (timestamps left as
 text) for a text inside the subset, and None for any other text: PyYAML then reads it (and explains
-what is wrong with it). Importing PyYAML costs a new process more than a query of a small store
-(issue 20); a ``knowtk grep`` on a built state parses knowtk.yaml alone.
+what is wrong with it). Importing PyYAML costs a new process more than a query of a small store;
+a ``knowtk grep`` on a built state parses knowtk.yaml alone.
 
 The subset, every line of it (anything else is outside):
 

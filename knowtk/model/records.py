@@ -53,7 +53,7 @@ _PYYAML: tuple[ModuleType, type, tuple[type[Exception], ...]] | None = None
 
 def _pyyaml() -> tuple[ModuleType, type, tuple[type[Exception], ...]]:
     """PyYAML, the loader and the errors it raises on a bad text: imported at the first text outside the plain
-    subset (``knowtk.model.plainyaml``; issue 20: a process that reads only plain YAML never imports it)."""
+    subset (``knowtk.model.plainyaml``: a process that reads only plain YAML never imports it)."""
     global _PYYAML
     if _PYYAML is None:
         import yaml
@@ -150,7 +150,7 @@ class Record:
     alternatives: Any
     fields: dict[str, Any]
     # the frontmatter mapping, or where it is read back from once let go (the record's other fields hold
-    # what queries read; the mapping itself is ~650 bytes a record: issue 20's 1M memory). Not compared:
+    # what queries read; the mapping itself is ~650 bytes a record, 650 MB at 1M records). Not compared:
     # the same sha256 is the same frontmatter.
     frontmatter_or_source: dict[str, Any] | FrontmatterSource = field(repr=False, compare=False)
     body_line: int  # one-based file line of the body's first line
@@ -558,7 +558,7 @@ def _superseded_by(read: _Fields, status: str) -> str | None:
     return superseded_by
 
 
-# the ``fields`` of every record without any: one object (80 bytes a record at 1M records, issue 20). Nothing
+# the ``fields`` of every record without any: one object (80 bytes a record at 1M records). Nothing
 # writes into a record's fields; an answer holds a copy (knowtk.results).
 _NO_FIELDS: dict[str, Any] = {}
 

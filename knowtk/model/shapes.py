@@ -4,7 +4,7 @@
 annotated fields, as ``dataclasses.dataclass`` does for the options knowtk's classes use: ``frozen``,
 ``slots``, defaults and ``field(default=..., default_factory=..., init=..., repr=..., compare=...)``. Its
 methods are made by one ``exec`` per class; ``dataclasses`` imports ``inspect`` and makes each method
-apart, which cost every new process ~25 ms for the 26 classes a ``knowtk grep`` defines (issue 20).
+apart, which cost every new process ~25 ms for the 26 classes a ``knowtk grep`` defines.
 
 A shaped class is not a dataclass (``dataclasses.fields`` and ``replace`` do not take it): ``replace``
 here makes a copy with some fields changed.

@@ -8,36 +8,42 @@ only when a query needs that record. No process holds the frontmatter mappings p
 parsed one is kept as its row's JSON text until the row is written, and a record reads it back
 from the row when asked (``frontmatter_of``; the records' other fields are what queries read).
 
-``scan_folders_v1`` holds the same rows (not the frontmatter) packed by folder, each folder with a
-digest of its (name, size, mtime_ns) entries: a new process walks by folder (``FolderWalk``) and
-keeps a folder whose walk gives the stored digest packed (unpacked only when a path in it is
-needed), so an unchanged folder costs no per-file work past the walk's own. ``scan_folders_token``
-says which ``scan_token`` the packs were written at: a write to scan_files_v1 that did not write
-the packs too (an older knowtk, a repair) leaves them aside until they are written again.
+``scan_folders_v1`` holds the same rows (not the frontmatter) packed by folder (``knowtk.scan.packs``): a
+new process walks by folder (``FolderWalk``) and keeps a folder whose walk gives the stored digest packed,
+unpacked only when a path in it is needed. The table's rows, and the entries made of them, are in
+``knowtk.scan.rows``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import marshal
 import os
 import sqlite3
 import sys
 import threading
-import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from functools import partial
-from itertools import repeat
-from operator import itemgetter, sub
+from operator import itemgetter
 from typing import Any
 
 from knowtk.model.profile import ProfileMap
-from knowtk.model.records import FileProblem, Record, body_of, read_regular
+from knowtk.model.records import Record, body_of, read_regular
 from knowtk.scan.changes import ChangeSource, FolderWalk, ScanDelta, Stat, StatWalk, flatten, folder_of
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES, FileEntry, Loaded, load_file
+from knowtk.scan.packs import FolderPacks, KnownStats, Pack
 from knowtk.scan.pool import PARALLEL_MIN_FILES, collector_paused, give_back_memory, pool_map
 from knowtk.scan.progress import progress
+from knowtk.scan.rows import (
+    FILES_INDEX,
+    FILES_SCHEMA,
+    ROWS_SQL,
+    TOKEN_KEY,
+    LazyEntries,
+    cached_frontmatter,
+    entry_from_row,
+    files_row,
+    read_token,
+)
 from knowtk.state import Contention, RecordChanged, StateDB
 
 __all__ = ["Scanner"]
@@ -46,7 +52,7 @@ __all__ = ["Scanner"]
 BULK_RELEASE = 50_000
 
 
-class Scanner:
+class Scanner(FolderPacks):
     """Keeps the parsed state of every record file in step with the folder."""
 
     def __init__(
@@ -68,11 +74,11 @@ class Scanner:
         self.source: ChangeSource = source or StatWalk(root)
         self.max_file_bytes = max_file_bytes
         self._files: dict[str, FileEntry] = {}
-        self._lazy: _Lazy | None = None  # the cache's rows, each made an entry when first used (a new process)
+        self._lazy: LazyEntries | None = None  # the cache's rows, each made an entry when first used (a new process)
         self._stats: dict[str, Stat] = {}  # path -> stat of every path known, but those of packed folders
         # scan_folders_v1: the folders still packed (their paths are in no other field), the paths of each
         # folder unpacked or written by this scanner, the last walk by folder (its order makes the digests)
-        self._packed: dict[str, _Pack] = {}
+        self._packed: dict[str, Pack] = {}
         # entries of single paths of packed folders, read from their scan_files_v1 row (``_peeked_entry``): the
         # record a query shows, without unpacking its folder (~2 ms a folder of 1,200 rows); dropped with the pack
         self._peeked: dict[str, dict[str, FileEntry]] = {}
@@ -141,25 +147,25 @@ class Scanner:
     def _load_cache(self) -> None:
         """Load what the walk compares against: (size, mtime, sha256) of every file seen before.
 
-        The rows are kept as they are (``_Lazy``): the walk compares against their stats, built in C,
+        The rows are kept as they are (``LazyEntries``): the walk compares against their stats, built in C,
         and an entry is made only for a file a query or a change needs (or all, by ``files``). The
         frontmatter stays in the table until a query needs the record (``entry``), so a new process
         on a large built store does not parse and validate every record first.
         """
         conn = self.state.conn
-        conn.execute(_CACHE_SCHEMA)  # a dropped cache costs one parse of every file, never an error
-        conn.execute(_CACHE_INDEX)
+        conn.execute(FILES_SCHEMA)  # a dropped cache costs one parse of every file, never an error
+        conn.execute(FILES_INDEX)
         with self.state.reading():
-            rows = conn.execute(_ROWS_SQL).fetchall()
-            self.loaded_token = self.token = _token(self.state)
+            rows = conn.execute(ROWS_SQL).fetchall()
+            self.loaded_token = self.token = read_token(self.state)
         if self._files or self._lazy is not None or self._stats:  # (never the case today) entries made one by one
             for row in rows:
-                self._set(row[0], _made(row))
+                self._set(row[0], entry_from_row(row))
                 self._stats[row[0]] = (row[1], row[2])
         elif rows:
             paths = list(map(itemgetter(0), rows))  # the dicts built in C, no Python loop
             self._stats = dict(zip(paths, map(itemgetter(1, 2), rows), strict=True))
-            self._lazy = _Lazy(dict(zip(paths, rows, strict=True)))
+            self._lazy = LazyEntries(dict(zip(paths, rows, strict=True)))
         self._loaded = True
 
     def _changes(self) -> ScanDelta:
@@ -178,182 +184,8 @@ class Scanner:
         elif folder_walk is not None and self._packed:
             walked = folder_walk()
         if walked is None:
-            return self.source.changes(self._stats if not self._packed else _Known(self))
+            return self.source.changes(self._stats if not self._packed else KnownStats(self))
         return self._compare(walked)
-
-    def _load_packs(self) -> dict[str, _Pack] | None:
-        """scan_folders_v1's packs, when they hold scan_files_v1's rows (else None: the rows are loaded instead)."""
-        state = self.state
-        try:
-            with state.reading():
-                token = _token(state)
-                if state.meta(_FOLDERS_TOKEN) != str(token) or not state.table_exists("scan_files_v1"):
-                    return None
-                found = state.conn.execute("SELECT folder, digest, sorted, count, crc, rows FROM scan_folders_v1")
-                packs: dict[str, _Pack] = {}
-                for folder, digest, in_order, count, crc, blob in found:
-                    if not (isinstance(blob, bytes) and isinstance(folder, str) and type(count) is int) or (
-                        zlib.crc32(blob) != crc
-                    ):
-                        return None  # damaged: the rows are loaded from scan_files_v1, the packs written again
-                    packs[folder] = (digest, in_order, count, blob)
-        except sqlite3.Error:
-            return None
-        self.loaded_token = self.token = token
-        self._packed, self._lazy, self._packs_ok, self._loaded = packs, _Lazy({}), True, True
-        self._peeked = {}
-        return packs
-
-    def _compare(self, walked: FolderWalk) -> ScanDelta:
-        """The walk against what the scanner knows: a packed folder by its digest, the others path by path."""
-        folders, forced, stats, packed = walked.folders, walked.forced, self._stats, self._packed
-        changed: dict[str, Stat] = {}
-        self._walked = {}
-        for folder, names in folders.items():
-            pack = packed.get(folder)
-            if pack is not None:
-                if not forced and _digest(dict(sorted(names.items())) if pack[1] else names) == pack[0]:
-                    continue  # unchanged: its rows stay packed
-                self._unpack(folder)
-            self._walked[folder] = names
-            for name, st in names.items():
-                path = folder + name
-                if stats.get(path) != st or path in forced:
-                    changed[path] = st
-        for folder in [f for f in packed if f not in folders]:  # folders gone: their files too
-            self._unpack(folder)
-        removed = [p for p in stats if (f := folder_of(p)) not in folders or p[len(f) :] not in folders[f]]
-        return ScanDelta(changed, removed)
-
-    def _unpack_of(self, path: str) -> None:
-        folder = folder_of(path)
-        if folder in self._packed:
-            self._unpack(folder)
-
-    def _unpack_all(self) -> bool:
-        """Unpack every folder still packed; True if this scanner's rows came from packs (not in the table's order)."""
-        for folder in list(self._packed):
-            self._unpack(folder)
-        return self._members_unpacked
-
-    def _unpack(self, folder: str) -> None:
-        """Make a packed folder's rows known path by path (as ``_load_cache`` makes every row)."""
-        pack = self._packed.pop(folder)
-        self._peeked.pop(folder, None)  # (its entries are made from its rows now)
-        rows = _unpacked(folder, pack)
-        damaged = rows is None
-        if rows is None:  # damaged, for all its CRC: the table's rows, and every file read again at the next scan
-            rows = self._table_rows(folder)
-        lazy = self._lazy
-        if lazy is None:  # (never while folders are packed) the entries made so far are kept as set anew
-            lazy = self._lazy = _Lazy({})
-            lazy.made, lazy.added, self._files = self._files, len(self._files), {}
-        paths = list(map(itemgetter(0), rows))  # (in C: a folder of ~900 rows, unpacked for one of its records)
-        self._stats.update(zip(paths, map(itemgetter(1, 2), rows), strict=True))
-        lazy.rows.update(zip(paths, rows, strict=True))
-        self._members[folder] = set(paths)
-        self._members_unpacked = True
-        if damaged:
-            self.forget(paths)
-
-    def _table_rows(self, folder: str) -> list[tuple[Any, ...]]:
-        try:
-            with self.state.reading() as conn:
-                found = conn.execute(
-                    f"{_ROWS_SQL} WHERE path >= ? AND path < ?", (folder, folder + "\U0010ffff")
-                ).fetchall()
-        except sqlite3.Error:
-            return []  # every file of the folder is read as a new one
-        return [row for row in found if folder_of(row[0]) == folder]
-
-    def _packs_due(self) -> bool:
-        """scan_folders_v1 is to be written in full (missing, damaged, or behind the rows) and can be."""
-        return not self._packs_ok and not self._packs_tried and self.token is not None and self._walks
-
-    @property
-    def _walks(self) -> bool:
-        """The change source walks by folder (else the packs are of no use: not written)."""
-        return hasattr(self.source, "folder_walk")
-
-    def _save_packs(self) -> None:
-        """Write scan_folders_v1 in full, the rows unchanged (scan_token stays: a stored image still matches)."""
-        self._packs_tried = True  # once: a failure here costs the next process the rows' load, as before
-        try:
-            with self.state.transaction() as conn:
-                token = _token(self.state)
-                members = self._write_packs(conn, token, token) if token == self.token else None
-        except (sqlite3.Error, Contention):
-            return
-        if members is not None:
-            self._packs_ok = True
-            self._members.update(members)
-            self._walked = {}
-
-    def _write_packs(self, conn: sqlite3.Connection, token: int, written: int) -> dict[str, set[str]]:
-        """Write the packs of the folders this save changed (all, when the packs were not the table's at
-        ``token``), as the table's at ``written``; the paths of each folder written. In the transaction
-        that wrote the rows."""
-        conn.execute(_FOLDERS_SCHEMA)
-        groups: dict[str, list[tuple[Any, ...]]] = {}
-        if self._packs_ok and self.state.meta(_FOLDERS_TOKEN) == str(token):
-            saved: dict[str, list[str]] = {}
-            for path in self._unsaved:
-                saved.setdefault(folder_of(path), []).append(path)
-            for folder in saved.keys() | {folder_of(p) for p in self._unremoved}:
-                paths = self._members.get(folder, set()) - self._unremoved
-                paths.update(saved.get(folder, ()))
-                groups[folder] = [row for p in sorted(paths) if (row := self._row(p)) is not None]
-        else:
-            conn.execute("DELETE FROM scan_folders_v1")
-            self._unpack_all()
-            for row in sorted(self._all_rows()):  # (unpacked in the table's order)
-                groups.setdefault(folder_of(row[0]), []).append(row)
-        conn.executemany(
-            "DELETE FROM scan_folders_v1 WHERE folder = ?", [(f,) for f, rows in groups.items() if not rows]
-        )
-        conn.executemany(  # (each pack made as it is written: a cold build's are not all held at once)
-            "INSERT OR REPLACE INTO scan_folders_v1 (folder, digest, sorted, count, crc, rows) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (self._pack_row(folder, rows) for folder, rows in groups.items() if rows),
-        )
-        self.state.set_meta(_FOLDERS_TOKEN, str(written))
-        return {folder: {row[0] for row in rows} for folder, rows in groups.items()}
-
-    def _pack_row(self, folder: str, rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-        names = {row[0][len(folder) :]: (row[1], row[2]) for row in rows}
-        walked = self._walked.get(folder)
-        if walked is not None and walked == names:  # in the order a walk lists them: no sort to compare
-            data, in_order = walked, 0
-        else:
-            data, in_order = dict(sorted(names.items())), 1
-        blob = marshal.dumps(rows)
-        return (folder, _digest(data), in_order, len(rows), zlib.crc32(blob), blob)
-
-    def _row(self, path: str) -> tuple[Any, ...] | None:
-        """scan_files_v1's row of a path (but the frontmatter), from the entry or the row it was loaded from."""
-        lazy = self._lazy
-        entry: FileEntry | None
-        if lazy is None:
-            entry = self._files.get(path)
-        else:
-            entry = lazy.made.get(path)
-            if entry is None:
-                return lazy.rows.get(path)
-        return _stat_row(path, entry) if entry is not None else None
-
-    def _all_rows(self) -> Iterator[tuple[Any, ...]]:
-        lazy = self._lazy
-        if lazy is None:
-            for path, entry in self._files.items():
-                yield _stat_row(path, entry)
-            return
-        made = lazy.made
-        for path, row in lazy.rows.items():
-            had = made.get(path)
-            yield row if had is None else _stat_row(path, had)
-        for path, had in made.items():
-            if path not in lazy.rows:
-                yield _stat_row(path, had)
 
     @property
     def saved_token(self) -> int | None:
@@ -374,31 +206,6 @@ class Scanner:
                     self._fill(path, entry)
         return entry
 
-    def _peeked_entry(self, path: str) -> FileEntry | None:
-        """The entry of a path of a packed folder made from its scan_files_v1 row, the folder left packed; None
-        when the folder is not packed or the table may hold other rows than its pack (another process wrote
-        it since this scanner loaded it: its change counter moved), or the row is not one (then unpacked).
-
-        The pack holds the table's rows as they were at ``token`` and a change to any of its paths unpacks
-        it first, so while the counter has not moved the row is the pack's."""
-        folder = folder_of(path)
-        if folder not in self._packed:
-            return None
-        peeked = self._peeked.get(folder)
-        found = peeked.get(path) if peeked is not None else None
-        if found is not None:
-            return found
-        try:
-            if self.token is None or _token(self.state) != self.token:
-                return None
-            row = self.state.conn.execute(f"{_ROWS_SQL} WHERE path = ?", (path,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None or not _a_row(row):
-            return None
-        entry = self._peeked.setdefault(folder, {})[path] = _made(tuple(row))
-        return entry
-
     def _fill(self, path: str, entry: FileEntry) -> None:
         try:
             row = self.state.conn.execute(
@@ -406,7 +213,7 @@ class Scanner:
             ).fetchone()
         except sqlite3.Error:  # the cache was dropped or damaged since it was loaded: the file itself
             row = None
-        meta = _cached_meta(row[1]) if row is not None and row[0] == entry.sha256 else None
+        meta = cached_frontmatter(row[1]) if row is not None and row[0] == entry.sha256 else None
         if meta is not None:
             body_line = row[2] or 0
         else:  # another process cached a newer version since: the file itself, if it still has this content
@@ -429,7 +236,7 @@ class Scanner:
             # (a packed folder's rows are all written: no text held, and nothing to unpack it for)
             entry = None if folder_of(path) in self._packed else self._get(path)
             if entry is not None and entry.meta_text is not None and entry.sha256 == record.sha256:
-                found = _cached_meta(entry.meta_text)  # (its row is not written yet)
+                found = cached_frontmatter(entry.meta_text)  # (its row is not written yet)
                 if found is not None:
                     return found
             try:
@@ -439,7 +246,7 @@ class Scanner:
                 ).fetchone()
             except sqlite3.Error:  # dropped or damaged: the file itself
                 row = None
-            meta = _cached_meta(row[0]) if row is not None else None
+            meta = cached_frontmatter(row[0]) if row is not None else None
             if meta is None:
                 loaded = load_file(self.root, self.max_file_bytes, path, (0, 0), None, self.profiles.for_path(path))
                 fresh = loaded.entry if loaded is not None else None
@@ -465,7 +272,7 @@ class Scanner:
                 for path, sha, meta, body_line in rows:
                     entry = files.get(path)
                     if entry is not None and not entry.filled and entry.sha256 == sha:
-                        parsed = _cached_meta(meta)
+                        parsed = cached_frontmatter(meta)
                         if parsed is not None:  # else read from the file below
                             entry.meta, entry.body_line = parsed, body_line or 0
                             entry.rebuild(path)
@@ -580,23 +387,23 @@ class Scanner:
                 self.fill_all()
             with self.state.transaction() as conn:
                 if not self.state.table_exists("scan_files_v1"):
-                    conn.execute(_CACHE_SCHEMA)
-                    conn.execute(_CACHE_INDEX)
+                    conn.execute(FILES_SCHEMA)
+                    conn.execute(FILES_INDEX)
                     self._unsaved |= self.files.keys()
-                token = _token(self.state)
+                token = read_token(self.state)
                 saved = [(path, entry) for path in self._unsaved if (entry := self._get(path)) is not None]
                 conn.executemany(
                     "INSERT OR REPLACE INTO scan_files_v1 "
                     "(path, size, mtime_ns, sha256, meta, body_line, problem_code, problem) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (_cache_row(path, entry) for path, entry in saved if entry.filled),
+                    (files_row(path, entry) for path, entry in saved if entry.filled),
                 )
                 conn.executemany(  # the same content with a new stat: the row keeps its frontmatter
                     "UPDATE scan_files_v1 SET size = ?, mtime_ns = ? WHERE path = ? AND sha256 = ?",
                     [(*entry.stat, path, entry.sha256) for path, entry in saved if not entry.filled],
                 )
                 conn.executemany("DELETE FROM scan_files_v1 WHERE path = ?", [(p,) for p in self._unremoved])
-                self.state.set_meta(_TOKEN, str(token + 1))
+                self.state.set_meta(TOKEN_KEY, str(token + 1))
                 # the packs, when the table held exactly `files` before this write (else left aside until then)
                 members = self._write_packs(conn, token, token + 1) if token == self.token and self._walks else None
         except (sqlite3.Error, Contention):
@@ -631,26 +438,6 @@ class Scanner:
         return body_of(data)
 
 
-class _Known(Mapping[str, Stat]):
-    """A scanner's path -> stat while folders are packed: a folder is unpacked when a path in it is looked up."""
-
-    def __init__(self, scanner: Scanner) -> None:
-        self._scanner = scanner
-
-    def __getitem__(self, path: str) -> Stat:
-        scanner = self._scanner
-        if scanner._packed:
-            scanner._unpack_of(path)
-        return scanner._stats[path]
-
-    def __iter__(self) -> Iterator[str]:
-        self._scanner._unpack_all()
-        return iter(self._scanner._stats)
-
-    def __len__(self) -> int:
-        return len(self._scanner._stats) + sum(pack[2] for pack in self._scanner._packed.values())
-
-
 def _flat_delta(listing: dict[str, Stat], forced: set[str], known: Mapping[str, Stat]) -> ScanDelta:
     if listing == known and not forced:  # the usual case, settled by one comparison in C
         return ScanDelta({}, [])
@@ -675,169 +462,3 @@ class _Filled(Mapping[str, FileEntry]):
 
     def __len__(self) -> int:
         return self._scanner.file_count()
-
-
-# the columns of a scan_files_v1 row as an entry is made from it (``_made``; a pack holds the same)
-_ROWS_SQL = "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1"
-
-
-def _a_row(row: tuple[Any, ...]) -> bool:
-    """Whether a scan_files_v1 row has the types ``_made`` takes (as ``_unpacked`` checks a pack's)."""
-    return (
-        len(row) == 6
-        and type(row[0]) is str
-        and type(row[1]) is int
-        and type(row[2]) is int
-        and (row[3] is None or type(row[3]) is str)
-        and (row[4] is None or type(row[4]) is str)
-    )
-
-
-def _made(row: tuple[Any, ...]) -> FileEntry:
-    """The entry of one scan_files_v1 row (path, size, mtime_ns, sha256, problem_code, problem)."""
-    path, size, mtime_ns, sha, problem_code, problem = row
-    if problem_code or sha is None:  # nothing to parse: complete now
-        entry = FileEntry((size, mtime_ns), sha, None, 0, FileProblem(problem_code, problem) if problem_code else None)
-        entry.rebuild(path)
-        return entry
-    return FileEntry((size, mtime_ns), sha)  # filled from the row's frontmatter when its record is needed
-
-
-class _Lazy:
-    """A scanner's entries while they are the cache's rows: each made on first use, all by ``whole``.
-
-    ``whole`` gives the dict the rows would have made one by one and then been changed into: a
-    row's path keeps its place, a path set anew (or again after it was removed) comes after them all.
-    """
-
-    __slots__ = ("added", "made", "rows")
-
-    def __init__(self, rows: dict[str, tuple[Any, ...]]) -> None:
-        self.rows = rows  # path -> its row, for the paths still known from the cache
-        self.made: dict[str, FileEntry] = {}  # entries made or set, of rows' paths and of new ones
-        self.added = 0  # paths in made and not in rows
-
-    def __len__(self) -> int:
-        return len(self.rows) + self.added
-
-    def get(self, path: str) -> FileEntry | None:
-        entry = self.made.get(path)
-        if entry is None:
-            row = self.rows.get(path)
-            if row is not None:
-                entry = self.made[path] = _made(row)
-        return entry
-
-    def has(self, path: str) -> bool:
-        return path in self.rows or path in self.made
-
-    def set(self, path: str, entry: FileEntry) -> None:
-        if path not in self.rows and path not in self.made:
-            self.added += 1
-        self.made[path] = entry
-
-    def pop(self, path: str) -> FileEntry | None:
-        entry = self.get(path)
-        if entry is not None:
-            if self.rows.pop(path, None) is None:
-                self.added -= 1
-            del self.made[path]
-        return entry
-
-    def whole(self, in_table_order: bool = False) -> dict[str, FileEntry]:
-        made = self.made
-        rows = sorted(self.rows.items()) if in_table_order else self.rows.items()
-        out = {path: made.pop(path) if path in made else _made(row) for path, row in rows}
-        out.update(made)  # the paths set anew, in the order they were set
-        self.rows, self.made, self.added = {}, {}, 0
-        return out
-
-
-_TOKEN = "scan_token"  # knowtk_meta key: bumped by every write to scan_files_v1
-_FOLDERS_TOKEN = "scan_folders_token"  # knowtk_meta key: the scan_token scan_folders_v1 holds the rows of
-
-# a folder's pack: digest of its {name: (size, mtime_ns)}, 1 when that digest is of the names sorted (else of
-# the order the last walk listed them in), how many rows, the rows (scan_files_v1's, but the frontmatter:
-# marshal), kept as loaded until a path in the folder is needed
-_Pack = tuple[bytes, int, int, bytes]
-
-_FOLDERS_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS scan_folders_v1 (folder TEXT PRIMARY KEY, digest BLOB NOT NULL, "
-    "sorted INTEGER NOT NULL, count INTEGER NOT NULL, crc INTEGER NOT NULL, rows BLOB NOT NULL)"
-)
-
-
-def _digest(names: dict[str, Stat]) -> bytes:
-    """A folder's digest: marshal's version 2 writes the same bytes for the same names and stats in the same order
-    (no references, no interning marks)."""
-    return hashlib.blake2b(marshal.dumps(names, 2), digest_size=16).digest()
-
-
-def _unpacked(folder: str, pack: _Pack) -> list[tuple[Any, ...]] | None:
-    """A pack's rows, or None when they are not rows of this folder (damaged)."""
-    try:
-        rows = marshal.loads(pack[3])
-    except (ValueError, EOFError, TypeError):
-        return None
-    if type(rows) is not list or len(rows) != pack[2]:
-        return None
-    if not rows:
-        return rows
-    # each row a 6-tuple (path, size, mtime_ns, ...) of a path in this folder, checked column by column in C
-    if set(map(type, rows)) != {tuple} or set(map(len, rows)) != {6}:
-        return None
-    paths, sizes, mtimes = list(zip(*rows, strict=True))[:3]
-    if set(map(type, paths)) != {str} or not {*map(type, sizes), *map(type, mtimes)} <= {int}:
-        return None
-    # folder_of(path) == folder: the last '/' before a path's last character ends the folder's prefix
-    lasts = map(str.rfind, paths, repeat("/"), repeat(0), map(sub, map(len, paths), repeat(1)))
-    if set(lasts) != {len(folder) - 1} or set(map(itemgetter(slice(0, len(folder))), paths)) != {folder}:
-        return None
-    return rows
-
-
-def _stat_row(path: str, entry: FileEntry) -> tuple[Any, ...]:
-    """The row ``_load_cache`` reads of a path (path, size, mtime_ns, sha256, problem_code, problem)."""
-    problem = entry.problem
-    return (
-        path,
-        entry.stat[0],
-        entry.stat[1],
-        entry.sha256,
-        *((problem.code, problem.message) if problem else (None, None)),
-    )
-
-
-def _token(state: StateDB) -> int:
-    value = state.meta(_TOKEN)
-    return int(value) if value and value.isdigit() else 0
-
-
-_CACHE_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS scan_files_v1 (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
-    "mtime_ns INTEGER NOT NULL, sha256 TEXT, meta TEXT, body_line INTEGER, problem_code TEXT, problem TEXT)"
-)
-
-
-# what a new process reads of every row (not the frontmatter): read from this index, not the wide rows
-_CACHE_INDEX = (
-    "CREATE INDEX IF NOT EXISTS scan_files_v1_stat ON scan_files_v1 "
-    "(path, size, mtime_ns, sha256, problem_code, problem)"
-)
-
-
-def _cached_meta(text: str | None) -> dict[str, Any] | None:
-    """A row's frontmatter, or None when it cannot be taken (absent, or damaged: the file is read instead)."""
-    if text is None:
-        return None
-    try:
-        meta = json.loads(text)
-    except ValueError:
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def _cache_row(path: str, entry: FileEntry) -> tuple[Any, ...]:
-    """The row of scan_files_v1: ``_stat_row``'s columns with the frontmatter and body line between."""
-    stat = _stat_row(path, entry)
-    return (*stat[:4], entry.meta_json(), entry.body_line, *stat[4:])

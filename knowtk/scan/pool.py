@@ -34,7 +34,7 @@ def give_back_memory() -> None:
     The texts a cold build holds until they are written (a frontmatter's JSON, an image's parts) are
     larger than Python's small-object allocator takes, so freeing them leaves free pages in the C heap,
     still counted in the process's memory while the build's next phase takes new ones: at 1M records,
-    some 300 MB of the peak (issue 20). ``malloc_trim`` gives them back (a few ms).
+    some 300 MB of the peak. ``malloc_trim`` gives them back (a few ms).
     """
     if not sys.platform.startswith("linux"):
         return

@@ -38,7 +38,7 @@ from knowtk.snapshot.model import (
     is_expired,
     normalize_name,
 )
-from knowtk.snapshot.overlay import Former, GroupedBuilder, Overlaid
+from knowtk.snapshot.overlay import GroupedBuilder, Overlaid, StaleRecord
 from knowtk.snapshot.safeguards import Safeguards
 
 __all__ = ["build_snapshot"]
@@ -165,14 +165,14 @@ class _Build:
                 else:
                     del folders[above]
 
-    def _identity(self, ids: set[str]) -> tuple[dict[str, Record | Former | None], set[str]]:
+    def _identity(self, ids: set[str]) -> tuple[dict[str, Record | StaleRecord | None], set[str]]:
         """An id claimed by one file is a record; by several, none of them is.
 
         Returns the records that changed (id -> the record before, or None) and the ids that
         became or stopped being a record or a duplicate (their dependents must be re-checked).
         """
         ix, files, records, excluded = self.ix, self.files, self.records, self.excluded
-        before: dict[str, Record | Former | None] = {}
+        before: dict[str, Record | StaleRecord | None] = {}
         membership: set[str] = set()
         for rid in sorted(ids):
             claimants = self.claims.get(rid, [])
@@ -199,7 +199,7 @@ class _Build:
                 membership.add(rid)
         return before, membership
 
-    def _records(self, before: dict[str, Record | Former | None]) -> None:
+    def _records(self, before: dict[str, Record | StaleRecord | None]) -> None:
         """Lifecycle after the safeguards, names, references and expiry of the records that changed."""
         ix, records, names, referrers = self.ix, self.records, self.names, self.referrers
         reloaded = self.safeguards.observe([records[rid] for rid in before if rid in records], self.now)
@@ -237,7 +237,7 @@ class _Build:
             for ref in r.references:
                 referrers.add(ref, rid)
 
-    def _dependencies(self, before: dict[str, Record | Former | None], membership: set[str]) -> None:
+    def _dependencies(self, before: dict[str, Record | StaleRecord | None], membership: set[str]) -> None:
         """Withdrawn, or a dependency missing: for the changed records and those that name a changed id."""
         ix, records = self.ix, self.records
         recheck = {rid for rid in before if rid in records}
@@ -266,7 +266,7 @@ class _Build:
             else:
                 ix.dep_issues.pop(rid, None)
 
-    def _derive(self, before: dict[str, Record | Former | None], config: StoreConfig, generation: int) -> Snapshot:
+    def _derive(self, before: dict[str, Record | StaleRecord | None], config: StoreConfig, generation: int) -> Snapshot:
         """What follows from the small sets (expiring, unavailable, superseded), recomputed whole."""
         ix, now, prev = self.ix, self.now, self.prev
         ix.referrers = self.referrers.finish()
@@ -491,9 +491,9 @@ def _cycle_issues(cycle: list[str], records: Mapping[str, Record]) -> list[Issue
     return [Issue(records[rid].path, rid, "supersession_cycle", message) for rid in cycle]
 
 
-def _name_keys(r: Record | Former) -> set[str]:
+def _name_keys(r: Record | StaleRecord) -> set[str]:
     """The normalised title and aliases a record is found under."""
-    if isinstance(r, Former):
+    if isinstance(r, StaleRecord):
         return set(r.name_keys)
     # (a name already in normal form is the title's own string: one object, not two, per such record)
     return {t if key == t else key for t in (r.title, *r.aliases) if t and (key := normalize_name(t))}

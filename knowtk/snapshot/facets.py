@@ -7,7 +7,7 @@ record of a stored snapshot to read four values cost a new process's first filte
 
 - a snapshot whose records are all built (``RecordFacets``) reads them from the records;
 - a stored snapshot (``FacetColumns``) from the image part ``record_facets``
-  (knowtk.snapshot.persist): per facet its vocabulary and a column of indexes into it, aligned
+  (knowtk.snapshot.image_write): per facet its vocabulary and a column of indexes into it, aligned
   with the stored ids and packed as a little-endian array (a record's tags: their indexes one
   after the other, and where each record's end), and the facets of the records a patch of the
   image set or removed kept over them by id;

@@ -108,7 +108,7 @@ class Snapshot:
     # (None: this is a full build); lets projections update only those
     changed_ids: frozenset[str] | None = None
     previous_generation: int | None = None
-    image_key: str | None = None  # the snapshot image in state.sqlite this one is (knowtk.snapshot.persist), if any
+    image_key: str | None = None  # the snapshot image in state.sqlite this one is (knowtk.snapshot.stored), if any
     _index: SnapshotIndex | None = field(default=None, init=False, repr=False)
 
     @property
@@ -133,7 +133,7 @@ class Snapshot:
         """id -> the record's file hash, or None; a stored snapshot's knows it without building the record."""
         records = self.records
         if not isinstance(records, dict):
-            return records.sha256_of  # StoredRecords (knowtk.snapshot.persist)
+            return records.sha256_of  # StoredRecords (knowtk.snapshot.stored)
 
         def sha256_of(rid: str) -> str | None:
             r = records.get(rid)
@@ -146,7 +146,7 @@ class Snapshot:
         records = self.records
         if isinstance(records, dict):
             return RecordFacets(records)
-        found: Facets = records.facets()  # StoredRecords, or Layered over them (knowtk.snapshot.persist, overlay)
+        found: Facets = records.facets()  # StoredRecords, or Layered over them (knowtk.snapshot.stored, overlay)
         return found
 
     @cached_property

@@ -1,7 +1,7 @@
 """The maps a build shares with the snapshot before it: changes kept over an unchanged base.
 
 ``Layered`` holds the records over a stored snapshot's, ``Grouped`` a key -> sorted ids map over the
-previous one (``GroupedBuilder`` makes the next), and ``Former`` what is left of a record whose file changed.
+previous one (``GroupedBuilder`` makes the next), and ``StaleRecord`` what is left of a record whose file changed.
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ __all__ = [
     "UNKNOWN",
     "Changes",
     "Deferred",
-    "Former",
     "Grouped",
     "GroupedBuilder",
     "Layered",
     "Lazy",
     "Overlaid",
+    "StaleRecord",
     "changes_over",
 ]
 
 
-class Former:
+class StaleRecord:
     """What a build needs of a record whose file has changed since a stored snapshot was written
     (its content is gone): the names and references to take back; with ``find``, each found when first
     read (``find("names")``, ``find("references")``: a pass over that stored map, which a build that
@@ -66,21 +66,21 @@ class Former:
         return found
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Former):
+        if not isinstance(other, StaleRecord):
             return NotImplemented
         return (self.id, self.name_keys, self.references) == (other.id, other.name_keys, other.references)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Former({self.id!r})"
+        return f"StaleRecord({self.id!r})"
 
 
 class Layered(Mapping[str, Record]):
     """The records of a snapshot built on a stored one: this build's changes over the stored records.
 
     Copying the stored mapping into a dict would load and validate every record; a build
-    changes few of them. ``base`` is the stored records (``knowtk.snapshot.persist.StoredRecords``),
+    changes few of them. ``base`` is the stored records (``knowtk.snapshot.stored.StoredRecords``),
     ``top`` what changed since (set or replaced), ``gone`` the base ids removed since.
     """
 
@@ -133,13 +133,13 @@ class Layered(Mapping[str, Record]):
         """A copy for the next build (the base is shared: it never changes)."""
         return Layered(self.base, dict(self.top), set(self.gone))
 
-    def previous(self, rid: str) -> Record | Former | None:
+    def previous(self, rid: str) -> Record | StaleRecord | None:
         """The record as the snapshot had it, or what a build needs of it when its file has changed since."""
         if rid in self.top:
             return self.top[rid]
         if rid in self.gone:
             return None
-        found: Record | Former | None = self.base.previous(rid)
+        found: Record | StaleRecord | None = self.base.previous(rid)
         return found
 
     def facets(self) -> Facets:
@@ -182,7 +182,7 @@ class Lazy(Mapping[str, _LV]):
 
     ``probe(key)`` answers one key from what is parsed already (the value, ``ABSENT``, or ``UNKNOWN``):
     an update reads the old values at the keys it changes, not the table (a stored snapshot's probes:
-    ``knowtk.snapshot.persist``). A pass over every key, or a key the probe cannot tell, loads it.
+    ``knowtk.snapshot.stored``). A pass over every key, or a key the probe cannot tell, loads it.
     """
 
     __slots__ = ("_load", "_probe", "_value", "source")

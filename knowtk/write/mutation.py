@@ -34,7 +34,7 @@ from knowtk.write import journal
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
 from knowtk.write.files import WriteLock, check_writable, current, publish, sha256_of
 from knowtk.write.plan import Plan, make_plan
-from knowtk.write.validate import judge
+from knowtk.write.validate import snapshot_after_change
 
 __all__ = ["STEP_HOOK", "Planner", "mutate", "preview", "recover", "set_step_hook"]
 
@@ -79,15 +79,15 @@ def _judged(engine: Engine, args: dict[str, Any], planner: Planner) -> tuple[Pla
     changed = {c.path: c.after for c in plan.changes if c.before != c.after}
     if (not changed and not plan.lift) or not plan.judge:
         return plan, receipt
-    after = judge(
+    after = snapshot_after_change(
         snap,
         engine.scanner.parsed,
         engine.config,
         engine.safeguards,
         changed,
-        add_w=plan.add_w,
-        add_g=plan.add_g,
-        lift={rid for rid, _ in plan.lift},
+        new_withdrawals=plan.new_withdrawals,
+        new_guards=plan.new_guards,
+        lifted={rid for rid, _ in plan.lift},
         now=now,
     )
     if plan.check_chain is not None:
@@ -147,7 +147,7 @@ def preview(engine: Engine, args: dict[str, Any], *, planner: Planner = make_pla
     return {
         "operation": plan.operation,
         "records": records,
-        "safeguards": sorted({*plan.add_w, *plan.add_g}),
+        "safeguards": sorted({*plan.new_withdrawals, *plan.new_guards}),
         "lifts": [rid for rid, _ in plan.lift],
         "changes": any(c.before != c.after for c in plan.changes) or bool(plan.lift),
     }
@@ -217,9 +217,10 @@ def _payload(plan: Plan, receipt: dict[str, Any]) -> dict[str, Any]:
         "files": [
             {"path": c.path, "full": c.full, "before": _b64(c.before), "after": _b64(c.after)} for c in plan.changes
         ],
-        "add_w": plan.add_w,
-        "add_g": plan.add_g,
-        "previous_g": plan.previous_g,
+        # (the intent's keys: an intent a crash left is read back by them)
+        "add_w": plan.new_withdrawals,
+        "add_g": plan.new_guards,
+        "previous_g": plan.replaced_guards,
         "lift": [[rid, list(what)] for rid, what in plan.lift],
     }
 
@@ -235,10 +236,10 @@ def _sha(data: bytes | None) -> str | None:
 def _forward(engine: Engine, payload: dict[str, Any], *, live: bool) -> None:
     """Steps 5 to 8 (each one safe to do again after a crash)."""
     receipt, safeguards = payload["receipt"], engine.safeguards
-    add_w = {k: tuple(v) for k, v in payload["add_w"].items()}
-    add_g = {k: tuple(v) for k, v in payload["add_g"].items()}
-    if add_w or add_g:
-        safeguards.record(add_w, add_g)
+    withdrawals = {k: tuple(v) for k, v in payload["add_w"].items()}
+    guards = {k: tuple(v) for k, v in payload["add_g"].items()}
+    if withdrawals or guards:
+        safeguards.record(withdrawals, guards)
         _step("safeguards")
     for n, (path, full, before, after) in enumerate(_files(payload)):
         if before == after:

@@ -49,9 +49,9 @@ class Change:
 class Plan:
     operation: str
     changes: list[Change] = field(default_factory=list)
-    add_w: JournalEntries = field(default_factory=dict)  # withdrawals recorded before the files change
-    add_g: JournalEntries = field(default_factory=dict)  # supersession guards recorded before the files change
-    previous_g: dict[str, Any] = field(default_factory=dict)  # guards the new ones replace (restored by a rollback)
+    new_withdrawals: JournalEntries = field(default_factory=dict)  # recorded before the files change
+    new_guards: JournalEntries = field(default_factory=dict)  # supersession guards recorded before the files change
+    replaced_guards: dict[str, Any] = field(default_factory=dict)  # guards the new ones replace (a rollback's)
     lift: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (id, "w"/"g") lifted by reinstate
     check_chain: str | None = None  # a superseded id whose chain must reach an active record
     judge: bool = True  # False: the store after the change is not judged (an undo puts back bytes it had)
@@ -205,8 +205,8 @@ def _supersede(ctx: _Context, plan: Plan) -> None:
     change.after = splice(change.before, {"status": "superseded", "superseded_by": by})
     plan.changes.insert(0, change)
     rev = change.revision_before or 1
-    plan.add_g[rid] = (rev, by, change.path, ctx.at)
-    plan.previous_g[rid] = ctx.engine.safeguards.entries(rid)[1]
+    plan.new_guards[rid] = (rev, by, change.path, ctx.at)
+    plan.replaced_guards[rid] = ctx.engine.safeguards.entries(rid)[1]
     plan.check_chain = rid
 
 
@@ -219,7 +219,7 @@ def _withdraw(ctx: _Context, plan: Plan) -> None:
     assert change.before is not None
     change.after = splice(change.before, {"status": "withdrawn"})
     plan.changes.append(change)
-    plan.add_w[rid] = (change.revision_before or 1, None, change.path, ctx.at)
+    plan.new_withdrawals[rid] = (change.revision_before or 1, None, change.path, ctx.at)
 
 
 def _reinstate(ctx: _Context, plan: Plan) -> None:

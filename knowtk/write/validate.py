@@ -23,7 +23,7 @@ from knowtk.snapshot.safeguards import Safeguards
 from knowtk.state import JournalEntries
 from knowtk.write.files import sha256_of
 
-__all__ = ["entry_for", "judge"]
+__all__ = ["entry_for", "snapshot_after_change"]
 
 _FIELD_CODES = {
     "kind_invalid": "kind",
@@ -42,22 +42,24 @@ _FIELD_CODES = {
 _LEADING_NAME = re.compile(r"^(?:fields\.)?([a-z_]+)\b")
 
 
-class _Planned(Safeguards):
+class _PlannedSafeguards(Safeguards):
     """The safeguards as the mutation would leave them; recording nothing (a dry run)."""
 
-    def __init__(self, real: Safeguards, add_w: JournalEntries, add_g: JournalEntries, lift: set[str]) -> None:
-        self.withdrawn = {k: v for k, v in real.withdrawn.items() if k not in lift}
-        self.superseded = {k: v for k, v in real.superseded.items() if k not in lift}
-        for rid, e in add_w.items():
-            self.withdrawn.setdefault(rid, e[0])
-        for rid, e in add_g.items():
-            self.superseded[rid] = (e[0], e[1])
+    def __init__(
+        self, real: Safeguards, new_withdrawals: JournalEntries, new_guards: JournalEntries, lifted: set[str]
+    ) -> None:
+        self.withdrawn = {k: v for k, v in real.withdrawn.items() if k not in lifted}
+        self.superseded = {k: v for k, v in real.superseded.items() if k not in lifted}
+        for rid, entry in new_withdrawals.items():
+            self.withdrawn.setdefault(rid, entry[0])
+        for rid, entry in new_guards.items():
+            self.superseded[rid] = (entry[0], entry[1])
 
     def observe(self, records: object, now: datetime) -> set[str]:
         return set()
 
 
-class _Over(Mapping[str, FileEntry]):
+class _EntriesWithChanges(Mapping[str, FileEntry]):
     """The scanner's entries with the mutation's files put over them."""
 
     def __init__(self, base: Mapping[str, FileEntry], top: dict[str, FileEntry | None]) -> None:
@@ -90,25 +92,25 @@ def entry_for(path: str, sha256: str, data: bytes) -> FileEntry:
     return entry
 
 
-def judge(
+def snapshot_after_change(
     snap: Snapshot,
     files: Mapping[str, FileEntry],
     config: StoreConfig,
     safeguards: Safeguards,
     changed: dict[str, bytes | None],
     *,
-    add_w: JournalEntries,
-    add_g: JournalEntries,
-    lift: set[str],
+    new_withdrawals: JournalEntries,
+    new_guards: JournalEntries,
+    lifted: set[str],
     now: datetime,
 ) -> Snapshot:
     """The snapshot after the change; InvalidArgument when it has an issue the store has not now."""
     top: dict[str, FileEntry | None] = {}
     for path, data in changed.items():
         top[path] = None if data is None else entry_for(path, sha256_of(data), data)
-    planned = _Planned(safeguards, add_w, add_g, lift)
+    planned = _PlannedSafeguards(safeguards, new_withdrawals, new_guards, lifted)
     after = build_snapshot(
-        _Over(files, top),
+        _EntriesWithChanges(files, top),
         config,
         planned,
         generation=snap.generation,
@@ -116,8 +118,8 @@ def judge(
         previous=snap,
         touched=list(changed),
     )
-    before = {_key(i) for i in snap.issues}
-    new = [i for i in after.issues if _key(i) not in before]
+    before = {_issue_key(i) for i in snap.issues}
+    new = [i for i in after.issues if _issue_key(i) not in before]
     if new:
         raise InvalidArgument(
             _field_of(new[0], after), f"the change would make the store inconsistent: {new[0].message}"
@@ -125,11 +127,11 @@ def judge(
     return after
 
 
-def _key(issue: Issue) -> tuple[str | None, str | None, str]:
+def _issue_key(issue: Issue) -> tuple[str | None, str | None, str]:
     return (issue.path, issue.id, issue.code)
 
 
-_NEEDS = re.compile(r" needs '([^']+)'")
+_NEEDED_REFERENCE = re.compile(r" needs '([^']+)'")
 _REFERENCE_FIELDS = ("depends_on", "entities", "owner", "source", "from", "to")
 
 
@@ -140,11 +142,11 @@ def _field_of(issue: Issue, after: Snapshot) -> str:
         name = match.group(1) if match and issue.code in ("field_invalid", "date_invalid") else None
     if name is None and issue.code.startswith("dependency"):
         name = "depends_on"
-        needs = _NEEDS.search(issue.message)
-        r = after.records.get(issue.id or "")
-        if needs and r is not None:
+        needs = _NEEDED_REFERENCE.search(issue.message)
+        record = after.records.get(issue.id or "")
+        if needs and record is not None:
             for field in _REFERENCE_FIELDS:
-                value = r.frontmatter.get(field)
+                value = record.frontmatter.get(field)
                 if value == needs.group(1) or (isinstance(value, list) and needs.group(1) in value):
                     name = field
                     break
