@@ -453,8 +453,8 @@ class StateDB:
         return self.conn.in_transaction and self.writes == self.writes_at_begin
 
     def side_reader(self) -> sqlite3.Connection:
-        """A second connection, for reads a query runs beside its own (``knowtk.index.fts.Aside``); opened on
-        first use, used under ``side_lock``, never written through."""
+        """A second connection, for reads a query runs beside its own (``knowtk.index.parallel_read.ParallelRead``);
+        opened on first use, used under ``side_lock``, never written through."""
         if self._side is None:
             side = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             side.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

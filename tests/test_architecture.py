@@ -1,4 +1,4 @@
-"""The package's shape, as CONTRIBUTING.md states it: short functions, no cycles, no private reads.
+"""The package's shape, as CONTRIBUTING.md states it: short modules and functions, no cycles, no private reads.
 
 The layers themselves are an import-linter contract in pyproject.toml (``lint-imports``, run by
 ``scripts/check``); this file checks what that contract cannot: cycles inside one layer, including
@@ -16,6 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "knowtk"
 MAX_FUNCTION_LINES = 100
+MAX_MODULE_LINES = 800
 # Underscore names that belong to another library's protocol, not to a knowtk module.
 FOREIGN_PROTOCOL = {"_repr_mimebundle_", "_repr_html_", "_asdict", "_replace", "_fields", "_make", "_exit", "_getframe"}
 
@@ -99,6 +100,18 @@ def long_functions() -> Iterator[str]:
 
 def test_no_function_is_over_100_lines() -> None:
     assert list(long_functions()) == []
+
+
+def long_modules() -> Iterator[str]:
+    for name, path, _ in modules():
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_MODULE_LINES:
+            yield f"{name}: {lines} lines"
+
+
+def test_no_module_is_over_800_lines() -> None:
+    offenders = list(long_modules())
+    assert offenders == [], f"modules over {MAX_MODULE_LINES} lines, to split into modules of one job: {offenders}"
 
 
 def own_private_names(tree: ast.Module) -> set[str]:

@@ -181,7 +181,7 @@ def test_attribution_and_origin(builder: StoreBuilder) -> None:
 
 def _spans_by_character(highlighted: str, original: str) -> list[tuple[int, int]] | None:
     """The reference: highlight() output read one character at a time (what ``spans`` did before issue 20)."""
-    from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+    from knowtk.index.fts_tables import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
 
     out, plain, start, pos = [], [], None, 0
     for ch in highlighted:
@@ -200,8 +200,8 @@ def test_spans_reads_only_the_marks_and_agrees_with_a_character_walk() -> None:
     """Marks paired, nested, unclosed, a close mark alone (text), marks in the original, astral characters."""
     import random
 
-    from knowtk.index.fts import HIGHLIGHT_CLOSE as C
-    from knowtk.index.fts import HIGHLIGHT_OPEN as O
+    from knowtk.index.fts_tables import HIGHLIGHT_CLOSE as C
+    from knowtk.index.fts_tables import HIGHLIGHT_OPEN as O
     from knowtk.query.citations import spans
 
     cases = [

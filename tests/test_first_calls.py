@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from knowtk.index import bm25, fts
-from knowtk.index.fts import QueryTerms
+from knowtk.index import among as among_module
+from knowtk.index import bm25, filtered, fts, matching, parallel_read
+from knowtk.index.fts_tables import QueryTerms
+from knowtk.index.matching import Matches
 from tests.helpers import StoreBuilder
 from tests.test_kept_counts import _build
 
@@ -40,9 +42,9 @@ def test_matching_in_one_pass_is_the_seeks_answer(
     for words in (("the",), ("the", "alpha"), ("alpha", "river", "cafe"), ("the", "absent")):
         terms = QueryTerms(words, mode)
         for asked in asked_sets:
-            monkeypatch.setattr(fts, "SCAN_FROM_ROWS", 10**9)
+            monkeypatch.setattr(matching, "SCAN_FROM_ROWS", 10**9)
             sought = main.matching(terms, asked)
-            monkeypatch.setattr(fts, "SCAN_FROM_ROWS", 1)
+            monkeypatch.setattr(matching, "SCAN_FROM_ROWS", 1)
             assert main.matching(terms, asked) == sought
             assert main.matching(terms, iter(asked)) == sought
     assert main.matching(QueryTerms(("the",), "all"), rowids)  # the test asked something that matches
@@ -65,7 +67,8 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
     """In mode ``all`` over a filter, the allowed rows holding a common word are counted only where the IDF needs
     them: a lower bound (the allowed rows less the table's rows without the word) past half of the allowed rows
     floors it whatever the count. Bit for bit the answers of counting them, and of counting every row as before."""
-    from knowtk.index.fts import Among, FtsProjection
+    from knowtk.index.among import Among
+    from knowtk.index.fts import FtsProjection
     from tests.test_ranking_ties import _asked, _common_store, _random_filters
 
     _common_store(builder)
@@ -103,7 +106,6 @@ def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
     """A filter's rows that are no range are looked up by SQLite (``json_each``) or, where the rows an expression
     matches are fewer than a few times them, read whole and looked up here (``Among.looked_up_here``): counts,
     matches and scores bit for bit the same, both ways taken."""
-    from knowtk.index.fts import FtsProjection
     from tests.test_ranking_ties import _asked, _common_store, _random_filters
 
     _common_store(builder)
@@ -117,19 +119,19 @@ def test_rows_looked_up_here_or_by_sqlite_give_the_same_answers(
         for f in _random_filters(rng, 4)
     ]
     read_here: list[str] = []
-    rowids_matching = FtsProjection.rowids_matching
+    rowids_matching = Matches.rowids_matching
 
-    def spy(self: FtsProjection, expression: str, **conn: Any) -> list[int]:
+    def spy(self: Matches, expression: str, **conn: Any) -> list[int]:
         read_here.append(expression)
         return rowids_matching(self, expression, **conn)
 
-    monkeypatch.setattr(FtsProjection, "rowids_matching", spy)
-    monkeypatch.setattr(fts, "RUNS_AT_MOST", 0)  # (a filter's rows as an array: no ranges, no rows besides)
-    monkeypatch.setattr(fts, "EXTRA_AT_MOST", -1)
-    monkeypatch.setattr(fts, "LOOKUP_RATIO", 0)  # never here
+    monkeypatch.setattr(Matches, "rowids_matching", spy)
+    monkeypatch.setattr(among_module, "RUNS_AT_MOST", 0)  # (a filter's rows as an array: no ranges, no rows besides)
+    monkeypatch.setattr(among_module, "EXTRA_AT_MOST", -1)
+    monkeypatch.setattr(among_module, "LOOKUP_RATIO", 0)  # never here
     by_sqlite = _asked(builder, calls)
     assert not read_here
-    monkeypatch.setattr(fts, "LOOKUP_RATIO", 10**9)  # here wherever the matching rows are known
+    monkeypatch.setattr(among_module, "LOOKUP_RATIO", 10**9)  # here wherever the matching rows are known
     here = _asked(builder, calls)
     assert len(read_here) > len(calls) // 4
     assert here == by_sqlite
@@ -174,12 +176,9 @@ def test_allowed_rows_found_in_one_pass_or_looked_up_are_the_same(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A filter's rows: one pass over the projection's ids (a wide filter) or a lookup of each selected id."""
-    import importlib
-
     from knowtk.query.common import RecordFilter
     from tests.test_ranking_ties import _common_store, _random_filters
 
-    grep = importlib.import_module("knowtk.query.grep")  # (the package exports the function grep under that name)
     _common_store(builder)
     store = builder.open()
     snap = store.snapshot()
@@ -189,10 +188,10 @@ def test_allowed_rows_found_in_one_pass_or_looked_up_are_the_same(
     for args in [*filters, {"scope": "w"}, {"kind": "page"}, {"tag": "a"}]:
         flt = RecordFilter.from_args(snap, {k: (v,) if k in ("kind", "tag", "type") else v for k, v in args.items()})
         for proj in (index.main, index.history):
-            monkeypatch.setattr(grep, "LOOKUP_SHARE", 0.0)
-            in_one_pass = grep._allowed_rows(proj, snap, flt)
-            monkeypatch.setattr(grep, "LOOKUP_SHARE", 2.0)
-            looked_up = grep._allowed_rows(proj, snap, flt)
+            monkeypatch.setattr(filtered, "LOOKUP_SHARE", 0.0)
+            in_one_pass = filtered.rows_passing(proj, snap, flt)
+            monkeypatch.setattr(filtered, "LOOKUP_SHARE", 2.0)
+            looked_up = filtered.rows_passing(proj, snap, flt)
             assert in_one_pass == looked_up
             want = {rowid for rid, rowid in proj.ids.items() if flt.passes(snap.records[rid])}
             assert in_one_pass == want
@@ -210,7 +209,7 @@ def test_a_filters_rows_for_sqlite_and_their_tokens_are_kept_for_that_set_and_th
     rowids = sorted(main.id_of)
     allowed = set(rng.sample(rowids, 25))
     among = main.among(allowed)
-    assert among == fts.rows_among(allowed)
+    assert among == among_module.rows_among(allowed)
     assert main.among(allowed) is among  # kept
     assert main.among(set(allowed)) is not among  # another set object: made again (a set may be another's later)
     assert main.tokens_in(allowed) == sum(main.tokens[r] for r in allowed)
@@ -247,8 +246,8 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
 
     def patch() -> None:
         monkeypatch.setattr(fts.FtsProjection, "native_top", spy)
-        monkeypatch.setattr(fts, "TIES_ROWS", ties_rows)
-        monkeypatch.setattr(fts, "SPLIT_FROM_ROWS", 1 if split else 10**9)
+        monkeypatch.setattr(matching, "TIES_ROWS", ties_rows)
+        monkeypatch.setattr(matching, "SPLIT_FROM_ROWS", 1 if split else 10**9)
 
     patch()
     store.engine.state.begin_query(immediate=False)  # (a query's transaction: the lower half may be read aside)
@@ -261,7 +260,7 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
         terms = QueryTerms(words, mode)
         sources = [bm25.Source(main, None)]
         expected = bm25.top_matches(sources, terms, None)  # every row ranked
-        main._asked.clear()  # (a first ask: arrays do not pay)
+        main.counts.asked.clear()  # (a first ask: arrays do not pay)
         monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
         count, page = bm25.top_matches(sources, terms, k)
         monkeypatch.undo()
@@ -286,7 +285,7 @@ def test_a_page_settled_from_the_rows_sqlite_ranks_best_is_every_rows_page(
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
     monkeypatch.setattr(bm25, "BOUNDED_ROWS", rows)
-    monkeypatch.setattr(fts, "TIES_ROWS", 0)
+    monkeypatch.setattr(matching, "TIES_ROWS", 0)
     monkeypatch.setattr(bm25, "TIES_ROWS", 0)
     rng = random.Random(rows)
     calls = [
@@ -339,7 +338,7 @@ def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: S
     assert rows
     n, wholes = len(main.tokens), [main.hit_count(p) for p in terms.phrases]
     idf = [max(math.log((n - w + 0.5) / (w + 0.5)), 0.0) or 1e-6 for w in wholes]
-    among = fts.rows_among({r for r, _ in rows})
+    among = among_module.rows_among({r for r, _ in rows})
     first = main.counts_among(terms.phrases[0], among, hits=wholes[0])
     assert main.counts_left(rows, [(idf[0], first)], idf[1]) == main.counts_among(
         terms.phrases[1], among, hits=wholes[1]
@@ -364,10 +363,10 @@ def test_rows_as_runs_are_their_consecutive_stretches() -> None:
                 stretches[-1] = (stretches[-1][0], r)
             else:
                 stretches.append((r, r))
-        ranges = [(a, b) for a, b in stretches if b - a + 1 >= fts.LONG_RUN]
-        extra = tuple(r for a, b in stretches if b - a + 1 < fts.LONG_RUN for r in range(a, b + 1))
-        fits = len(ranges) <= fts.RUNS_AT_MOST and len(extra) <= fts.EXTRA_AT_MOST
-        assert fts._runs(rows) == ((ranges, extra) if fits else None)
+        ranges = [(a, b) for a, b in stretches if b - a + 1 >= among_module.LONG_RUN]
+        extra = tuple(r for a, b in stretches if b - a + 1 < among_module.LONG_RUN for r in range(a, b + 1))
+        fits = len(ranges) <= among_module.RUNS_AT_MOST and len(extra) <= among_module.EXTRA_AT_MOST
+        assert among_module._runs(rows) == ((ranges, extra) if fits else None)
 
 
 def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
@@ -386,11 +385,11 @@ def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
         set(rowids[1:-1]) - {rowids[50], rowids[99]},
     ]
     for rows in sets:
-        ranged = fts.rows_among(rows)
+        ranged = among_module.rows_among(rows)
         assert "json_each" not in ranged.clause and ranged.rows is None
-        monkeypatch.setattr(fts, "RUNS_AT_MOST", 0)
-        monkeypatch.setattr(fts, "EXTRA_AT_MOST", -1)
-        array = fts.rows_among(rows)
+        monkeypatch.setattr(among_module, "RUNS_AT_MOST", 0)
+        monkeypatch.setattr(among_module, "EXTRA_AT_MOST", -1)
+        array = among_module.rows_among(rows)
         monkeypatch.undo()
         assert "json_each" in array.clause
         for words, mode in ((("the",), "all"), (("the", "alpha"), "all"), (("alpha", "river"), "any")):
@@ -406,7 +405,7 @@ def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(
                 whole = main.hit_count(phrase)
                 assert main.hit_count(phrase, ranged) == main.hit_count(phrase, array)
                 assert main.counts_among(phrase, ranged, hits=whole) == main.counts_among(phrase, array, hits=whole)
-    assert main.match_count(QueryTerms(("the",), "all"), fts.rows_among(sets[0]))  # something was matched
+    assert main.match_count(QueryTerms(("the",), "all"), among_module.rows_among(sets[0]))  # something was matched
 
 
 def test_a_build_writes_its_rows_clustered_by_kind_type_and_folder_with_the_same_answers(
@@ -430,7 +429,7 @@ def test_a_build_writes_its_rows_clustered_by_kind_type_and_folder_with_the_same
     keys = [(r.kind, r.type, r.path.rpartition("/")[0], r.id) for r in (snap.records[main.id_of[i]] for i in order)]
     assert keys == sorted(keys) and len({k[:2] for k in keys}) > 2
     claims = {rowid for rid, rowid in main.ids.items() if snap.records[rid].kind == "claim"}
-    assert claims and fts.rows_among(claims).clause == "rowid BETWEEN ? AND ?"
+    assert claims and among_module.rows_among(claims).clause == "rowid BETWEEN ? AND ?"
     monkeypatch.setattr(desired, "CLUSTER_FROM_ROWS", 10**9)
     plain = knowtk.open_store(builder.root, state_dir=tmp_path / "plain")
     plain_main = plain.engine.keyword(plain.snapshot()).main
@@ -462,7 +461,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
     sides: list[bool] = []
     state.begin_query(immediate=False)
     try:
-        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
+        aside = parallel_read.ParallelRead(main, lambda conn: main.matches.count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before
         other = sqlite3.connect(state.path, isolation_level=None)  # another writer commits a matching row
@@ -471,7 +470,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
             f"INSERT INTO {main.fts} (rowid, title, aliases, body) VALUES (?, 'the', '', 'the the')", (10**6,)
         )
         other.close()
-        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
+        aside = parallel_read.ParallelRead(main, lambda conn: main.matches.count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before  # the query's snapshot, read in turn
         assert not aside._value  # (not read aside: the table's marks differ)
@@ -483,7 +482,7 @@ def test_a_read_aside_answers_from_the_querys_state_of_the_table(builder: StoreB
             f"INSERT INTO {main.fts} ({main.fts}, rowid, title, aliases, body) VALUES ('delete', ?, ?, '', ?)",
             (10**6, "the", "the the"),
         )
-        aside = fts.Aside(main, lambda conn: main._count(terms.expression, None, conn=conn))
+        aside = parallel_read.ParallelRead(main, lambda conn: main.matches.count(terms.expression, None, conn=conn))
         sides.append(aside._thread is not None)
         assert aside.result() == before
     assert sides == [True, True, False]
@@ -518,15 +517,15 @@ def test_answers_read_aside_are_the_answers_read_in_turn(
         return out
 
     read_aside: list[int] = []
-    run = fts.Aside._run
+    run = parallel_read.ParallelRead._run
 
-    def spy(self: fts.Aside[Any]) -> None:
+    def spy(self: parallel_read.ParallelRead[Any]) -> None:
         run(self)
         read_aside.append(len(self._value))
 
-    monkeypatch.setattr(fts.Aside, "_run", spy)
+    monkeypatch.setattr(parallel_read.ParallelRead, "_run", spy)
     beside = answers()
     assert sum(read_aside) >= len(calls) // 2  # (many were read aside: counts, best rows, direct matches)
-    monkeypatch.setattr(fts, "ASIDE", False)
+    monkeypatch.setattr(parallel_read, "PARALLEL_READS", False)
     assert answers() == beside
     assert any(a["hits"] for a in beside)

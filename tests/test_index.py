@@ -47,7 +47,7 @@ def test_state_lives_in_dot_knowtk_and_tables_are_named_as_the_seed(builder: Sto
 
 def test_keyword_tables_keep_a_builds_new_terms_in_memory_up_to_their_bound(builder: StoreBuilder) -> None:
     # FTS5's default (1 MiB) wrote a first build out in many small segments that merges then rewrote
-    from knowtk.index.fts import PENDING_TERMS_BYTES
+    from knowtk.index.fts_storage import PENDING_TERMS_BYTES
 
     builder.page("a", "Zebra", "a body")
     store = builder.open()

@@ -233,7 +233,7 @@ def test_a_reused_rowid_is_counted_again(builder: StoreBuilder, monkeypatch: pyt
 @pytest.mark.parametrize("mode", ["all", "any", "phrase"])
 def test_matching_from_kept_counts_is_fts5s_answer(builder: StoreBuilder, mode: str) -> None:
     """Superseded wording asks which current records match: read from kept counts, it is FTS5's own answer."""
-    from knowtk.index.fts import QueryTerms
+    from knowtk.index.fts_tables import QueryTerms
 
     rng = random.Random(7)
     _build(builder, rng, 80)

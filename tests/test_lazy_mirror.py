@@ -1,6 +1,6 @@
 """The keyword mirror read by need: an open store reads the rows it shows, never rows of another version.
 
-A new process reads a projection's rows a key at a time (``knowtk.index.fts._Rows``) and trusts the image
+A new process reads a projection's rows a key at a time (``knowtk.index.stored_rows.StoredRows``) and trusts the image
 mark without reading them (triggers clear the mark on any other write). These tests change the rows under
 an open store (another process, a hand edit) and compare its answers with a fresh build of the files
 (``tests/test_persist.py``'s ``assert_same``).
@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 import knowtk
-from knowtk.index.fts import ProjectionChanged
+from knowtk.index.fts_tables import ProjectionChanged
 from knowtk.state import STATE_FILE
 from tests.helpers import REPO
 from tests.test_persist import Clock, assert_same, clock, how_adopted
@@ -190,7 +190,7 @@ def test_rowids_of_many_ids_read_in_one_query_are_the_table_s(tmp_path: Path, cl
         asked = ["r3", "r17", "nowhere", "r3", "r39", ""]
         assert main.rowids_of(asked) == {rid: table[rid] for rid in asked if rid in table}
         assert main.rowids_of(["r5"]) == {"r5": table["r5"]}
-        assert not main._rows_read.whole  # (read row by row: the table was not read whole)
+        assert not main.stored_rows.whole  # (read row by row: the table was not read whole)
         assert main.rowids_of([]) == {}
 
 
@@ -226,7 +226,7 @@ def test_hashes_read_apart_from_the_rest_of_the_rows_stay_the_table_s_across_wri
     with knowtk.open_store(root, state_dir=state_dir) as store:
         assert store.grep("alpha", kind="page").to_dict()["total"] == 40
         main = store.engine._keyword.main  # type: ignore[union-attr]
-        rows = main._rows_read
+        rows = main.stored_rows
         assert rows.whole and not rows.shas_whole  # (the filter read the table whole, the hashes apart)
         shas, id_of, tokens = _table(state_dir)
         assert main.shas["r3"] == shas["r3"] and main.shas["r4"] == shas["r4"] and "gone" not in main.shas
@@ -273,9 +273,9 @@ def test_the_rows_table_read_whole_is_the_table_s(tmp_path: Path, clock: Clock, 
         main = store.engine._keyword.main  # type: ignore[union-attr]
         if aggregate == "refused":
             main.conn.create_aggregate("json_group_array", 1, _Refused)
-        assert not main._rows_read.whole
+        assert not main.stored_rows.whole
         assert dict(main.id_of.items()) == id_of  # (iterated: read whole)
-        assert main._rows_read.whole
+        assert main.stored_rows.whole
         assert dict(main.tokens.items()) == tokens
         assert dict(main.ids.items()) == {rid: rowid for rowid, rid in id_of.items()}
         assert (_Refused.steps > 0) == (aggregate == "refused")  # (the fallback was taken where it was refused)

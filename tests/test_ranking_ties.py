@@ -53,7 +53,7 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
     import numpy as np
 
     from knowtk.index.bm25 import Source, filtered_bm25
-    from knowtk.index.fts import QueryTerms
+    from knowtk.index.fts_tables import QueryTerms
     from tests.test_bm25 import build_random_store
 
     build_random_store(builder, 150, seed=3)
@@ -251,8 +251,9 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     """Counted over the allowed rows alone (bm25() of the candidates, the IDF solved with the whole table's
     row count): bit for bit the scores and order of counting every row holding the word, in plain Python
     and with numpy."""
-    from knowtk.index import bm25, fts
-    from knowtk.index.fts import Among, FtsProjection
+    from knowtk.index import bm25, row_arrays
+    from knowtk.index.among import Among
+    from knowtk.index.fts import FtsProjection
 
     _common_store(builder)
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "a common word" for this store: most words are
@@ -280,7 +281,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
         return among
 
     monkeypatch.setattr(bm25, "rows_among", among_spy)
-    monkeypatch.setattr(fts, "rows_among", among_spy)  # a filter's rows, kept per set (FtsProjection.among)
+    monkeypatch.setattr(row_arrays, "rows_among", among_spy)  # a filter's rows, kept per set (FtsProjection.among)
     answers = {}
     for path in ("narrowed", "plain", "numpy"):
         if path != "narrowed":
@@ -307,10 +308,10 @@ def test_a_common_word_first_asked_over_a_filter_is_bm25_over_only_the_filtered_
     expression: str,
     bounded: bool,
 ) -> None:
-    from knowtk.index import bm25, fts
+    from knowtk.index import bm25, matching
 
     if bounded:  # a few rows handed over, every bound tried: settled or not, the same answer
-        for module in (bm25, fts):
+        for module in (bm25, matching):
             monkeypatch.setattr(module, "TIES_ROWS", 0)
         monkeypatch.setattr(bm25, "BOUNDED_ROWS", 4)
         monkeypatch.setattr(bm25, "BOUND_MAX", float("inf"))

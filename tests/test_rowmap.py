@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import knowtk
-from knowtk.index import fts
+from knowtk.index import rowmap
 from knowtk.index.fts import FtsProjection
 from knowtk.state import STATE_FILE
 from tests.test_facets import answer, copy_fixture, filter_forms, query_words
@@ -93,8 +93,8 @@ def test_a_new_process_filters_from_the_rowmap_as_from_the_rows(tmp_path: Path) 
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert fresh.grep("search", kind="claim", scope="claims").to_dict()["total"] > 0
         main = _main(fresh)
-        assert main._rowmap is not None and main._rowmap[2] is not None  # (the rowmap answered)
-        assert not main._rows_read.whole  # the rows table was not read whole
+        assert main.rowmaps.last is not None and main.rowmaps.last[2] is not None  # (the rowmap answered)
+        assert not main.stored_rows.whole  # the rows table was not read whole
         _token_array_is_the_table_s(fresh, state)
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
 
@@ -114,8 +114,8 @@ def test_a_moved_file_keeps_its_row_and_filters_see_its_new_folder(tmp_path: Pat
         assert moved.stem not in {h["id"] for h in left["hits"]} and left["total"] <= 50
         assert len(_sql(state, f"SELECT * FROM {ROWMAP}")) == 2  # (no row was written: the rowmap stands)
         main = _main(fresh)
-        assert main._rowmap is not None and main._rowmap[2] is not None  # (the rowmap answered)
-        assert not main._rows_read.whole
+        assert main.rowmaps.last is not None and main.rowmaps.last[2] is not None  # (the rowmap answered)
+        assert not main.stored_rows.whole
         kept = fresh.engine.snapshot()._positions.values()
         assert any(found is not None and moved.stem in found.apart for found in kept)  # (its own facets answered)
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
@@ -124,7 +124,7 @@ def test_a_moved_file_keeps_its_row_and_filters_see_its_new_folder(tmp_path: Pat
 def _token_array_is_the_table_s(store: knowtk.Store, state: Path) -> None:
     """``token_array`` made from the rowmap (and what changed since) is the rows table's tokens by rowid."""
     table = dict(_sql(state, "SELECT rowid, tokens FROM keyword_rows_v1_root"))
-    made = _main(store)._token_array_by_rowmap()
+    made = _main(store).arrays._token_array_by_rowmap()
     assert made is not None
     assert len(made) == max(table) + 1
     assert {i: v for i, v in enumerate(made.tolist()) if v != -1.0} == {r: float(t) for r, t in table.items()}
@@ -149,8 +149,8 @@ def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Pa
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref1") > 10
         main = _main(fresh)
-        assert main._rowmap is not None and main._rowmap[2] is not None and main._rowmap[2].newer
-        assert not main._rows_read.whole  # (the rowmap and the rows written since answered)
+        assert main.rowmaps.last is not None and main.rowmaps.last[2] is not None and main.rowmaps.last[2].newer
+        assert not main.stored_rows.whole  # (the rowmap and the rows written since answered)
         _token_array_is_the_table_s(fresh, state)
 
     # a copy duplicates an id (both drop out: rows deleted without their file changing), a file is removed
@@ -158,7 +158,7 @@ def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Pa
     claims[3].unlink()
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref2") > 10
-        assert not _main(fresh)._rows_read.whole
+        assert not _main(fresh).stored_rows.whole
         _token_array_is_the_table_s(fresh, state)
     assert {before[claims[2].stem], before[claims[3].stem]} <= _logged(state)
 
@@ -171,7 +171,7 @@ def test_rows_written_since_the_build_are_logged_and_answered_by_id(tmp_path: Pa
 
 
 def test_too_many_rows_written_since_the_build_read_the_rows_by_id(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(fts, "ROWMAP_CHANGES_MAX", 1)
+    monkeypatch.setattr(rowmap, "ROWMAP_CHANGES_MAX", 1)
     root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
     _build(root, state)
     for path in sorted((root / "claims").glob("*.md"))[:3]:
@@ -181,7 +181,7 @@ def test_too_many_rows_written_since_the_build_read_the_rows_by_id(tmp_path: Pat
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
         main = _main(fresh)
-        assert main._rowmap is not None and main._rowmap[2] is None and main._rows_read.whole
+        assert main.rowmaps.last is not None and main.rowmaps.last[2] is None and main.stored_rows.whole
 
 
 def test_a_state_without_the_rowmap_triggers_forgets_its_rowmap(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_a_state_without_the_rowmap_triggers_forgets_its_rowmap(tmp_path: Path) 
         _sql(state, f"DROP TRIGGER keyword_fts_v1_root_rowmap_{op}")
     with knowtk.open_store(root, state_dir=state) as fresh:
         assert _same_answers(fresh, root, tmp_path / "ref") > 10
-        assert _main(fresh)._rows_read.whole  # (found by id)
+        assert _main(fresh).stored_rows.whole  # (found by id)
     names = {n for (n,) in _sql(state, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {f"keyword_fts_v1_root_rowmap_{op}" for op in ("insert", "delete", "update")} <= names
     assert {p for (p,) in _sql(state, f"SELECT projection FROM {ROWMAP}")} == {"keyword_history_root"}
@@ -220,8 +220,8 @@ def test_a_rowmap_of_other_ids_or_damaged_is_not_used(tmp_path: Path) -> None:
         with knowtk.open_store(root, state_dir=copy) as fresh:
             assert _same_answers(fresh, root, tmp_path / f"ref-{label}") > 10, label
             main = _main(fresh)
-            assert main._rowmap is not None and main._rowmap[2] is None, label  # (read, not taken)
-            assert main._rows_read.whole, label
+            assert main.rowmaps.last is not None and main.rowmaps.last[2] is None, label  # (read, not taken)
+            assert main.stored_rows.whole, label
 
 
 def test_a_new_process_sums_and_reads_some_rows_without_the_whole_table(tmp_path: Path) -> None:
@@ -240,7 +240,7 @@ def test_a_new_process_sums_and_reads_some_rows_without_the_whole_table(tmp_path
         assert main.tokens_in({every[-1] + 1000, every[0]}) == table[every[0]][1] - 1  # (no such row: -1)
         page = [*every[1::4], every[-1] + 7]
         main.prefetch(page)
-        reads = main._rows_read.reads
+        reads = main.stored_rows.reads
         assert [main.id_of.get(r) for r in page] == [table[r][0] if r in table else None for r in page]
         assert [main.tokens.get(r) for r in page] == [table[r][1] if r in table else None for r in page]
-        assert main._rows_read.reads == reads and not main._rows_read.whole  # (answered from what was read)
+        assert main.stored_rows.reads == reads and not main.stored_rows.whole  # (answered from what was read)

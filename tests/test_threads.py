@@ -179,7 +179,7 @@ def test_threads_with_an_editor_thread(store_copy: Path, expected: list[Any]) ->
 @pytest.mark.parametrize(
     "target",
     [
-        "knowtk.index.fts.FtsProjection._docsizes",  # in the middle of writing the keyword projection
+        "knowtk.index.fts_storage.FtsStorage.docsizes",  # in the middle of writing the keyword projection
         "knowtk.snapshot.build._Build._derive",  # in the middle of building a snapshot
         "knowtk.index.temporal.TemporalProjection.desired",  # before the temporal tables are written
         "knowtk.scan.cache.Scanner.save",  # after the scan, before the snapshot

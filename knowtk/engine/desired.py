@@ -45,7 +45,7 @@ def clustered(snap: Snapshot) -> Callable[[list[str]], list[str]]:
     """The ``order`` a keyword reconcile writes many rows in: by kind, then type, then folder, then id.
 
     A filter by kind or type then selects one stretch of rowids and a scope a few (one per kind and type
-    it holds), which SQLite reads as ranges (``knowtk.index.fts.rows_among``) instead of indexing an array
+    it holds), which SQLite reads as ranges (``knowtk.index.among.rows_among``) instead of indexing an array
     of every allowed rowid for each statement. Only the order of the rows changes, never what they hold.
     """
 
@@ -97,14 +97,14 @@ class TrustedMap(_Whole):
     Never patched in place: the engine patches a ``PatchedMap`` over it."""
 
     def __init__(self, proj: FtsProjection, key: str | None, derive: Callable[[], dict[str, str]]) -> None:
-        self._proj, self._at, self._key, self._derive = proj, proj.mirror, key, derive
+        self._proj, self._at, self._key, self._derive = proj, proj.rows_version, key, derive
         self._map: dict[str, str] | None = None
 
     def whole(self) -> dict[str, str]:
         if self._map is None:
             proj = self._proj
-            proj.ensure()  # loaded again if it was forgotten or another process wrote: the mirror then moves on
-            same = proj.mirror == self._at or (self._key is not None and proj.image_mark == self._key)
+            proj.ensure()  # loaded again if it was forgotten or another process wrote: its rows version then moves on
+            same = proj.rows_version == self._at or (self._key is not None and proj.image_mark == self._key)
             self._map = dict(proj.shas.items()) if same else self._derive()
         return self._map
 

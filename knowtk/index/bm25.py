@@ -24,7 +24,11 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
-from knowtk.index.fts import K1, TIES_ROWS, Among, Aside, B, FtsProjection, QueryTerms, columns, rows_among
+from knowtk.index.among import Among, rows_among
+from knowtk.index.fts import FtsProjection
+from knowtk.index.fts_tables import K1, B, QueryTerms, columns
+from knowtk.index.matching import TIES_ROWS
+from knowtk.index.parallel_read import ParallelRead
 from knowtk.model.shapes import shape
 
 if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches), not with knowtk
@@ -203,7 +207,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     for src in sources:
         proj = src.projection
         n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
-        # as allowed_tokens sums token_array (-1 where the mirror holds no row)
+        # as allowed_tokens sums token_array (-1 where no row is held)
         n_tokens += proj.total_tokens if src.allowed is None else proj.tokens_in(src.allowed)
     if n_rows == 0 or not phrases:
         return []
@@ -267,7 +271,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     over scores at most ``bound`` times the last one handed over: when the k-th exact score is above
     that, no other row can reach the page (nor tie with it), and the page is the one every allowed row
     scored would give. Costs SQLite's pass over the matches and a pass over each phrase's rows, where
-    counting every candidate cost one scoring pass per phrase (issue 20: 16.6k candidates, 3 words, 185 ms).
+    counting every candidate cost one scoring pass per phrase (16.6k candidates, 3 words: 185 ms).
     """
     proj, allowed = src.projection, src.allowed
     phrases = terms.phrases
@@ -289,7 +293,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     def best_rows(conn: sqlite3.Connection) -> list[tuple[int, float]]:
         return proj.top_among(terms, allowed_rows, limit, conn=conn)
 
-    ahead = Aside(proj, best_rows) if among.rows is None else None
+    ahead = ParallelRead(proj, best_rows) if among.rows is None else None
     wholes = [proj.hit_count(phrase) for phrase in phrases]
     idf, table_idf, ratio = [], [], 0.0
     for phrase, whole in zip(phrases, wholes, strict=True):
@@ -327,7 +331,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         def first_scores(conn: sqlite3.Connection) -> list[tuple[int, float]]:
             return proj.scored_among(phrases[others[0]], kept_to, hits=wholes[others[0]], conn=conn)
 
-        beside = Aside(proj, first_scores)  # (one phrase read on the other core while the others are read here)
+        beside = ParallelRead(proj, first_scores)  # (one phrase read on the other core while the others are read here)
         known = {p: proj.counts_among(phrases[p], kept_to, hits=wholes[p]) for p in others[1:]}
         known[others[0]] = proj.counts_of(beside.result(), hits=wholes[others[0]])
         solved = proj.counts_left(best, [(table_idf[p], known[p]) for p in known], table_idf[left])
@@ -356,8 +360,8 @@ def _first_ask(
     asked over a filter for the first time, counted by SQLite over the allowed rows alone; None: counted as
     before (from every row holding it, ``plain_counts``).
 
-    ``bm25()`` of the phrase alone over every row holding it cost ~150 ms for a word 90% of 100k rows hold
-    (issue 20): here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
+    ``bm25()`` of the phrase alone over every row holding it cost ~150 ms for a word 90% of 100k rows hold:
+    here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
     only the rows that need a count. In mode ``all`` with several phrases those are the candidates (the
     allowed rows matching the whole expression), known later: the counts are then None, and
     ``_filtered_plain`` asks ``counts_among`` for the candidates alone; so are the allowed rows holding it,

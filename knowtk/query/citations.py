@@ -15,7 +15,7 @@ import re
 import stat
 from typing import Any
 
-from knowtk.index.fts import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+from knowtk.index.fts_tables import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
 from knowtk.model.records import Evidence, FileProblem, Record, read_regular
 from knowtk.model.shapes import shape
 

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from knowtk.engine.engine import Engine, KeywordIndex
 from knowtk.errors import InvalidArgument, RecordNotFound, StoreChanged, UnexpectedArgument
 from knowtk.index.bm25 import Match
-from knowtk.index.fts import FtsProjection, QueryTerms
+from knowtk.index.fts import FtsProjection
+from knowtk.index.fts_tables import QueryTerms
 from knowtk.model.records import Issue
 from knowtk.model.shapes import replace
 from knowtk.query.args import plain_text, validate

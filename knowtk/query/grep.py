@@ -9,14 +9,15 @@ the filters, then by the earlier record's id), each record once.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from itertools import compress
-from typing import Any, cast
+from typing import Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
 from knowtk.index.bm25 import Match, Source, rank, top_matches
-from knowtk.index.fts import Aside, FtsProjection, QueryTerms, tokenize_query
+from knowtk.index.filtered import allowed_rows
+from knowtk.index.fts import FtsProjection
+from knowtk.index.fts_tables import QueryTerms, tokenize_query
+from knowtk.index.parallel_read import ParallelRead
 from knowtk.query.citations import (
     LARGE_BODY_BYTES,
     EvidenceVerifier,
@@ -39,9 +40,6 @@ from knowtk.state import now_utc
 
 __all__ = ["grep", "parse_terms", "ranked_matches"]
 
-APART_MAX = 5000  # records changed since the stored image past which a filter's rows are found by id (read whole)
-LOOKUP_SHARE = 0.2  # a filter selecting more than this share of a projection's rows finds them in one pass
-
 
 def parse_terms(conn: sqlite3.Connection, query: str, mode: str) -> QueryTerms:
     tokens = tokenize_query(conn, query)
@@ -52,22 +50,22 @@ def parse_terms(conn: sqlite3.Connection, query: str, mode: str) -> QueryTerms:
     return QueryTerms(tuple(tokens), mode)
 
 
-def grep(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     queried_at = now_utc()
     snap = engine.snapshot()
-    flt = RecordFilter.from_args(snap, a)
+    record_filter = RecordFilter.from_args(snap, args)
     out: dict[str, Any] = {
         "hits": [],
         "total": None,
-        "offset": a["offset"],
+        "offset": args["offset"],
         "nextOffset": None,
-        "snapshot": snap.fingerprint(flt.scope),
+        "snapshot": snap.fingerprint(record_filter.scope),
         "index": {"state": "unavailable", "lag": False},
-        "coverage": coverage(snap, flt.scope),
+        "coverage": coverage(snap, record_filter.scope),
         "freshness": freshness(snap, queried_at),
     }
     try:
-        terms = parse_terms(engine.state.conn, a["query"], a["mode"])
+        terms = parse_terms(engine.state.conn, args["query"], args["mode"])
     except sqlite3.Error as exc:
         out["index"]["error"] = f"the FTS5 tokenizer is unavailable: {exc}"
         return out
@@ -77,125 +75,31 @@ def grep(engine: Engine, a: dict[str, Any], verifier: EvidenceVerifier) -> dict[
         out["index"]["error"] = index.error
         return out
     try:
-        end = a["offset"] + a["limit"]
-        total, ranked = _ranking(snap, flt, a["lifecycle"], terms, index.main, index.history, end)
-        out["hits"] = _hits(snap, terms, ranked[a["offset"] : end], index.main, verifier)
+        end = args["offset"] + args["limit"]
+        total, ranked = _ranking(snap, record_filter, args["lifecycle"], terms, index.main, index.history, end)
+        out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], index.main, verifier)
     except sqlite3.Error as exc:
         out["index"]["error"] = f"{type(exc).__name__}: {exc}"
         return out
     out["index"] = {"state": "ready", "lag": False}
     out["total"] = total
-    out["nextOffset"] = next_offset(a["offset"], a["limit"], total, max_offset=MAX_OFFSET)
+    out["nextOffset"] = next_offset(args["offset"], args["limit"], total, max_offset=MAX_OFFSET)
     return out
 
 
-def _allowed(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int] | None:
-    """The rows of the projection that pass the filters (None: all), computed once per snapshot and filter."""
-    if not flt.scope and flt.is_trivial:
-        return None
-    memo = proj.memo(snap.generation)
-    found = memo.get(("allowed", flt))
-    if found is None:
-        found = memo["allowed", flt] = _allowed_rows(proj, snap, flt)
-    return found
-
-
-def _allowed_rows(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int]:
-    """The rows that pass the filters: the previous snapshot's set patched where rows or records changed.
-
-    Whether a row passes depends on its record alone, so only the rows inserted since (a changed record is
-    inserted again) and the records the snapshot changed (``changed_ids``: a file moved to another scope
-    keeps its row) are tested again; the others keep their answer. Without a time range the records'
-    facets answer (``Snapshot.facets``): a stored snapshot's records are not built for it.
-    """
-    changed = snap.changed_ids
-    carried = proj.carried(("allowed", flt), snap.previous_generation) if changed is not None else None
-    if carried is None or changed is None:
-        if flt.by_facets:
-            found = _by_position(proj, snap, flt)
-            if found is not None:
-                return found
-        ids = proj.ids
-        if flt.by_facets:  # the snapshot's matching ids (shared by its projections)
-            selected = snap.matching(flt.criteria)
-            if LOOKUP_SHARE * len(ids) < len(selected):
-                # one pass over the rows' ids in C, each looked up in the (smaller) set: a lookup of each selected
-                # id in the rows' larger dict cost ~3x more a row (12 vs 7 ms for 30k of 93k rows at 100k)
-                return set(compress(ids.values(), map(selected.__contains__, ids)))
-            rows: set[int | None] = set(map(ids.get, selected))  # (in C: about twice as fast as a comprehension)
-            rows.discard(None)
-            return cast(set[int], rows)
-        records = snap.records
-        return {rowid for rid, rowid in ids.items() if flt.passes(records[rid])}
-    passes = _passes(snap, flt)
-    before, deleted, inserted = carried
-    found = before - deleted
-    id_of = proj.id_of
-    found.update(rowid for rowid in inserted if passes(id_of[rowid]))
-    for rid in changed:
-        rowid = proj.ids.get(rid)
-        if rowid is not None and passes(rid):
-            found.add(rowid)
-        elif rowid is not None:
-            found.discard(rowid)
-    return found
-
-
-def _by_position(proj: FtsProjection, snap: Snapshot, flt: RecordFilter) -> set[int] | None:
-    """The rows that pass facet filters, from the rowid at each stored position (``FtsProjection.rowmap``) and the
-    positions that pass (``Snapshot.positions``): neither the rows table is read nor every id matched (a new
-    process's first filter read the table whole: ~200 ms at 300k records). None where either is missing.
-
-    Records changed since the image (their facets may differ from their stored position's) and rows written
-    since the build (their rowid may differ from the rowmap's) are answered by id, from their own facets."""
-    found = snap.positions(flt.criteria)
-    if found is None or len(found.apart) > APART_MAX:
-        return None
-    rowmap = proj.rowmap(found.base, found.size)
-    if rowmap is None:
-        return None
-    flags, tokens = found.flags, rowmap.tokens
-    rows = set(rowmap.rowids if flags is None else compress(rowmap.rowids, flags))
-    rows.discard(0)  # (a stored id without a row here)
-    # their tokens too (a filtered ranking's average length), by position: the rows as the build wrote them
-    total = sum(tokens if flags is None else compress(tokens, flags))
-    if rowmap.changed:  # rows deleted or written again since: not the build's
-        rows.difference_update(rowmap.changed)
-        total -= sum(tokens[at] for at in rowmap.changed_at if flags is None or flags[at])
-    redo = found.apart.union(rowmap.newer.values())
-    if redo:
-        now = proj.rowids_of(redo)  # (each id's row as it is now)
-        gone = rows.intersection(now.values())
-        rows.difference_update(gone)
-        extra, apart, passes = set(found.extra), found.apart, _passes(snap, flt)
-        added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
-        rows.update(added)
-        proj.prefetch([*gone, *added])
-        total += sum(map(proj.tokens.__getitem__, added)) - sum(map(proj.tokens.__getitem__, gone))
-    proj.know_tokens_in(rows, total)
-    return rows
-
-
-def _passes(snap: Snapshot, flt: RecordFilter) -> Callable[[str], bool]:
-    """id -> whether its record passes the filters: from its facets unless a time range needs the record."""
-    if flt.by_facets:
-        of, criteria = snap.facets().of, flt.criteria
-        return lambda rid: criteria.passes(of(rid))
-    records = snap.records
-    return lambda rid: flt.passes(records[rid])
-
-
-def _replaced(snap: Snapshot, flt: RecordFilter, main: FtsProjection, history: FtsProjection) -> dict[int, str]:
+def _replaced(
+    snap: Snapshot, record_filter: RecordFilter, main: FtsProjection, history: FtsProjection
+) -> dict[int, str]:
     """Superseded wording: history rowid -> the current record it leads to, where that one passes the filters."""
     memo = history.memo(snap.generation)
-    key = ("replaced", flt, main.mirror)  # it also depends on which ids the main projection holds
+    key = ("replaced", record_filter, main.rows_version)  # it also depends on which ids the main projection holds
     found = memo.get(key)
     if found is None:
         found = memo[key] = {}
         # the current record passes the filters (main's allowed rows), the earlier one lies in the scope (history's
         # rows in it): sets kept for this snapshot, and from facets, so that no record is built for them
-        passing = _allowed(main, snap, flt)  # None: everything passes
-        in_scope = _allowed(history, snap, RecordFilter(scope=flt.scope)) if flt.scope else None
+        passing = allowed_rows(main, snap, record_filter)  # None: everything passes
+        in_scope = allowed_rows(history, snap, RecordFilter(scope=record_filter.scope)) if record_filter.scope else None
         chain_ends, leads = snap.chain_ends, {}
         for rid, rowid in history.ids.items():
             end = chain_ends.get(rid)
@@ -223,7 +127,7 @@ def ranked_matches(
 
 def _ranking(
     snap: Snapshot,
-    flt: RecordFilter,
+    record_filter: RecordFilter,
     lifecycle: str,
     terms: QueryTerms,
     main: FtsProjection,
@@ -235,14 +139,17 @@ def _ranking(
     Only the first ``end`` direct matches are put in order; the replacements, few, follow them all.
     """
     if lifecycle == "superseded":
-        sources = [Source(history, _allowed(history, snap, flt))]
+        sources = [Source(history, allowed_rows(history, snap, record_filter))]
     elif lifecycle == "all":
-        sources = [Source(main, _allowed(main, snap, flt)), Source(history, _allowed(history, snap, flt))]
+        sources = [
+            Source(main, allowed_rows(main, snap, record_filter)),
+            Source(history, allowed_rows(history, snap, record_filter)),
+        ]
     else:
-        sources = [Source(main, _allowed(main, snap, flt))]
+        sources = [Source(main, allowed_rows(main, snap, record_filter))]
     # superseded wording: earlier records rank among those whose current record passes the filters; which of
-    # those current records match directly is read beside the ranking (``Aside``)
-    current_of = _replaced(snap, flt, main, history) if lifecycle == "active" else {}
+    # those current records match directly is read in parallel with the ranking (``ParallelRead``)
+    current_of = _replaced(snap, record_filter, main, history) if lifecycle == "active" else {}
     direct_currents = _direct_currents(main, terms, {main.ids[c] for c in current_of.values()}, sources, end)
     n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
@@ -269,7 +176,7 @@ def _ranking(
 class _Among:
     """The current records' rows that match, from every row the expression matches (read beside)."""
 
-    def __init__(self, everything: Aside[list[int]], rowids: set[int]) -> None:
+    def __init__(self, everything: ParallelRead[list[int]], rowids: set[int]) -> None:
         self.everything, self.rowids = everything, rowids
 
     def result(self) -> set[int]:
@@ -278,11 +185,11 @@ class _Among:
 
 def _direct_currents(
     main: FtsProjection, terms: QueryTerms, rowids: set[int], sources: list[Source], end: int | None
-) -> Aside[set[int]] | _Among | None:
+) -> ParallelRead[set[int]] | _Among | None:
     """Which of superseded wording's current records (their rows) match the query themselves, read beside the
     ranking: from every row the expression matches where SQLite pages an unfiltered query (``top_matches``: its
-    count is then their number, ``matches_aside``), else among those rows alone (from the phrases' counts where
-    they are kept)."""
+    count is then their number, ``every_match_in_parallel``), else among those rows alone (from the phrases'
+    counts where they are kept)."""
     if not rowids:
         return None
     phrases = terms.phrases
@@ -294,7 +201,7 @@ def _direct_currents(
         and not all(main.has_counts(phrase) for phrase in phrases)
         and not (len(phrases) == 1 and main.was_asked(phrases[0]))
     )
-    return _Among(main.matches_aside(terms), rowids) if paged else main.matching_aside(terms, rowids)
+    return _Among(main.every_match_in_parallel(terms), rowids) if paged else main.matching_in_parallel(terms, rowids)
 
 
 def _replacements(

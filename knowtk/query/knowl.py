@@ -31,7 +31,8 @@ from knowtk.errors import InvalidArgument, RecordNotFound, StoreUnavailable
 from knowtk.index import semantic
 from knowtk.index.bm25 import Source, rank
 from knowtk.index.embeddings import EmbeddingCache, embedding_text
-from knowtk.index.fts import COLUMNS, K1, WEIGHTS, B, FtsProjection, QueryTerms
+from knowtk.index.fts import FtsProjection
+from knowtk.index.fts_tables import COLUMNS, K1, WEIGHTS, B, QueryTerms
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier, utf16_len
@@ -317,7 +318,7 @@ def _view(
 ) -> _View:
     """The eligible records for these filters, from the main projection's memo of this snapshot and rows."""
     memo = index.main.memo(snap.generation)
-    key = ("knowl", index.history, index.history.mirror, status, as_of, tags, category)
+    key = ("knowl", index.history, index.history.rows_version, status, as_of, tags, category)
     view = memo.get(key)
     if view is None:
         eligible = _eligible(catalog(engine, snap), snap, status, as_of, tags, category)
@@ -409,7 +410,7 @@ class _Similarities:
         def texts(ids: list[str]) -> dict[str, str]:
             return {rid: embedding_text(*cols) for rid, cols in _texts(index, ids).items()}
 
-        key = (main, main.mirror, history, history.mirror)  # the searchable set changes with the rows only
+        key = (main, main.rows_version, history, history.rows_version)  # the searchable set changes with the rows only
         self.sims, self.ids, self.ranks, self.row_of = cache.similarities(embedder, searchable, texts, vector, key=key)
         self.view = view
 
