@@ -80,6 +80,20 @@ def test_integers_of_any_size(store: knowtk.Store, value: int) -> None:
     assert caught.value.argument == "limit" and "1 to 50" in str(caught.value)
 
 
+@pytest.mark.parametrize("tool", [name for name, tool in TOOLS.items() if any(p.name == "offset" for p in tool.params)])
+def test_an_offset_past_64_bits_skips_every_row(store: knowtk.Store, tool: str) -> None:
+    """An offset without an upper bound may pass any integer: past SQLite's 64 bits it skips every row."""
+    required = {p.name: "good" for p in TOOLS[tool].params if p.required}
+    if "since" in required:
+        required["since"] = "2026-01-01"
+    try:
+        out = store.call(tool, {**required, "offset": 2**70})
+    except knowtk.InvalidArgument as exc:  # a bounded offset (grep's) refuses it instead
+        assert exc.argument == "offset"
+        return
+    assert not out.get("hits", out.get("rows", out.get("receipts"))) and out["nextOffset"] is None
+
+
 @pytest.mark.parametrize(
     ("tool", "args"),
     [
