@@ -44,6 +44,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from knowtk import __version__, plugins
 from knowtk.cli import commands
@@ -94,7 +95,7 @@ def parser(*, command: str | None = None, with_plugins: bool = True, outside: bo
     )
     p.add_argument("--version", action="version", version=f"knowtk {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    groups: dict[str, argparse._SubParsersAction] = {}
+    groups: dict[str, Any] = {}
     for name in names:
         cmd = COMMANDS[name]
         where, leaf = sub, name
