@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 import knowtk
+from knowtk.query import TOOLS
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "data" / "fixtures" / "demo"
@@ -77,15 +78,5 @@ def required_in_ci(reason: str | None) -> None:
     pytest.skip(reason, allow_module_level=True)
 
 
-# a valid call of each of the nine tools on the demo store (the MCP clients' tests call each one)
-VALID_CALLS: dict[str, dict[str, Any]] = {
-    "knowledge_grep": {"query": "vector index"},
-    "knowledge_lookup": {"query": "Sam"},
-    "knowledge_records": {"kind": "claim", "type": "adr", "limit": 5},
-    "knowledge_record": {"id": "dec-2026-021"},
-    "knowledge_timeline": {"entity": "person-ada-okafor", "limit": 3},
-    "knowledge_chronicle_day": {"date": "2026-03-29", "week": True, "timeZone": "Europe/Berlin"},
-    "knowledge_chronicle_since": {"since": "2026-03-01", "until": "2026-03-31"},
-    "knowledge_chronicle_last_seen": {"entity": "person-ada-okafor"},
-    "knowl_query": {"query": "vector index"},
-}
+# a valid call of each read tool on the demo store, as each tool declares it (the MCP clients' tests call each one)
+VALID_CALLS: dict[str, dict[str, Any]] = {name: tool.example for name, tool in TOOLS.reads().items()}

@@ -138,7 +138,7 @@ def test_bad_arguments_name_the_argument_and_what_is_allowed(builder: StoreBuild
 
 def test_every_tool_is_reachable_by_call_and_by_method(builder: StoreBuilder) -> None:
     store = builder.open()
-    for name in TOOLS:
+    for name in TOOLS.reads():
         method = name.removeprefix("knowledge_").replace("knowl_query", "knowl")
         assert callable(getattr(store, method)), name
 

@@ -56,7 +56,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_every_tool_has_a_subcommand_with_every_argument() -> None:
     parser()  # fills each command's flags
     tools = {c.tool: c for c in COMMANDS.values() if c.tool}
-    assert set(tools) == set(TOOLS)
+    assert set(tools) == set(TOOLS)  # the write tools' commands are hand-made (create, update, ..., history)
+    tools = {name: cmd for name, cmd in tools.items() if not TOOLS[name].writes}
     assert {"call", "mcp", "grep", "lookup", "records", "record", "timeline", "knowl"} <= set(COMMANDS)
     assert {"chronicle day", "chronicle since", "chronicle last-seen"} <= set(COMMANDS)
     for tool, cmd in tools.items():
@@ -342,8 +343,9 @@ def test_a_one_query_program_leaves_at_once_with_its_whole_answer_and_its_state_
         [
             sys.executable,
             "-c",
-            "import sys; from knowtk import cli; cli.main(sys.argv[1:]); cli.main(sys.argv[1:]); "
-            "print('kept', cli.ONE_QUERY_STORES)",
+            "import sys; from knowtk import cli; from knowtk.cli import registry; "
+            "cli.main(sys.argv[1:]); cli.main(sys.argv[1:]); "
+            "print('kept', registry.ONE_QUERY_STORES)",
             *cmd[3:],
             "grep",
             "zebra",

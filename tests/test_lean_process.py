@@ -47,12 +47,16 @@ runpy.run_module("knowtk", run_name="__main__")
 GREP_MODULES = {
     "knowtk",
     "knowtk.cli",
+    "knowtk.cli.commands",
+    "knowtk.cli.registry",
+    "knowtk.cli.tools",
     "knowtk.engine",
     "knowtk.engine.engine",
     "knowtk.engine.desired",
     "knowtk.engine.repair",
     "knowtk.engine.transactions",
     "knowtk.errors",
+    "knowtk.frames",  # the tools' frame columns (pandas is imported only to make a frame)
     "knowtk.index",
     "knowtk.index.among",
     "knowtk.index.bm25",
@@ -77,12 +81,31 @@ GREP_MODULES = {
     "knowtk.model.profile",
     "knowtk.model.records",
     "knowtk.model.shapes",
+    # the plug-in manager and the tools' declarations (their arguments, wording, columns; each runner's
+    # module, knowtk.query.grep here, is imported at its first call)
+    "knowtk.plugins",
     "knowtk.query",
     "knowtk.query.args",
     "knowtk.query.citations",
     "knowtk.query.common",
     "knowtk.query.grep",
+    "knowtk.query.registry",
     "knowtk.query.schema",
+    "knowtk.query.tools",
+    "knowtk.query.tools.chronicle_day",
+    "knowtk.query.tools.chronicle_last_seen",
+    "knowtk.query.tools.chronicle_since",
+    "knowtk.query.tools.grep",
+    "knowtk.query.tools.history",
+    "knowtk.query.tools.knowl",
+    "knowtk.query.tools.lookup",
+    "knowtk.query.tools.mutation",
+    "knowtk.query.tools.record",
+    "knowtk.query.tools.records",
+    "knowtk.query.tools.stats",
+    "knowtk.query.tools.timeline",
+    "knowtk.query.views",
+    "knowtk.query.wording",
     "knowtk.results",
     "knowtk.scan",
     "knowtk.scan.cache",
@@ -116,7 +139,7 @@ GREP_MODULES = {
     "knowtk.write.journal",
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
-# ctypes: a one-query command line walks the store and places no inotify watch (knowtk.cli._store)
+# ctypes: a one-query command line walks the store and places no inotify watch (knowtk.cli.registry.store_of)
 NOT_IMPORTED = {"numpy", "pandas", "multiprocessing", "concurrent", "subprocess", "logging", "ctypes", "yaml"}
 NOT_IMPORTED |= {
     "mcp",
@@ -129,8 +152,10 @@ NOT_IMPORTED |= {
     "dataclasses",
     "inspect",
     "shutil",
+    "importlib.metadata",
 }  # MCP, dates, a server, HTML, diffs, a pool, record classes made apart (knowtk.model.shapes makes them), the
-# terminal's width asked through shutil (knowtk.cli._Formatter asks os)
+# terminal's width asked through shutil (knowtk.cli.registry.Formatter asks os), the installed plug-ins' entry
+# points (importlib.metadata: read only for a tool, profile or command knowtk does not have)
 
 
 def imports_of(args: list[str], tmp_path: Path) -> dict[str, list[str]]:
@@ -188,12 +213,12 @@ def test_a_common_word_asked_once_or_a_filter_on_it_loads_numpy_only_for_arrays(
 
 
 def test_the_tool_registry_imports_a_tool_at_its_first_lookup() -> None:
-    """Listing the tools imports none of their modules; looking one up imports its module alone."""
+    """Listing the tools, or looking one up, imports none of their modules; its first call imports its module alone."""
     probe = (
         "import sys, knowtk.query as q\n"
         "names = list(q.TOOLS); assert len(q.TOOLS) == len(names) and 'knowledge_timeline' in q.TOOLS\n"
         "mods = lambda: sorted(m for m in sys.modules if m in ('knowtk.query.dates', 'knowtk.query.knowl'))\n"
-        "before = mods(); spec = q.TOOLS['knowledge_timeline']\n"
+        "before = mods(); spec = q.TOOLS['knowledge_timeline']; assert mods() == before; spec.runner()\n"
         "print(names[0], before, mods(), spec.name, 'knowtk.query.mutations' in sys.modules)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -201,55 +226,56 @@ def test_the_tool_registry_imports_a_tool_at_its_first_lookup() -> None:
     assert res.stdout.split() == ["knowledge_grep", "[]", "['knowtk.query.dates']", "knowledge_timeline", "False"]
 
 
-def test_the_registry_keeps_a_dicts_order_and_the_write_tool_names_are_the_write_tools() -> None:
-    from knowtk.query import TOOLS, WRITE_TOOL_NAMES, Tool, ToolRegistry
-    from knowtk.query.mutations import WRITE_TOOLS
+def test_the_registry_keeps_a_dicts_order_and_the_write_tools_are_the_write_layers() -> None:
+    from knowtk.query import TOOLS, Tool, ToolRegistry
 
-    assert set(WRITE_TOOLS) == WRITE_TOOL_NAMES
-    made: list[str] = []
-
-    def maker(name: str) -> Tool:
-        made.append(name)
-        return Tool(name, (), TOOLS["knowledge_grep"].run)
-
-    reg = ToolRegistry({n: (lambda n=n: maker(n)) for n in ("a", "b", "c")})
-    assert list(reg) == ["a", "b", "c"] and "b" in reg and "x" not in reg and made == []
-    reg["b"] = Tool("b", (), TOOLS["knowledge_grep"].run, summary="replaced")  # replaced in place, never made
-    reg["d"] = Tool("d", (), TOOLS["knowledge_grep"].run)
-    del reg["a"]
-    assert list(reg) == ["b", "c", "d"] and reg["b"].summary == "replaced" and made == []
-    assert reg["c"].name == "c" and reg["c"] is reg["c"] and made == ["c"]
-    assert reg.get("a") is None and dict(reg.items()).keys() == {"b", "c", "d"}
+    writes = {name for name, tool in TOOLS.items() if tool.writes}
+    assert writes == {name for name, tool in TOOLS.items() if str(tool.run).startswith("knowtk.query.mutations:")}
+    assert writes == {"knowledge_mutation", "knowledge_history"}
+    grep = TOOLS["knowledge_grep"]
+    reg = ToolRegistry()  # the built-in tools, as TOOLS starts
+    names = list(reg)
+    assert names[:2] == ["knowledge_grep", "knowledge_lookup"] and "knowledge_lookup" in reg and "x" not in reg
+    reg["knowledge_lookup"] = Tool("knowledge_lookup", (), grep.run, summary="replaced")  # replaced in place
+    reg["d"] = Tool("d", (), grep.run)
+    del reg["knowledge_grep"]
+    assert list(reg) == [*names[1:], "d"] and reg["knowledge_lookup"].summary == "replaced"
+    assert reg["knowledge_records"] is reg["knowledge_records"] is TOOLS["knowledge_records"]
+    assert reg.get("knowledge_grep") is None and dict(reg.items()).keys() == {*names[1:], "d"}
     with pytest.raises(KeyError):
-        reg["a"]
+        reg["knowledge_grep"]
+    assert list(TOOLS) == names  # another registry's changes are its own
 
 
-def test_threads_looking_up_a_tool_not_made_yet_all_get_it_made_once() -> None:
-    """The first lookups of a tool from several threads at once: each gets the tool, it is made once.
+def test_threads_looking_up_a_tool_not_made_yet_all_get_it_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first lookups of a tool from several threads at once: each gets the tool, the tools are read once.
 
-    Without the registry's lock a thread that found the tool not made yet, while another was making it,
-    looked for its maker after the other had removed it: "not a knowtk tool" (seen in test_processes).
+    Without the registry's lock a thread that found the tools not read yet, while another was reading them,
+    read them again or found a half-made table: "not a knowtk tool" (seen in test_processes).
     """
     import threading
     import time
 
-    from knowtk.query import TOOLS, Tool, ToolRegistry
+    from knowtk import plugins
+    from knowtk.query import Tool, ToolRegistry
 
     made: list[str] = []
+    real = plugins.hook_results
 
-    def slow_maker() -> Tool:
-        made.append("a")
-        time.sleep(0.05)  # a module import: long enough for every thread to arrive meanwhile
-        return Tool("a", (), TOOLS["knowledge_grep"].run)
+    def slow_hook(hook: str, *, outside: bool) -> list[tuple[str, object]]:
+        made.append(hook)
+        time.sleep(0.05)  # the declarations' imports: long enough for every thread to arrive meanwhile
+        return real(hook, outside=outside)
 
-    reg = ToolRegistry({"a": slow_maker})
+    monkeypatch.setattr(plugins, "hook_results", slow_hook)
+    reg = ToolRegistry()
     start = threading.Barrier(8)
     got: list[object] = []
 
     def look_up() -> None:
         start.wait()
         try:
-            got.append(reg["a"])
+            got.append(reg["knowledge_grep"])
         except KeyError as exc:
             got.append(exc)
 
@@ -258,7 +284,7 @@ def test_threads_looking_up_a_tool_not_made_yet_all_get_it_made_once() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert made == ["a"] and len(got) == 8 and all(tool is got[0] for tool in got)
+    assert made == ["knowtk_tools"] and len(got) == 8 and all(tool is got[0] for tool in got)
     assert isinstance(got[0], Tool)
 
 

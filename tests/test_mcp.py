@@ -15,12 +15,11 @@ import jsonschema
 import pytest
 
 from knowtk.errors import InvalidArgument
-from knowtk.mcp.agent import KNOWL_INSTRUCTIONS, TOOL_DESCRIPTIONS, compact, output_schema
-from knowtk.mcp.guide import TOOL_GUIDES, agents_guide
+from knowtk.mcp.agent import KNOWL_INSTRUCTIONS, compact, output_schema
+from knowtk.mcp.guide import agents_guide
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
-from knowtk.query.mutations import WRITE_TOOLS
-from knowtk.query.schema import ARGUMENT_DOCS, ARGUMENT_HINTS, input_schema
+from knowtk.query.schema import input_schema
 from tests.helpers import DEMO, VALID_CALLS, StoreBuilder, required_in_ci
 
 try:
@@ -75,14 +74,15 @@ def _accepts(tool: str, name: str, value: Any) -> bool:
     return True
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
 def test_input_schema_is_what_validate_enforces(tool: str) -> None:
     schema = input_schema(tool)
     jsonschema.Draft202012Validator.check_schema(schema)
     params = TOOLS[tool].params
     assert list(schema["properties"]) == [p.name for p in params]
     assert schema["required"] == [p.name for p in params if p.required]
-    assert set(ARGUMENT_DOCS[tool]) == set(schema["properties"]) == set(input_schema(tool, full=True)["properties"])
+    docs = {p.name: p.doc for p in params if p.doc}  # each argument has its full description
+    assert set(docs) == set(schema["properties"]) == set(input_schema(tool, full=True)["properties"])
     with pytest.raises(InvalidArgument) as err:  # a name outside the schema is refused, naming the allowed ones
         validate(tool, params, {**{p.name: REQUIRED_SAMPLES[p.name] for p in params if p.required}, "nope": 1})
     assert err.value.argument == "nope" and sorted(err.value.allowed) == sorted(schema["properties"])
@@ -137,38 +137,40 @@ def test_the_listing_stays_within_its_budget() -> None:
 
 
 def test_every_tool_has_a_description_an_output_schema_and_knowl_rules() -> None:
-    assert set(TOOL_DESCRIPTIONS) == {*TOOLS, *WRITE_TOOLS}  # the write tools: offered with --allow-writes only
-    assert set(TOOLS) == set(TOOL_GUIDES) == set(ARGUMENT_HINTS)
-    for tool in TOOLS:
+    writes = {n: t for n, t in TOOLS.items() if t.writes}  # offered with --allow-writes only
+    assert writes and all(t.description for t in TOOLS.values())  # the write tools too
+    assert all(t.hints is not None for t in TOOLS.reads().values())
+    for tool in TOOLS.reads():
         for full in (False, True):
             jsonschema.Draft202012Validator.check_schema(output_schema(tool, full=full))
         assert output_schema(tool)["required"] == output_schema(tool, full=True)["required"]
-        assert set(ARGUMENT_HINTS[tool]) <= set(input_schema(tool)["properties"]), tool
+        assert set(TOOLS[tool].hints or ()) <= set(input_schema(tool)["properties"]), tool
         assert input_schema(tool, full=True)["properties"].keys() == input_schema(tool)["properties"].keys()
-    for tool in WRITE_TOOLS:
+    for tool in writes:
         jsonschema.Draft202012Validator.check_schema(output_schema(tool))
-    knowl = TOOL_DESCRIPTIONS["knowl_query"]
+    knowl = TOOLS["knowl_query"].description
     assert KNOWL_INSTRUCTIONS in knowl and knowl.index("PROVENANCE") > knowl.index("judge the content itself")
     for sentence in SEED_KNOWL:
         assert sentence in knowl, sentence
     assert "defaults to 3" in knowl and "retried once without it" in knowl
-    grep = TOOL_DESCRIPTIONS["knowledge_grep"]
+    grep = TOOLS["knowledge_grep"].description
     for rule in ("superseded wording", "via", "knowledge_records", "never proves absence", "unavailable",
                  "nextOffset", "snapshot", "coverage.complete false", "knowtk://docs/agents"):  # fmt: skip
         assert rule in grep, rule
-    timeline = TOOL_DESCRIPTIONS["knowledge_timeline"]
+    timeline = TOOLS["knowledge_timeline"].description
     assert "inclusive" in timeline and "not grep's page/claim" in timeline and "not mentions" in timeline
     assert "UTC day" in input_schema("knowledge_timeline")["properties"]["until"]["description"]
     for tool in ("knowledge_records", "knowledge_timeline", "knowledge_chronicle_since"):
-        assert "Paging and coverage as knowledge_grep" in TOOL_DESCRIPTIONS[tool]
+        assert "Paging and coverage as knowledge_grep" in TOOLS[tool].description
     for tool in ("knowledge_chronicle_day", "knowledge_chronicle_since", "knowledge_chronicle_last_seen"):
-        assert "as knowledge_timeline" in TOOL_DESCRIPTIONS[tool]
-    assert "IANA" in TOOL_DESCRIPTIONS["knowledge_chronicle_day"]
+        assert "as knowledge_timeline" in TOOLS[tool].description
+    assert "IANA" in TOOLS["knowledge_chronicle_day"].description
     guide = agents_guide()  # the detail the listing leaves out
-    for tool in TOOLS:
-        assert TOOL_GUIDES[tool] in guide and json.dumps(output_schema(tool, full=True), separators=(",", ":")) in guide
-        for name, doc in ARGUMENT_DOCS[tool].items():
-            assert f"`{name}`" in guide and doc in guide
+    for tool, spec in TOOLS.reads().items():
+        own = spec.guide or spec.description  # a tool with no guide of its own: its description
+        assert own in guide and json.dumps(output_schema(tool, full=True), separators=(",", ":")) in guide
+        for p in spec.params:
+            assert p.doc and f"`{p.name}`" in guide and p.doc in guide
 
 
 def _type_arrays(schema: Any, path: str = "") -> list[str]:
@@ -180,7 +182,7 @@ def _type_arrays(schema: Any, path: str = "") -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
 def test_schemas_are_portable(tool: str) -> None:
     """One type per schema: a nullable is anyOf [X, null], which single-type dialects read and which stays exact."""
     for full in (False, True):
@@ -246,10 +248,10 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
         async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert set(tools) == set(TOOLS)
+            assert set(tools) == set(TOOLS.reads())
             for name, tool in tools.items():
                 assert tool.input_schema == input_schema(name) and tool.output_schema == output_schema(name)
-                assert tool.description == TOOL_DESCRIPTIONS[name]
+                assert tool.description == TOOLS[name].description
 
             answers = VALID_CALLS
             for name, args in answers.items():

@@ -78,10 +78,10 @@ def test_tools_list_is_portable_under_strict(inspector: Path, demo: Path) -> Non
     assert out.returncode == 0, out.stderr
     assert "Warning" not in out.stderr and "Error" not in out.stderr and "warnings across" not in out.stderr
     tools = json.loads(out.stdout)["result"]["tools"]
-    assert sorted(t["name"] for t in tools) == sorted(TOOLS)
+    assert sorted(t["name"] for t in tools) == sorted(TOOLS.reads())
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
 def test_each_tool_answers_through_the_inspector(inspector: Path, demo: Path, tool: str) -> None:
     code, reply = _call(inspector, demo, tool, VALID[tool])
     assert code == 0, reply
@@ -90,7 +90,7 @@ def test_each_tool_answers_through_the_inspector(inspector: Path, demo: Path, to
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
 def test_each_refusal_reaches_the_inspector_naming_the_argument(inspector: Path, demo: Path, tool: str) -> None:
     args, argument, allowed = REFUSED[tool]
     code, reply = _call(inspector, demo, tool, args)
@@ -130,7 +130,7 @@ def test_the_inspector_over_http_with_a_token(inspector: Path, demo: Path) -> No
     with http_server(demo, token) as url:
         listed = run("--strict", "--method", "tools/list")
         assert listed.returncode == 0 and "Warning" not in listed.stderr, listed.stderr
-        assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS)
+        assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS.reads())
         found = run("--method", "tools/call", "--tool-name", "knowledge_lookup", "--tool-args-json", '{"query": "Sam"}')
         assert (
             found.returncode == 0 and json.loads(found.stdout)["result"]["structuredContent"]["status"] == "ambiguous"

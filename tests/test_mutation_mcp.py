@@ -30,7 +30,7 @@ def test_the_default_server_stays_read_only(demo: Path) -> None:
     async def scenario() -> None:
         async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            assert {t.name for t in (await s.list_tools()).tools} == set(TOOLS)
+            assert {t.name for t in (await s.list_tools()).tools} == set(TOOLS.reads())
             res = await s.call_tool("knowledge_mutation", {"operation": "withdraw", "id": "dec-2026-021"})
             _refused(res, "tool")
 
@@ -45,7 +45,7 @@ def test_allow_writes_offers_the_write_tools_and_checks_the_hash(demo: Path) -> 
         async with stdio_client(_server(demo, "--allow-writes")) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert set(tools) == {*TOOLS, "knowledge_mutation", "knowledge_history"}
+            assert set(tools) == {*TOOLS.reads(), "knowledge_mutation", "knowledge_history"}
             hints = tools["knowledge_mutation"].annotations
             assert hints.read_only_hint is False and hints.destructive_hint is True and hints.idempotent_hint is True
             assert tools["knowledge_history"].annotations.read_only_hint is True

@@ -1,7 +1,7 @@
 """One definition, three surfaces: every tool of the registry is on Python (``Store.call``), the CLI and MCP.
 
 One test registers a new tool (the revision of one record) and finds it on all three without touching any
-of them; another finds the write tools (``knowtk.query.mutations.WRITE_TOOLS``) on all three, over MCP only
+of them; another finds the write tools (``Tool.writes``) on all three, over MCP only
 when the server is started with ``--allow-writes``.
 """
 
@@ -20,7 +20,6 @@ from knowtk.cli import COMMANDS, main, parser
 from knowtk.query import TOOLS, Tool, register_tool
 from knowtk.query.args import Param, text
 from knowtk.query.inventory import one_record
-from knowtk.query.mutations import WRITE_TOOLS
 from knowtk.query.schema import input_schema
 from tests.helpers import DEMO, required_in_ci
 
@@ -48,7 +47,8 @@ def _cli_tools() -> dict[str, str]:
 
 def test_every_registered_tool_is_on_every_surface() -> None:
     assert set(_cli_tools()) == set(TOOLS)
-    listed = {t.name: t for t in listed_tools()}
+    assert {t.name for t in listed_tools()} == set(TOOLS.reads())  # the write tools: with --allow-writes only
+    listed = {t.name: t for t in listed_tools(allow_writes=True)}
     assert set(listed) == set(TOOLS)
     for name, tool in TOOLS.items():
         assert listed[name].input_schema["properties"].keys() == {p.name for p in tool.params}
@@ -80,7 +80,9 @@ def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
     demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(TOOLS, HISTORY.name, HISTORY)  # as register_tool does, undone after the test
-    monkeypatch.setattr("knowtk.cli.COMMANDS", dict(COMMANDS))
+    commands = dict(COMMANDS)  # the one table every module of the command line reads, undone after the test
+    for module in ("knowtk.cli", "knowtk.cli.registry", "knowtk.cli.tools"):
+        monkeypatch.setattr(f"{module}.COMMANDS", commands)
     assert register_tool.__doc__  # the public way to add one
     want = knowtk.open_store(demo).call("knowledge_record", {"id": "dec-2026-021"})["record"]
 
@@ -118,7 +120,8 @@ def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
     store = knowtk.open_store(demo)
     record = store.call("knowledge_record", {"id": "dec-2026-021"})["record"]
     stale = {"operation": "withdraw", "id": "dec-2026-021", "expectedSha256": "0" * 64, "reason": "parity"}
-    for name in WRITE_TOOLS:  # Python: one definition validates and answers
+    write_tools = {n: t for n, t in TOOLS.items() if t.writes}
+    for name in write_tools:  # Python: one definition validates and answers
         with pytest.raises(knowtk.InvalidArgument) as err:
             store.call(name, {"limit": 0} if name == "knowledge_history" else {**stale, "operation": "bogus"})
         assert err.value.argument in {"limit", "operation"}
@@ -132,12 +135,12 @@ def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
 
     async def scenario() -> None:
         async with Client(build_server(open_target(demo))) as client:  # the default server is read-only
-            assert not {t.name for t in (await client.list_tools()).tools} & set(WRITE_TOOLS)
+            assert not {t.name for t in (await client.list_tools()).tools} & set(write_tools)
             refused = await client.call_tool("knowledge_mutation", stale)
             assert refused.is_error and "not offered" in refused.content[0].text
         async with Client(build_server(open_target(demo), allow_writes=True)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            for name, tool in WRITE_TOOLS.items():
+            for name, tool in write_tools.items():
                 assert tools[name].input_schema["properties"].keys() == {p.name for p in tool.params}
             assert tools["knowledge_mutation"].annotations.destructive_hint is True
             conflict = await client.call_tool("knowledge_mutation", stale)

@@ -12,17 +12,23 @@ import sys
 from collections.abc import Sequence
 
 from knowtk.cli import answer, message, parser
-from knowtk.cli.registry import Command
+from knowtk.cli.registry import COMMANDS, Command
 from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound
 from knowtk.state import STATE_DIR
 from knowtk.store import Store
 
-__all__ = ["serve_request"]
+__all__ = ["serve_request", "serves"]
 
 
 @functools.lru_cache(maxsize=1)
 def _forwarded_parser() -> argparse.ArgumentParser:
     return parser(with_plugins=False)  # the forwarded commands are the built-in tools': no plug-in
+
+
+def serves(word: str) -> bool:
+    """Whether a server answers the commands whose first word is ``word`` (a tool's with ``Tool.serve``)."""
+    _forwarded_parser()  # the built-in tools' subcommands made
+    return any(cmd.serve for name, cmd in COMMANDS.items() if name.split(" ")[0] == word)
 
 
 def _forwardable(

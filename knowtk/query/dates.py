@@ -164,7 +164,8 @@ def _fetch(
         total = len(rows)
     else:
         (total,) = conn.execute(f"{_ctes(p, s)}SELECT count(*) {body}", params).fetchone()
-        paged = {**params, "offset": page[0], "limit": page[1]}
+        # an offset past the rows skips them all: capped, as SQLite takes no integer past 64 bits
+        paged = {**params, "offset": min(page[0], total), "limit": page[1]}
         rows = conn.execute(f"{sql} LIMIT :limit OFFSET :offset", paged).fetchall()
     if any(r[0] not in snap.records for r in rows):  # the reconcile in this transaction made them this snapshot's
         raise Contention(f"{p.dates} holds records this snapshot does not")

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 __all__ = [
     "ENV",
+    "NOT_SERVED",
     "PROTOCOL",
     "exchange",
     "fingerprint",
@@ -41,6 +42,8 @@ ENV = "KNOWTK_SERVE"  # 0/off: never forward; require: fail instead of running l
 DIR_ENV = "KNOWTK_SERVE_DIR"  # where the sockets are (default: $XDG_RUNTIME_DIR/knowtk, else /tmp/knowtk-UID)
 ANSWER_ENV = ("KNOWTK_SEMANTIC",)  # the environment an answer depends on: part of the key
 ACCEPT_TIMEOUT = 5.0  # seconds to wait for the server to take the request (it takes each at once)
+#: The server's reason for a command it never answers (no read-only query): run here under any ``ENV``.
+NOT_SERVED = "not a query a server answers"
 _OFF = frozenset({"0", "false", "no", "off"})
 _VALUED = {"--store": 1, "--state-dir": 2, "--profile": 3}  # the options that choose the server
 _TOP_FLAGS = frozenset({"--json"})  # the only other options the CLI takes before its subcommand
@@ -217,7 +220,7 @@ def forward(argv: list[str]) -> int | None:
         request = {"op": "run", "protocol": PROTOCOL, "code": code, "argv": argv, "cwd": cwd}
         answer = exchange(socket_path(key(root, folder, profile, code=code)), request)
     except (OSError, ValueError) as exc:
-        if mode == "require":
+        if mode == "require" and str(exc) != NOT_SERVED:  # require is for queries: another command runs here
             print(f"knowtk: no server answered ({ENV}=require): {exc}", file=sys.stderr)
             return 1
         return None

@@ -21,9 +21,9 @@ import threading
 import time
 from typing import Any, TextIO
 
-from knowtk.cli.serving import serve_request
+from knowtk.cli.serving import serve_request, serves
 from knowtk.errors import InvalidArgument, KnowtkError
-from knowtk.serve.client import PROTOCOL, fingerprint, key, resolve, safe_dir, socket_path
+from knowtk.serve.client import NOT_SERVED, PROTOCOL, fingerprint, key, parse_argv, resolve, safe_dir, socket_path
 from knowtk.store import Store, open_store
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "Server"]
@@ -55,7 +55,7 @@ class Server:
         self.idle_timeout = idle_timeout
         self.log = log if log is not None else sys.stderr
         self.answered = 0  # queries answered here
-        self.refused = 0  # command lines sent back to the CLI (not a forwarded query, a refusal to report)
+        self.refused = 0  # queries sent back to the CLI (a usage error, another store, a refusal to report)
         self.started = time.time()
         self.stopping = False
         self.running = threading.Lock()  # one query at a time: a request's output is captured process-wide
@@ -202,6 +202,9 @@ class Server:
         if not isinstance(argv, list) or not all(isinstance(x, str) for x in argv) or not isinstance(cwd, str):
             return {"reason": "a request is a list of arguments and a folder"}
         assert self.store is not None
+        parsed = parse_argv(argv)
+        if parsed is None or parsed[0] is None or not serves(parsed[0]):
+            return {"reason": NOT_SERVED}  # not a query: the CLI runs it, as it runs it with no server
         try:
             answer = serve_request(argv, cwd=cwd, store=self.store, target=(self.root, self.state, self.profile))
         except Exception as exc:  # a fault here is the server's; the CLI answers for itself

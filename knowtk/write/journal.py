@@ -157,7 +157,7 @@ def receipt_rows(
         total = conn.execute(f"SELECT count(*) FROM receipts_v1 r{join}{clause}", params).fetchone()[0]
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM receipts_v1 r{join}{clause} ORDER BY r.seq DESC LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            [*params, limit, min(offset, total)],  # capped: SQLite takes no integer past 64 bits
         ).fetchall()
     return [_receipt(row) for row in rows], int(total)
 
