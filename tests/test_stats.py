@@ -155,8 +155,11 @@ def test_mcp_inspector(demo: Path) -> None:
     env = {**os.environ, "PATH": f"{INSPECTOR}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
     base = [str(INSPECTOR / "node"), str(INSPECTOR / "mcp-inspector"), "--cli", "--format", "json"]
     server = [sys.executable, "-m", "knowtk", "--store", str(demo), "mcp"]
-    call = ["--method", "tools/call", "--tool-name", "knowledge_stats", "--tool-args-json", "{}"]
-    done = subprocess.run([*base, *call, *server], capture_output=True, text=True, env=env, timeout=180)
+    call = ["--method", "tools/call", "--tool-name", "knowledge_stats", "--tool-args-json"]
+    done = subprocess.run([*base, *call, "{}", *server], capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)["result"]
     assert not answer["isError"] and answer["structuredContent"]["total"] > 0
+    refused = subprocess.run([*base, *call, '{"scope": ".."}', *server], capture_output=True, text=True, env=env)
+    answer = json.loads(refused.stdout)["result"]
+    assert refused.returncode != 0 and answer["isError"] and answer["_meta"]["knowtk/error"]["argument"] == "scope"
