@@ -32,46 +32,14 @@ from typing import Any
 
 import yaml
 
+from knowtk.model.recordkeys import RECORD_KEYS
+
 DEFAULT_SEED = 20260329
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "data" / "fixtures" / "demo"
 STATE_DIR = ".knowtk"  # rebuildable state written by knowtk; never touched here
 
-# Frontmatter keys, in the order they are written (STORE.md section 1 order).
-KEY_ORDER = (
-    "id",
-    "kind",
-    "type",
-    "title",
-    "aliases",
-    "tags",
-    "status",
-    "superseded_by",
-    "revision",
-    "summary",
-    "occurred_at",
-    "recorded_at",
-    "updated_at",
-    "due_at",
-    "expires_at",
-    "entities",
-    "owner",
-    "depends_on",
-    "source",
-    "source_event",
-    "from",
-    "to",
-    "relation",
-    "origin",
-    "author",
-    "evidence",
-    "affected_paths",
-    "category",
-    "reasoning",
-    "alternatives",
-    "fields",
-)
-KEY_INDEX = {k: i for i, k in enumerate(KEY_ORDER)}
+KEY_INDEX = {k: i for i, k in enumerate(RECORD_KEYS)}
 DATEISH = re.compile(r"^\d{4}-\d")
 
 # Words that appear in exactly the listed records (whole-word, case-insensitive), so that a

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from knowtk.model.recordkeys import RECORD_KEYS
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "make_demo_store.py"
 DEMO = ROOT / "data" / "fixtures" / "demo"
@@ -27,39 +29,6 @@ ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
 DATE_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at", "expires_at")
-KEY_ORDER = (
-    "id",
-    "kind",
-    "type",
-    "title",
-    "aliases",
-    "tags",
-    "status",
-    "superseded_by",
-    "revision",
-    "summary",
-    "occurred_at",
-    "recorded_at",
-    "updated_at",
-    "due_at",
-    "expires_at",
-    "entities",
-    "owner",
-    "depends_on",
-    "source",
-    "source_event",
-    "from",
-    "to",
-    "relation",
-    "origin",
-    "author",
-    "evidence",
-    "affected_paths",
-    "category",
-    "reasoning",
-    "alternatives",
-    "fields",
-)
 
 
 class TextDateLoader(yaml.SafeLoader):
@@ -299,7 +268,7 @@ def test_ids_valid_except_one_and_one_duplicate() -> None:
 def test_frontmatter_key_order_and_required_fields() -> None:
     for r in RECORDS:
         keys = list(r.meta)
-        assert keys == sorted(keys, key=KEY_ORDER.index), r.path
+        assert keys == sorted(keys, key=RECORD_KEYS.index), r.path
         assert r["kind"] in ("page", "claim", "relationship")
         if r["kind"] == "relationship":
             assert r["from"] and r["to"] and r["relation"], r.path

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
+from knowtk.model.recordkeys import RECORD_KEYS
 from knowtk.model.shapes import field, shape
 
 __all__ = [
@@ -36,41 +37,7 @@ __all__ = [
 
 DEFAULT_PROFILE = "knowtk"
 DERIVED_KEY = "@derived"  # in a derived mapping: {"profile", "keys", "frontmatter", "issues"}
-KNOWTK_KEYS = frozenset(
-    [
-        "id",
-        "kind",
-        "type",
-        "title",
-        "aliases",
-        "tags",
-        "summary",
-        "status",
-        "superseded_by",
-        "revision",
-        "occurred_at",
-        "recorded_at",
-        "updated_at",
-        "due_at",
-        "expires_at",
-        "entities",
-        "owner",
-        "depends_on",
-        "source",
-        "source_event",
-        "from",
-        "to",
-        "relation",
-        "origin",
-        "author",
-        "evidence",
-        "affected_paths",
-        "category",
-        "reasoning",
-        "alternatives",
-        "fields",
-    ]
-)
+KNOWTK_KEYS = frozenset(RECORD_KEYS)
 KINDS = ("page", "claim", "relationship")
 _STATUSES = ("active", "superseded", "withdrawn")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
