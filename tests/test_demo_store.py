@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -24,10 +23,9 @@ import pytest
 import yaml
 
 from knowtk.model.recordkeys import RECORD_KEYS
+from tests.helpers import DEMO, REPO, copy_demo
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "make_demo_store.py"
-DEMO = ROOT / "data" / "fixtures" / "demo"
+SCRIPT = REPO / "scripts" / "make_demo_store.py"
 STATE_DIR = ".knowtk"  # knowtk's rebuildable state; may appear when someone opens the fixture in place
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -108,7 +106,7 @@ def rec(rid: str) -> Rec:
 
 
 def run_script(store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the script imports this checkout's knowtk
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the script imports this checkout's knowtk
     cmd = [sys.executable, str(SCRIPT), str(store), *extra]
     return subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
 
@@ -155,11 +153,6 @@ pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="data/fixtures/demo is
 # --------------------------------------------------------------------------------------------
 # The script: derived files and checks
 # --------------------------------------------------------------------------------------------
-
-
-def copy_demo(out: Path) -> Path:
-    shutil.copytree(DEMO, out, ignore=shutil.ignore_patterns(STATE_DIR))
-    return out
 
 
 def test_the_script_finds_the_bundled_files_as_it_would_write_them(tmp_path: Path) -> None:
