@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from knowtk.model.recordkeys import RECORD_KEYS
+from knowtk.model.profile import RECORD_KEYS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_STORE = REPO_ROOT / "data" / "fixtures" / "demo"

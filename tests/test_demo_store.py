@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from knowtk.model.recordkeys import RECORD_KEYS
+from knowtk.model.profile import RECORD_KEYS
 from tests.helpers import DEMO, REPO, copy_demo
 
 SCRIPT = REPO / "scripts" / "make_demo_store.py"

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import knowtk
-from knowtk.model.recordkeys import RECORD_KEYS
+from knowtk.model.profile import RECORD_KEYS
 from knowtk.query import TOOLS
 
 # cases per run: about 10 s for the files, 5 s for the arguments on a 2-core machine

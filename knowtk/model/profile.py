@@ -17,7 +17,6 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-from knowtk.model.recordkeys import RECORD_KEYS
 from knowtk.model.shapes import field, shape
 
 __all__ = [
@@ -25,6 +24,7 @@ __all__ = [
     "DERIVED_KEY",
     "KINDS",
     "KNOWTK_KEYS",
+    "RECORD_KEYS",
     "Derivation",
     "Profile",
     "ProfileMap",
@@ -37,7 +37,42 @@ __all__ = [
 
 DEFAULT_PROFILE = "knowtk"
 DERIVED_KEY = "@derived"  # in a derived mapping: {"profile", "keys", "frontmatter", "issues"}
-KNOWTK_KEYS = frozenset(RECORD_KEYS)
+# The frontmatter keys of a record (STORE.md section 1), in the order a record file writes them: the one
+# list of them (the demo store and the tests write and check frontmatter in this order).
+RECORD_KEYS = (
+    "id",
+    "kind",
+    "type",
+    "title",
+    "aliases",
+    "tags",
+    "status",
+    "superseded_by",
+    "revision",
+    "summary",
+    "occurred_at",
+    "recorded_at",
+    "updated_at",
+    "due_at",
+    "expires_at",
+    "entities",
+    "owner",
+    "depends_on",
+    "source",
+    "source_event",
+    "from",
+    "to",
+    "relation",
+    "origin",
+    "author",
+    "evidence",
+    "affected_paths",
+    "category",
+    "reasoning",
+    "alternatives",
+    "fields",
+)
+KNOWTK_KEYS = frozenset(RECORD_KEYS)  # knowtk's own keys: a profile keeps another tool's under fields
 KINDS = ("page", "claim", "relationship")
 _STATUSES = ("active", "superseded", "withdrawn")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
