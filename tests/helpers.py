@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,16 @@ class StoreBuilder:
 
     def open(self, **kwargs: Any) -> knowtk.Store:
         return knowtk.open_store(self.root, **kwargs)
+
+
+def copy_demo(out: Path) -> Path:
+    """A copy of the bundled demo store at ``out``, without any knowtk state a run in place left in it."""
+    shutil.copytree(DEMO, out, ignore=shutil.ignore_patterns(".knowtk"))
+    return out
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def markdown_digest(root: Path) -> dict[str, str]:

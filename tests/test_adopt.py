@@ -1,4 +1,4 @@
-"""`knowtk adopt` (issue 22): the keys a profile derived written into the files, through the mutation machinery.
+"""`knowtk adopt`: the keys a profile derived written into the files, through the mutation machinery.
 
 After adopt, the default profile reads every adopted file as the profile read it; the bodies are
 byte-identical; the dry run's diff is the review; a second run changes nothing; the change is all
@@ -7,7 +7,6 @@ or nothing (a conflict, a crash at any step) and undone from its receipt.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -25,7 +24,7 @@ from knowtk.errors import InvalidArgument, PublicationConflict
 from knowtk.model.records import Record
 from knowtk.write import mutation
 from knowtk.write.splice import split_file
-from tests.helpers import REPO, StoreBuilder, markdown_digest
+from tests.helpers import REPO, StoreBuilder, markdown_digest, sha256_hex
 
 PROFILES = REPO / "data" / "fixtures" / "profiles"
 
@@ -34,10 +33,6 @@ def fixture(tmp_path: Path, name: str) -> Path:
     root = tmp_path / name
     shutil.copytree(PROFILES / name, root)
     return root
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def reading(r: Record) -> dict[str, Any]:
@@ -323,7 +318,7 @@ def test_sigkill_at_any_step_of_adopt_is_finished_at_the_next_open(tmp_path: Pat
     kill_at(root, state, step)
     with knowtk.open_store(root, profile="adr", state_dir=state) as store:
         now = files(root)
-        assert {p: sha(now[p]) for p in planned} == planned  # every file adopted
+        assert {p: sha256_hex(now[p]) for p in planned} == planned  # every file adopted
         assert all(now[p] == data for p, data in original.items() if p not in planned)
         assert [r["operation"] for r in store.history()["receipts"]] == ["adopt"]
         assert store.check()["ok"] is True

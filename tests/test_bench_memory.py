@@ -45,7 +45,7 @@ def test_the_warm_group_times_every_first_call_before_any_query_is_asked_again(
 ) -> None:
     """A second ask keeps a phrase's counts, which reads the keyword rows whole, as a filter does: the first calls
     come first, after an opening query of none of their words, so none of them is timed in a process a repeated
-    ask has prepared for it (until issue 20's tenth session the first query's repeats came first)."""
+    ask has prepared for it (the repeats of the first query would otherwise do that)."""
     for i in range(12):
         builder.page(f"n{i}", f"Note {i}", "retro alpha beta gamma " * (i % 3 + 1), path=f"n{i}.md", kind="claim")
     specs = [

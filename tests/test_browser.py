@@ -227,13 +227,6 @@ def browser(lab: dict[str, Any]) -> Iterator[Any]:
         chromium.close()
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[knowtk.Store]:
-    """The same store in this process: what the pages should show."""
-    with knowtk.open_store(DEMO, state_dir=tmp_path_factory.mktemp("state")) as store:
-        yield store
-
-
 def set_theme(lab: dict[str, Any], theme: str) -> None:
     """Choose the theme as Settings → Theme does: the server keeps it for the next page."""
     raw = json.dumps({"theme": theme})
@@ -298,7 +291,7 @@ LOOKUP_BOX = "an id, a full title or an alias, then Enter"
 KNOWL_BOX = "the words that name the subject, then Enter"
 
 
-def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, Any], demo: knowtk.Store) -> None:
+def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, Any], demo_store: knowtk.Store) -> None:
     from playwright.sync_api import expect
 
     page = run_notebook(browser, lab, "01_quickstart.ipynb")
@@ -308,7 +301,7 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         type_box = grep.get_by_placeholder("decision, meeting")
         send(page, type_box, "")  # the notebook set type=decision; clear it
         # a query typed and sent with Enter
-        expected = demo.grep("vector index", limit=5)
+        expected = demo_store.grep("vector index", limit=5)
         send(page, query, "vector index")
         expect(grep).to_contain_text(f"hits 1–{len(expected['hits'])} of {expected['total']}")
         rows = grep.locator(".knowtk-row")
@@ -323,7 +316,7 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         rows.nth(1).locator(".knowtk-pick").click()
         inline = grep.locator(".knowtk-inline")
         expect(inline).to_contain_text("rank 2 of")
-        expect(inline).to_contain_text(demo.record(second["id"])["record"]["title"])
+        expect(inline).to_contain_text(demo_store.record(second["id"])["record"]["title"])
         below = rows.nth(1).evaluate("el => el.nextElementSibling.classList.contains('knowtk-inline')")
         assert below, "the record and its why are not directly under the clicked row"
         assert "knowtk-selected" in (rows.nth(1).get_attribute("class") or "")
@@ -332,15 +325,15 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         third = expected["hits"][2]
         facts = rows.nth(2).locator(".knowtk-meta").bounding_box()
         page.mouse.click(facts["x"] + facts["width"] / 2, facts["y"] + facts["height"] / 2)  # a person's click there
-        expect(inline).to_contain_text(demo.record(third["id"])["record"]["title"])
+        expect(inline).to_contain_text(demo_store.record(third["id"])["record"]["title"])
         assert "knowtk-selected" in (rows.nth(2).get_attribute("class") or "")
         # pages
-        paged = demo.grep("search", limit=5)
+        paged = demo_store.grep("search", limit=5)
         send(page, query, "search")
         expect(grep).to_contain_text(f"hits 1–5 of {paged['total']}")
         grep.get_by_role("button", name="next ▶").click()
         expect(grep).to_contain_text(f"hits 6–10 of {paged['total']}")
-        second_page = demo.grep("search", limit=5, offset=5)
+        second_page = demo_store.grep("search", limit=5, offset=5)
         expect(rows.first).to_contain_text(f"6. {second_page['hits'][0]['title']}"[:40])
         shot(grep, "grep-3-page-2")
         # a refused input replaces the answer
@@ -358,7 +351,7 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         page.close()
 
 
-def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo: knowtk.Store) -> None:
+def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo_store: knowtk.Store) -> None:
     from playwright.sync_api import expect
 
     page = run_notebook(browser, lab, "01_quickstart.ipynb")
@@ -374,15 +367,15 @@ def test_lookup_and_knowl_widgets(browser: Any, lab: dict[str, Any], demo: knowt
         send(page, lookup.get_by_placeholder(LOOKUP_BOX), "dec-2025-012")
         expect(lookup).to_contain_text("MISSING")
         expect(lookup).to_contain_text("dec-2025-012 exists, and is superseded")
-        current = demo.explain("dec-2025-012")["chain"]["current"]
+        current = demo_store.explain("dec-2025-012")["chain"]["current"]
         expect(lookup).to_contain_text(f"ends at the current record {current}")
         shot(lookup, "lookup-2-superseded")
         lookup.get_by_role("button", name=f"→ look up {current}").click()
         expect(lookup).to_contain_text("FOUND")
-        expect(lookup.locator(".knowtk-inline")).to_contain_text(demo.record(current)["record"]["title"])
+        expect(lookup.locator(".knowtk-inline")).to_contain_text(demo_store.record(current)["record"]["title"])
 
         knowl = widget(page, KNOWL_BOX)
-        expected = demo.knowl("vector index")
+        expected = demo_store.knowl("vector index")
         send(page, knowl.get_by_placeholder(KNOWL_BOX), "vector index")  # Enter searches
         rows = knowl.locator(".knowtk-row")
         expect(rows).to_have_count(len(expected["results"]))
@@ -494,21 +487,21 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
 LAB_BOX = "path to a .yaml or .csv gold set"
 
 
-def lab_expected(demo: knowtk.Store) -> dict[str, Any]:
+def lab_expected(demo_store: knowtk.Store) -> dict[str, Any]:
     """What the lab widget of the scratch notebook shows, computed in this process."""
     from knowtk.lab import load_gold, run
     from knowtk.lab.widget import lab_view
 
-    result = run(load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), demo, variants=LAB_VARIANTS)
+    result = run(load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), demo_store, variants=LAB_VARIANTS)
     return lab_view(result, case="gpu-budget")
 
 
 def test_query_lab_widget_row_click_shows_hits_and_why_not(
-    browser: Any, lab: dict[str, Any], demo: knowtk.Store
+    browser: Any, lab: dict[str, Any], demo_store: knowtk.Store
 ) -> None:
     from playwright.sync_api import expect
 
-    view = lab_expected(demo)
+    view = lab_expected(demo_store)
     detail = view["detail"]
     missed = next(e for e in detail["expected"] if e["id"] == "dec-2025-009")
     assert missed["why"]["reason"] == "excluded by chain_dead_end"  # the demo gold set's failing case

@@ -6,10 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from matplotlib.patches import FancyArrowPatch
@@ -18,21 +16,11 @@ import knowtk
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.query.chains import EDGE_COLUMNS, chain_edges, chain_summary
 from knowtk.query.explain import STATUSES, explain
-from tests.helpers import DEMO, StoreBuilder
+from tests.helpers import StoreBuilder
+
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 NUMBERED_CHAIN = ["dec-2025-012", "dec-2025-027", "dec-2026-008", "dec-2026-021"]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[knowtk.Store]:
-    with knowtk.open_store(DEMO, state_dir=tmp_path_factory.mktemp("state")) as store:
-        yield store
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
 
 
 def chain_of(edges: pd.DataFrame, rid: str) -> pd.DataFrame:
@@ -44,8 +32,8 @@ def chain_of(edges: pd.DataFrame, rid: str) -> pd.DataFrame:
 # chains
 
 
-def test_edges_follow_the_plots_column_spec_with_stable_dtypes(demo: knowtk.Store) -> None:
-    edges = chain_edges(demo)
+def test_edges_follow_the_plots_column_spec_with_stable_dtypes(demo_store: knowtk.Store) -> None:
+    edges = chain_edges(demo_store)
     assert tuple(edges.columns) == EDGE_COLUMNS
     assert list(EDGE_COLUMNS) == [
         "chain", "from_id", "from_title", "from_revision", "from_lifecycle", "from_date",
@@ -55,12 +43,12 @@ def test_edges_follow_the_plots_column_spec_with_stable_dtypes(demo: knowtk.Stor
     assert dtypes["chain"] == dtypes["from_revision"] == "Int64"
     assert dtypes["from_date"] == dtypes["to_date"] == "datetime64[ns, UTC]"
     assert dtypes["cycle"] == "boolean" and dtypes["chain_end"] == "string"
-    empty = chain_edges(demo, "dec-2026-003").iloc[0:0]
+    empty = chain_edges(demo_store, "dec-2026-003").iloc[0:0]
     assert {c: str(t) for c, t in empty.dtypes.items()} == dtypes
 
 
-def test_demo_chains_end_where_the_snapshot_says(demo: knowtk.Store) -> None:
-    edges = chain_edges(demo)
+def test_demo_chains_end_where_the_snapshot_says(demo_store: knowtk.Store) -> None:
+    edges = chain_edges(demo_store)
     assert len(edges) == 13 and edges["chain"].nunique() == 7
     ends = {rid: chain_of(edges, rid)["chain_end"].iloc[0] for rid in ("dec-2026-021", "dec-2026-015", "dec-2026-099")}
     assert ends == {"dec-2026-021": "current", "dec-2026-015": "withdrawn", "dec-2026-099": "missing"}
@@ -80,20 +68,20 @@ def test_demo_chains_end_where_the_snapshot_says(demo: knowtk.Store) -> None:
 
 
 @pytest.mark.parametrize("rid", [*NUMBERED_CHAIN])
-def test_one_records_chain_is_the_whole_chain_both_ways(demo: knowtk.Store, rid: str) -> None:
-    whole = chain_edges(demo)
-    one = chain_edges(demo, rid)
+def test_one_records_chain_is_the_whole_chain_both_ways(demo_store: knowtk.Store, rid: str) -> None:
+    whole = chain_edges(demo_store)
+    one = chain_edges(demo_store, rid)
     expected = chain_of(whole, "dec-2026-021").reset_index(drop=True)
     pd.testing.assert_frame_equal(one.reset_index(drop=True), expected)  # same rows, same chain number
 
 
-def test_chain_of_a_missing_target_a_loner_and_an_unknown_id(demo: knowtk.Store) -> None:
-    assert chain_edges(demo, "dec-2026-099")["from_id"].tolist() == ["dec-2025-009", "dec-2025-030"]
-    assert chain_edges(demo, "person-ada-okafor").empty  # a record outside every chain
+def test_chain_of_a_missing_target_a_loner_and_an_unknown_id(demo_store: knowtk.Store) -> None:
+    assert chain_edges(demo_store, "dec-2026-099")["from_id"].tolist() == ["dec-2025-009", "dec-2025-030"]
+    assert chain_edges(demo_store, "person-ada-okafor").empty  # a record outside every chain
     with pytest.raises(knowtk.RecordNotFound) as info:
-        chain_edges(demo, "no-such-record")
+        chain_edges(demo_store, "no-such-record")
     assert info.value.id == "no-such-record"
-    assert chain_edges(demo.snapshot()).equals(chain_edges(demo))  # a Snapshot works as well as a Store
+    assert chain_edges(demo_store.snapshot()).equals(chain_edges(demo_store))  # a Snapshot works as well as a Store
 
 
 def test_merges_unavailable_steps_expiry_and_unset_successors(builder: StoreBuilder) -> None:
@@ -121,8 +109,8 @@ def test_merges_unavailable_steps_expiry_and_unset_successors(builder: StoreBuil
     assert summary.set_index("last").loc["new", "path"] == "old-a → new; old-b → new"
 
 
-def test_summary_puts_dead_ends_first_and_writes_the_path(demo: knowtk.Store) -> None:
-    summary = chain_summary(chain_edges(demo))
+def test_summary_puts_dead_ends_first_and_writes_the_path(demo_store: knowtk.Store) -> None:
+    summary = chain_summary(chain_edges(demo_store))
     assert summary["chain_end"].tolist()[:3] == ["withdrawn", "missing", "cycle"]
     assert set(summary["chain_end"].tolist()[3:]) == {"current"}
     by_end = summary.set_index("chain_end")
@@ -133,14 +121,14 @@ def test_summary_puts_dead_ends_first_and_writes_the_path(demo: knowtk.Store) ->
     assert current["records"] == 4 and current["last_lifecycle"] == "active"
 
 
-def test_plot_chains_draws_the_edges_it_reads(demo: knowtk.Store) -> None:
-    edges = chain_edges(demo)
-    ax = plot_chains(chain_edges(demo))
+def test_plot_chains_draws_the_edges_it_reads(demo_store: knowtk.Store) -> None:
+    edges = chain_edges(demo_store)
+    ax = plot_chains(chain_edges(demo_store))
     arrows = sorted(str(p.get_gid()) for p in ax.patches if isinstance(p, FancyArrowPatch))
     assert arrows == sorted(f"edge:{c}:{a}->{b}" for c, a, b in edges[["chain", "from_id", "to_id"]].itertuples(False))
     markers = sorted(t.get_text() for t in ax.texts if str(t.get_gid()).startswith("end:"))
     assert markers == ["↻ cycle", "✕ missing", "✕ withdrawn"]
-    one = plot_chains(chain_edges(demo, "dec-2026-021"), title="Supersession chain of dec-2026-021")
+    one = plot_chains(chain_edges(demo_store, "dec-2026-021"), title="Supersession chain of dec-2026-021")
     assert one.get_title().startswith("Supersession chain of dec-2026-021")
     assert sum(isinstance(p, FancyArrowPatch) for p in one.patches) == 3
 
@@ -149,13 +137,13 @@ def test_plot_chains_draws_the_edges_it_reads(demo: knowtk.Store) -> None:
 # explain: what grep returned
 
 
-def test_a_hit_is_described_by_the_grep_hit_itself(demo: knowtk.Store) -> None:
-    ex = demo.explain("dec-2026-021", query="vector index")
-    frame = demo.grep("vector index").to_frame()
+def test_a_hit_is_described_by_the_grep_hit_itself(demo_store: knowtk.Store) -> None:
+    ex = demo_store.explain("dec-2026-021", query="vector index")
+    frame = demo_store.grep("vector index").to_frame()
     assert ex["status"] == "hit" and ex["rule"] is None and ex["reasons"] == []
     assert ex["rank"] == frame.loc[frame["id"] == "dec-2026-021", "rank"].iloc[0] == 2
     assert ex["total"] == 5 and ex["offset"] == 0
-    hit = demo.grep("vector index")["hits"][1]
+    hit = demo_store.grep("vector index")["hits"][1]
     assert ex["hit"]["citation"] == hit["citation"] and ex["score"] == hit["score"]
     assert ex["matches"] == ["title", "aliases", "body"]
     assert "rank 2 of 5" in ex["message"]
@@ -165,33 +153,33 @@ def test_a_hit_is_described_by_the_grep_hit_itself(demo: knowtk.Store) -> None:
     }  # fmt: skip
 
 
-def test_every_hit_of_a_page_explains_as_its_own_rank(demo: knowtk.Store) -> None:
+def test_every_hit_of_a_page_explains_as_its_own_rank(demo_store: knowtk.Store) -> None:
     for query, args in (("search", {"limit": 7}), ("transcript search", {}), ("decision", {"type": "decision"})):
-        page = demo.grep(query, **args, offset=0)
+        page = demo_store.grep(query, **args, offset=0)
         for i, hit in enumerate(page["hits"]):
-            ex = demo.explain(hit["id"], query=query, **args)
+            ex = demo_store.explain(hit["id"], query=query, **args)
             assert ex["status"] == ("replacement" if hit["via"] else "hit"), (query, hit["id"])
             assert ex["rank"] == i + 1 and ex["hit"]["sha256"] == hit["sha256"]
 
 
-def test_replacement_names_the_earlier_record_it_was_reached_through(demo: knowtk.Store) -> None:
-    ex = demo.explain("dec-2026-021", query="columnar")
+def test_replacement_names_the_earlier_record_it_was_reached_through(demo_store: knowtk.Store) -> None:
+    ex = demo_store.explain("dec-2026-021", query="columnar")
     assert ex["status"] == "replacement" and ex["score"] is None and ex["matches"] == ["superseded"]
-    assert ex["via"]["id"] == "dec-2025-012" and ex["via"] == demo.grep("columnar")["hits"][0]["via"]
-    assert demo.explain("dec-2026-003", query="elasticsearch")["via"]["id"] == "dec-2025-015"
+    assert ex["via"]["id"] == "dec-2025-012" and ex["via"] == demo_store.grep("columnar")["hits"][0]["via"]
+    assert demo_store.explain("dec-2026-003", query="elasticsearch")["via"]["id"] == "dec-2025-015"
 
 
-def test_superseded_record_in_an_active_search_points_at_its_current_record(demo: knowtk.Store) -> None:
-    ex = demo.explain("dec-2025-012", query="columnar")
+def test_superseded_record_in_an_active_search_points_at_its_current_record(demo_store: knowtk.Store) -> None:
+    ex = demo_store.explain("dec-2025-012", query="columnar")
     assert ex["status"] == "excluded" and ex["rule"] == "lifecycle" and ex["rank"] is None
     assert ex["detail"]["current"] == "dec-2026-021" and ex["detail"]["matched"] is True
     assert ex["detail"]["currentRank"] == 1 and ex["detail"]["currentVia"] == "dec-2025-012"
     assert ex["chain"] == {"end": "current", "current": "dec-2026-021", "steps": NUMBERED_CHAIN[1:]}
-    between = demo.explain("dec-2025-027", query="columnar")
+    between = demo_store.explain("dec-2025-027", query="columnar")
     assert between["detail"]["matched"] is False and between["detail"]["currentVia"] == "dec-2025-012"
     # in a superseded search the same record is a direct hit
-    assert demo.explain("dec-2025-012", query="columnar", lifecycle="superseded")["status"] == "hit"
-    assert demo.explain("dec-2026-021", query="vector", lifecycle="superseded")["rule"] == "lifecycle"
+    assert demo_store.explain("dec-2025-012", query="columnar", lifecycle="superseded")["status"] == "hit"
+    assert demo_store.explain("dec-2026-021", query="vector", lifecycle="superseded")["rule"] == "lifecycle"
 
 
 @pytest.mark.parametrize(
@@ -202,8 +190,8 @@ def test_superseded_record_in_an_active_search_points_at_its_current_record(demo
         ("lab-dec-005", "standup", "cycle", "lab-dec-005"),
     ],
 )
-def test_chain_dead_ends(demo: knowtk.Store, rid: str, query: str, end: str, last: str) -> None:
-    ex = demo.explain(rid, query=query)
+def test_chain_dead_ends(demo_store: knowtk.Store, rid: str, query: str, end: str, last: str) -> None:
+    ex = demo_store.explain(rid, query=query)
     assert ex["status"] == "excluded" and ex["rule"] == "chain_dead_end"
     assert ex["detail"]["end"] == end and ex["detail"]["last"] == last
     assert ex["chain"]["current"] is None and f"({end})" in ex["message"]
@@ -213,32 +201,32 @@ def test_chain_dead_ends(demo: knowtk.Store, rid: str, query: str, end: str, las
 # explain: the rules that keep a record out
 
 
-def test_unavailable_records_say_why(demo: knowtk.Store) -> None:
-    withdrawn = demo.explain("dec-2026-015", query="recordings")
+def test_unavailable_records_say_why(demo_store: knowtk.Store) -> None:
+    withdrawn = demo_store.explain("dec-2026-015", query="recordings")
     assert (withdrawn["rule"], withdrawn["detail"]) == ("withdrawn", {"safeguard": False})
-    expired = demo.explain("fnd-2024-009", query="anything")
+    expired = demo_store.explain("fnd-2024-009", query="anything")
     assert expired["rule"] == "expired" and expired["detail"]["expiresAt"]["value"] == "2025-01-31"
-    missing = demo.explain("act-2026-02-13-pipeline-sync", query="pipeline")
+    missing = demo_store.explain("act-2026-02-13-pipeline-sync", query="pipeline")
     assert missing["rule"] == "dependency_missing" and missing["detail"] == {"dependency": "person-quentin-marsh"}
-    chained = demo.explain("fnd-2026-006", query="speaker")
+    chained = demo_store.explain("fnd-2026-006", query="speaker")
     assert chained["rule"] == "dependency_unavailable" and chained["detail"]["dependency"] == "fnd-2026-004"
     assert chained["detail"]["cause"][-1] == {"id": "fnd-2026-004", "reason": "withdrawn", "detail": None}
 
 
-def test_files_that_are_not_records(demo: knowtk.Store) -> None:
-    broken = demo.explain("notes/broken-frontmatter.md", query="anything")
+def test_files_that_are_not_records(demo_store: knowtk.Store) -> None:
+    broken = demo_store.explain("notes/broken-frontmatter.md", query="anything")
     assert broken["rule"] == "not_a_record" and broken["detail"]["code"] == "frontmatter_unclosed"
     assert broken["path"] == "notes/broken-frontmatter.md"
-    invalid = demo.explain("bad id with spaces")
+    invalid = demo_store.explain("bad id with spaces")
     assert invalid["rule"] == "invalid" and invalid["detail"]["code"] == "id_invalid"
     assert invalid["path"] == "notes/bad-id.md"
-    dup = demo.explain("note-retention-draft")
+    dup = demo_store.explain("note-retention-draft")
     assert dup["rule"] == "id_duplicate"
     assert dup["detail"]["paths"] == ["notes/archive/retention-draft.md", "notes/retention-draft.md"]
     with pytest.raises(knowtk.RecordNotFound, match="dec-2025-030 names it"):
-        demo.explain("dec-2026-099")
+        demo_store.explain("dec-2026-099")
     with pytest.raises(knowtk.RecordNotFound):
-        demo.explain("nothing-here", query="x")
+        demo_store.explain("nothing-here", query="x")
 
 
 def test_a_late_refusal_is_reported_not_the_files_first_issue(builder: StoreBuilder) -> None:
@@ -248,28 +236,28 @@ def test_a_late_refusal_is_reported_not_the_files_first_issue(builder: StoreBuil
     assert ex["rule"] == "invalid" and ex["detail"]["code"] == "endpoints_missing"
 
 
-def test_scope_and_each_failing_filter_are_listed(demo: knowtk.Store) -> None:
-    ex = demo.explain("dec-2026-021", query="vector index", scope="meetings", kind="page", tag=["search", "zzz"])
+def test_scope_and_each_failing_filter_are_listed(demo_store: knowtk.Store) -> None:
+    ex = demo_store.explain("dec-2026-021", query="vector index", scope="meetings", kind="page", tag=["search", "zzz"])
     assert [r["rule"] for r in ex["reasons"]] == ["scope", "filter", "filter"]
     assert ex["rule"] == "scope" and ex["detail"] == {"path": "decisions/dec-2026-021.md", "scope": ["meetings"]}
     kind, tag = (r["detail"] for r in ex["reasons"][1:])
     assert (kind["filter"], kind["wanted"]) == ("kind", ["page"])
     assert (tag["filter"], tag["missing"]) == ("tag", ["zzz"])
-    typed = demo.explain("dec-2026-021", query="vector index", type="meeting")
+    typed = demo_store.explain("dec-2026-021", query="vector index", type="meeting")
     assert typed["detail"]["wanted"] == ["call", "meeting", "standup"]  # the ontology's aliases, expanded
-    dated = demo.explain("dec-2026-021", query="vector", since="2027-01-01")
+    dated = demo_store.explain("dec-2026-021", query="vector", since="2027-01-01")
     assert dated["detail"] == {"filter": "time", "record": "dec-2026-021", "field": "occurred_at",
                                "since": "2027-01-01", "until": None}  # fmt: skip
     assert "2026-04-15" in dated["message"]
     # a replacement's filters apply to its current record
-    replaced = demo.explain("dec-2025-012", query="columnar", type="meeting")
+    replaced = demo_store.explain("dec-2025-012", query="columnar", type="meeting")
     assert [r["rule"] for r in replaced["reasons"]] == ["lifecycle", "filter"]
     assert replaced["reasons"][1]["detail"]["record"] == "dec-2026-021"
     assert replaced["detail"]["currentRank"] is None
 
 
-def test_not_matched_says_which_words_are_absent(demo: knowtk.Store) -> None:
-    ex = demo.explain("dec-2026-021", query="zebra vector giraffe")
+def test_not_matched_says_which_words_are_absent(demo_store: knowtk.Store) -> None:
+    ex = demo_store.explain("dec-2026-021", query="zebra vector giraffe")
     assert ex["status"] == "not_matched" and ex["rule"] is None
     assert ex["reasons"][0]["detail"] == {
         "mode": "all",
@@ -277,26 +265,26 @@ def test_not_matched_says_which_words_are_absent(demo: knowtk.Store) -> None:
         "present": ["vector"],
         "absent": ["zebra", "giraffe"],
     }
-    phrase = demo.explain("dec-2026-021", query="index vector", mode="phrase")
+    phrase = demo_store.explain("dec-2026-021", query="index vector", mode="phrase")
     assert phrase["status"] == "not_matched" and "adjacent" in phrase["message"]
-    assert demo.explain("dec-2026-021", query="vector index", mode="phrase")["status"] == "hit"
+    assert demo_store.explain("dec-2026-021", query="vector index", mode="phrase")["status"] == "hit"
 
 
-def test_without_a_query_only_eligibility_is_judged(demo: knowtk.Store) -> None:
-    assert demo.explain("dec-2026-021")["status"] == "eligible"
-    assert demo.explain("dec-2026-021", type="meeting")["rule"] == "filter"
-    assert demo.explain("dec-2025-012")["rule"] == "lifecycle"
+def test_without_a_query_only_eligibility_is_judged(demo_store: knowtk.Store) -> None:
+    assert demo_store.explain("dec-2026-021")["status"] == "eligible"
+    assert demo_store.explain("dec-2026-021", type="meeting")["rule"] == "filter"
+    assert demo_store.explain("dec-2025-012")["rule"] == "lifecycle"
     assert set(STATUSES) == {"hit", "replacement", "not_matched", "excluded", "eligible"}
 
 
-def test_arguments_are_checked_as_grep_checks_them(demo: knowtk.Store) -> None:
+def test_arguments_are_checked_as_grep_checks_them(demo_store: knowtk.Store) -> None:
     with pytest.raises(knowtk.InvalidArgument) as info:
-        demo.explain("dec-2026-021", query="vector", mode="fuzzy")
+        demo_store.explain("dec-2026-021", query="vector", mode="fuzzy")
     assert info.value.argument == "mode"
     with pytest.raises(knowtk.InvalidArgument):
-        demo.explain("dec-2026-021", query="vector", since="2026-02-30")
+        demo_store.explain("dec-2026-021", query="vector", since="2026-02-30")
     with pytest.raises(TypeError, match="offset"):
-        explain(demo, "dec-2026-021", query="vector", offset=20)
+        explain(demo_store, "dec-2026-021", query="vector", offset=20)
 
 
 def test_beyond_the_paging_window(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_attribution_and_origin(builder: StoreBuilder) -> None:
 
 
 def _spans_by_character(highlighted: str, original: str) -> list[tuple[int, int]] | None:
-    """The reference: highlight() output read one character at a time (what ``spans`` did before issue 20)."""
+    """The reference: highlight() output read one character at a time (the plain way ``spans`` must agree with)."""
     from knowtk.index.fts_tables import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
 
     out, plain, start, pos = [], [], None, 0
@@ -229,7 +229,7 @@ def test_spans_reads_only_the_marks_and_agrees_with_a_character_walk() -> None:
 
 
 def _window_by_character(text: str, first: tuple[int, int]) -> tuple[int, int]:
-    """The reference: the snippet window found one character at a time (what ``_window`` did before issue 20)."""
+    """The reference: the snippet window found one character at a time (the plain way ``_window`` must agree with)."""
     from knowtk.query.citations import CONTEXT_BEFORE, SNIPPET_UNITS, utf16_len
 
     start = max(0, first[0] - CONTEXT_BEFORE)

@@ -294,7 +294,8 @@ def _actions(p: Any) -> list[tuple[Any, ...]]:
 
 
 def test_the_parser_of_one_subcommand_is_the_whole_parsers(capsys) -> None:
-    """A command line builds its own subcommand's parser alone (issue 20): the same help, usage and defaults."""
+    """A command line builds its own subcommand's parser alone (so a command starts quickly): the same help,
+    usage and defaults."""
     whole = _subparsers(parser())
     for name, sp in whole.items():
         alone = _subparsers(parser(command=name.split(" ")[0]))

@@ -9,12 +9,10 @@ matplotlib.use("Agg")
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import matplotlib.dates as mdates
-import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from matplotlib.collections import PathCollection
@@ -25,18 +23,14 @@ from knowtk import InvalidArgument
 from knowtk.query.dates import BUDGET_BYTES, LAST_SEEN_ROWS
 from tests.helpers import StoreBuilder
 
+pytestmark = pytest.mark.usefixtures("close_figures")
+
 ROW_KEYS = {
     "id", "kind", "type", "title", "summary", "lifecycle", "path", "timeField", "value", "dateOnly", "start", "end",
     "entities",
 }  # fmt: skip
 RESPONSE_KEYS = {"rows", "total", "offset", "nextOffset", "snapshot", "coverage", "freshness"}
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
 
 
 def ids(result: dict[str, Any] | knowtk.Result) -> list[str]:
@@ -615,9 +609,9 @@ def test_result_plot_draws_a_chronicle_week_in_its_time_zone(dst: knowtk.Store) 
     assert BERLIN in ax.get_title()
 
 
-# -- the same answers as the first implementation, on a generated store ---------------------------
+# -- the same answers as a plain reference implementation, on a generated store ---------------------------
 
-# The SQL of the first implementation (before issue 20 made the date tools cost what the answer needs):
+# The reference SQL (simple, and costlier than the date tools' queries, which cost what the answer needs):
 # the eligible records as a common table expression, every row fetched, paged in Python. Kept here as
 # the reference the current queries must agree with, row for row.
 _OLD_ELIG = "elig"

@@ -1,12 +1,16 @@
-"""The bundled demo store (``data/fixtures/demo``) is reproducible and has the structure others rely on.
+"""The bundled demo store (``data/fixtures/demo``) has the structure others rely on, and its derived files are current.
 
-Everything here reads the files with PyYAML and plain text handling, never through knowtk, so
-the fixture is checked independently of the code that consumes it. The notable ids asserted
-below are the ones documented for tests and notebooks; change them only together with those.
+The Markdown files are the demo's source, edited by hand; ``scripts/make_demo_store.py`` writes what
+follows from them and checks their rules. Everything here reads the files with PyYAML and plain text
+handling, never through knowtk's reader (knowtk lends only its list of record keys), so the fixture is
+checked independently of the code that consumes it (``test_demo_docs.py`` asks the store itself). The
+notable ids asserted below are the ones documented for tests and notebooks; change them only together
+with those.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -18,48 +22,16 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "make_demo_store.py"
-DEMO = ROOT / "data" / "fixtures" / "demo"
+from knowtk.model.profile import RECORD_KEYS
+from tests.helpers import DEMO, REPO, copy_demo
+
+SCRIPT = REPO / "scripts" / "make_demo_store.py"
 STATE_DIR = ".knowtk"  # knowtk's rebuildable state; may appear when someone opens the fixture in place
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 STAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$")
 DATE_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at", "expires_at")
-KEY_ORDER = (
-    "id",
-    "kind",
-    "type",
-    "title",
-    "aliases",
-    "tags",
-    "status",
-    "superseded_by",
-    "revision",
-    "summary",
-    "occurred_at",
-    "recorded_at",
-    "updated_at",
-    "due_at",
-    "expires_at",
-    "entities",
-    "owner",
-    "depends_on",
-    "source",
-    "source_event",
-    "from",
-    "to",
-    "relation",
-    "origin",
-    "author",
-    "evidence",
-    "affected_paths",
-    "category",
-    "reasoning",
-    "alternatives",
-    "fields",
-)
 
 
 class TextDateLoader(yaml.SafeLoader):
@@ -133,8 +105,10 @@ def rec(rid: str) -> Rec:
     return BY_ID[rid]
 
 
-def run_generator(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), str(out), *extra], capture_output=True, text=True, check=False)
+def run_script(store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the script imports this checkout's knowtk
+    cmd = [sys.executable, str(SCRIPT), str(store), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
 
 
 def to_utc(text: str) -> datetime:
@@ -173,57 +147,57 @@ def occurrence(r: Rec) -> str | None:
     return r["occurred_at"]
 
 
-pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="data/fixtures/demo is missing; run the generator")
+pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="data/fixtures/demo is missing")
 
 
 # --------------------------------------------------------------------------------------------
-# Reproducibility
+# The script: derived files and checks
 # --------------------------------------------------------------------------------------------
 
 
-def test_bundled_store_is_byte_identical_to_a_fresh_generation(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    res = run_generator(out)
+def test_the_script_finds_the_bundled_files_as_it_would_write_them(tmp_path: Path) -> None:
+    res = run_script(DEMO, "--check")
     assert res.returncode == 0, res.stderr
-    fresh = store_files(out)
-    assert sorted(fresh) == sorted(FILES), "file lists differ: regenerate with scripts/make_demo_store.py"
-    differing = [p for p in fresh if fresh[p] != FILES[p]]
-    assert not differing, f"bytes differ in {differing[:10]}"
+    out = copy_demo(tmp_path / "demo")
+    res = run_script(out)
+    assert res.returncode == 0, res.stderr
+    assert store_files(out) == FILES
     assert len(res.stdout.strip().splitlines()) == 1
     assert "325 record files" in res.stdout and "defects: 16" in res.stdout
 
 
-def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path: Path) -> None:
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert run_generator(a, "--seed", "7").returncode == 0
-    assert run_generator(b, "--seed", "7").returncode == 0
-    fa, fb = store_files(a), store_files(b)
-    assert fa == fb
-    assert fa != FILES
-    # the notable records keep their ids whatever the seed
-    ids_a = {r.id for r in load_records(a)[0]}
-    for rid in ("dec-2026-021", "lab-dec-005", "evt-2026-03-29-night-recording", "lab-log-2026-q1"):
-        assert rid in ids_a
-
-
-def test_regeneration_replaces_stale_files_but_refuses_foreign_folders(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    assert run_generator(out).returncode == 0
-    (out / "notes" / "stale.md").write_text("---\nid: stale\nkind: page\n---\n")
+def test_derived_files_are_written_again_and_nothing_else_is_touched(tmp_path: Path) -> None:
+    out = copy_demo(tmp_path / "demo")
+    (out / ".trash" / "old.md").unlink()
+    (out / "_README.md").write_text("stale\n")
     (out / STATE_DIR).mkdir()
     (out / STATE_DIR / "state.sqlite").write_bytes(b"x")
-    assert run_generator(out).returncode == 0
-    assert not (out / "notes" / "stale.md").exists()
+    res = run_script(out, "--check")
+    assert res.returncode != 0
+    assert ".trash/old.md: out of date" in res.stderr and "_README.md: out of date" in res.stderr
+    assert run_script(out).returncode == 0
     assert (out / STATE_DIR / "state.sqlite").read_bytes() == b"x"
     assert store_files(out) == FILES
 
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
-    res = run_generator(foreign)
+    res = run_script(foreign)
     assert res.returncode != 0
-    assert (foreign / "keep.txt").read_text() == "mine"
     assert sorted(p.name for p in foreign.iterdir()) == ["keep.txt"]
+
+
+def test_a_hand_edit_that_breaks_a_rule_is_refused(tmp_path: Path) -> None:
+    out = copy_demo(tmp_path / "demo")
+    with (out / "notes" / "offsite-recap.md").open("a", encoding="utf-8") as f:
+        f.write("We also talked about columnar storage.\n")
+    meeting = out / "meetings" / "2026-04-15-search-sync.md"
+    lines = meeting.read_text(encoding="utf-8").split("\n")
+    meeting.write_text("\n".join([*lines[:20], "", "", "", *lines[20:]]), encoding="utf-8")
+    res = run_script(out)
+    assert res.returncode != 0
+    assert "the word 'columnar' is in ['dec-2025-012', 'note-offsite-recap']" in res.stderr
+    assert "decisions/dec-2026-021.md: evidence lines [41, 42]" in res.stderr
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,7 +273,7 @@ def test_ids_valid_except_one_and_one_duplicate() -> None:
 def test_frontmatter_key_order_and_required_fields() -> None:
     for r in RECORDS:
         keys = list(r.meta)
-        assert keys == sorted(keys, key=KEY_ORDER.index), r.path
+        assert keys == sorted(keys, key=RECORD_KEYS.index), r.path
         assert r["kind"] in ("page", "claim", "relationship")
         if r["kind"] == "relationship":
             assert r["from"] and r["to"] and r["relation"], r.path

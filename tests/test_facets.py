@@ -1,4 +1,4 @@
-"""Filter facets (issue 20): grep's filters answered from the records' facets, exactly as from the records.
+"""Filter facets: grep's filters answered from the records' facets, exactly as from the records.
 
 Every filter form (kind, type with the ontology's aliases, tag, scope, lifecycle, combinations) on the
 knowtk-format demo and on each profile fixture, through every way a process gets its snapshot: a full
@@ -28,9 +28,9 @@ from knowtk.snapshot.facets import Criteria, Facet, FacetColumns, encode_columns
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.overlay import Layered
 from knowtk.snapshot.stored import StoredRecords
+from tests.helpers import REPO
 from tests.test_persist import reference
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "data" / "fixtures"
 STORES = {  # name -> (fixture folder, profile)
     "demo": (FIXTURES / "demo", None),

@@ -1,4 +1,4 @@
-"""The shortcuts of a query's first call (issue 20) give the answers of the paths they replace.
+"""The shortcuts of a query's first call give the answers of the paths they replace.
 
 - ``FtsProjection.matching`` asks for many rows in one pass over the expression's rows (``SCAN_FROM_ROWS``):
   the rows FTS5 finds seeking each of them.

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import knowtk
+from knowtk.model.profile import RECORD_KEYS
 from knowtk.query import TOOLS
 
 # cases per run: about 10 s for the files, 5 s for the arguments on a 2-core machine
@@ -151,35 +152,7 @@ SCALARS = (
     "\u202e\u0000",
     "vector index",
 )
-KEYS = (
-    "id",
-    "kind",
-    "type",
-    "title",
-    "aliases",
-    "tags",
-    "status",
-    "superseded_by",
-    "revision",
-    "summary",
-    "occurred_at",
-    "recorded_at",
-    "updated_at",
-    "due_at",
-    "expires_at",
-    "entities",
-    "owner",
-    "depends_on",
-    "source",
-    "source_event",
-    "from",
-    "to",
-    "origin",
-    "evidence",
-    "fields",
-    "<<",
-    "? [a]",
-)
+KEYS = (*RECORD_KEYS, "<<", "? [a]")
 EVIDENCE = (
     "[{path: '/etc/passwd', quote: root}]",
     "[{path: '../outside.md', quote: x}]",

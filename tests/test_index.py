@@ -150,7 +150,7 @@ def test_a_changed_fingerprint_rebuilds(builder: StoreBuilder) -> None:
 
 
 def test_a_state_of_the_earlier_format_is_rebuilt_and_its_copy_of_the_bodies_dropped(builder: StoreBuilder) -> None:
-    """Before issue 20 the FTS5 table kept its own content (a second copy of every body): such a state is rebuilt."""
+    """In the earlier state format the FTS5 table kept its own content (a second copy of every body): it is rebuilt."""
     builder.page("a", "Zebra", "a zebra body")
     builder.page("b", "Lion", "a lion body")
     builder.open().grep("zebra")

@@ -9,7 +9,6 @@ matplotlib.use("Agg")
 from collections.abc import Iterator
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pytest
 
 import knowtk
@@ -18,6 +17,8 @@ from knowtk.lab.metrics import METRICS
 from knowtk.lab.plots import plot_metrics, plot_rank_changes
 from knowtk.lab.widget import QueryLabWidget, lab_view, view_html
 from tests.helpers import StoreBuilder
+
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 GOLD = """\
 name: zoo
@@ -47,12 +48,6 @@ def gold_file(tmp_path: Path) -> Path:
     path = tmp_path / "zoo.yaml"
     path.write_text(GOLD, encoding="utf-8")
     return path
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
 
 
 def test_the_widget_loads_runs_and_shows_a_case(store: knowtk.Store, gold_file: Path) -> None:

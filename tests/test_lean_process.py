@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import StoreBuilder
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import DEMO, REPO, StoreBuilder
 
 # runs ``python -m knowtk ARGS`` and, at exit, writes every imported module (and which are third-party)
 CHILD = """
@@ -122,7 +120,7 @@ GREP_MODULES = {
     "knowtk.serve.client",
     "knowtk.snapshot",
     "knowtk.snapshot.build",
-    "knowtk.snapshot.facets",  # the filter facets of the records (issue 20: a first filtered grep builds none)
+    "knowtk.snapshot.facets",  # the filter facets of the records (a first filtered grep builds none)
     "knowtk.snapshot.model",
     "knowtk.snapshot.overlay",
     "knowtk.snapshot.image_delta",
@@ -197,8 +195,8 @@ def test_a_common_word_asked_once_or_a_filter_on_it_loads_numpy_only_for_arrays(
     builder: StoreBuilder, tmp_path: Path
 ) -> None:
     """numpy is for the BM25 paths that need arrays: a phrase 1,000 rows or more hold, asked again in a process
-    (its counts then kept); asked once, filtered or not, it is scored in plain Python (issue 20: importing numpy
-    cost a new process's first filtered query more than the scoring)."""
+    (its counts then kept); asked once, filtered or not, it is scored in plain Python (importing numpy
+    would cost a new process's first filtered query more than the scoring)."""
     for i in range(1000):
         builder.page(f"n{i:04d}", f"Note {i}", "common words here", tags=["a"] if i % 2 else [])
     state = tmp_path / "state"
@@ -293,7 +291,6 @@ def test_check_in_a_new_process_checks_the_projections_no_query_of_it_imported(t
     import sqlite3
 
     import knowtk
-    from tests.helpers import DEMO
 
     state = tmp_path / "state"
     with knowtk.open_store(DEMO, state_dir=state) as store:

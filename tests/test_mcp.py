@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ from knowtk.mcp.guide import agents_guide
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.schema import input_schema
-from tests.helpers import DEMO, VALID_CALLS, StoreBuilder, required_in_ci
+from tests.helpers import VALID_CALLS, StoreBuilder, required_in_ci
 
 try:
     import mcp  # noqa: F401 - the optional extra knowtk[mcp]
@@ -236,16 +235,9 @@ def _refused(res: Any, argument: str) -> str:
     return text
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    store = tmp_path / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
-
-
-def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: Path) -> None:
+def test_server_answers_every_tool_and_survives_refusals(demo_copy: Path, tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(_server(demo_copy)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert set(tools) == set(TOOLS.reads())
@@ -289,7 +281,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
 
             # a file added between two calls is seen by the next call
             before = (await _call(s, "knowledge_grep", {"query": "zanzibar"})).structured_content
-            (demo / "notes" / "zanzibar.md").write_text(
+            (demo_copy / "notes" / "zanzibar.md").write_text(
                 "---\nid: note-zanzibar\nkind: page\ntype: note\ntitle: Zanzibar field trip\n---\nZanzibar.\n",
                 encoding="utf-8",
             )
@@ -298,7 +290,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
             assert after["snapshot"] != before["snapshot"]
 
             # a file rewritten while queries run costs at most that file, never the server
-            target, stop = demo / "notes" / "zanzibar.md", threading.Event()
+            target, stop = demo_copy / "notes" / "zanzibar.md", threading.Event()
 
             def churn() -> None:
                 i = 0
@@ -318,10 +310,10 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
 
             # the store folder deleted (moved away), then back
             moved = tmp_path / "moved-away"
-            demo.rename(moved)
+            demo_copy.rename(moved)
             gone = await _call(s, "knowledge_records", {})
             assert _error(gone)["code"] == "store_unavailable"
-            moved.rename(demo)
+            moved.rename(demo_copy)
             back = await _call(s, "knowledge_lookup", {"query": "dec-2026-021"})
             assert not back.is_error and back.structured_content["status"] == "found"
             assert (await s.send_ping()) is not None
@@ -329,11 +321,11 @@ def test_server_answers_every_tool_and_survives_refusals(demo: Path, tmp_path: P
     anyio.run(scenario)
 
 
-def test_the_guide_and_records_are_resources(demo: Path) -> None:
+def test_the_guide_and_records_are_resources(demo_copy: Path) -> None:
     from mcp.shared.exceptions import MCPError
 
     async def scenario() -> None:
-        async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(_server(demo_copy)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             listed = (await s.list_resources()).resources
             assert [(str(r.uri), r.mime_type) for r in listed] == [("knowtk://docs/agents", "text/markdown")]
@@ -362,13 +354,13 @@ def test_the_guide_and_records_are_resources(demo: Path) -> None:
     anyio.run(scenario)
 
 
-def test_linked_workspace_and_complete_answers(demo: Path, tmp_path: Path) -> None:
+def test_linked_workspace_and_complete_answers(demo_copy: Path, tmp_path: Path) -> None:
     platform = StoreBuilder(tmp_path / "platform")
     platform.raw("knowtk.yaml", "name: platform\nshare: true\n")
     platform.page("plat-001", "Platform vector index per tenant", "The platform keeps one vector index per tenant.")
 
     async def scenario() -> None:
-        params = _server(demo, "--link", f"platform={platform.root}", "--state-dir", str(tmp_path / "state"))
+        params = _server(demo_copy, "--link", f"platform={platform.root}", "--state-dir", str(tmp_path / "state"))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             keyed = (await _call(s, "knowl_query", {"query": "vector index", "scope": "workspace"})).structured_content
@@ -385,9 +377,9 @@ def test_linked_workspace_and_complete_answers(demo: Path, tmp_path: Path) -> No
             )
             assert item["id"] == "plat-001" and item["foreign"], item
             _refused(await _call(s, "knowl_query", {"query": "x", "repos": 5}), "repos")
-        assert not (demo / ".knowtk").exists() and (tmp_path / "state" / "linked" / "platform").is_dir()
+        assert not (demo_copy / ".knowtk").exists() and (tmp_path / "state" / "linked" / "platform").is_dir()
 
-        async with stdio_client(_server(demo, "--complete")) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(_server(demo_copy, "--complete")) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             full = (await _call(s, "knowledge_grep", {"query": "vector index"}, rows=False)).structured_content
             assert full["hits"][0]["citation"]["sha256"] == full["hits"][0]["sha256"] and "freshness" in full
@@ -395,7 +387,7 @@ def test_linked_workspace_and_complete_answers(demo: Path, tmp_path: Path) -> No
     anyio.run(scenario)
 
 
-def test_malformed_messages_do_not_stop_the_server(demo: Path) -> None:
+def test_malformed_messages_do_not_stop_the_server(demo_copy: Path) -> None:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     init = {
@@ -424,7 +416,7 @@ def test_malformed_messages_do_not_stop_the_server(demo: Path) -> None:
         ),
     ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "knowtk", "mcp", "--store", str(demo)],
+        [sys.executable, "-m", "knowtk", "mcp", "--store", str(demo_copy)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

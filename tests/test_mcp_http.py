@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from knowtk.errors import InvalidArgument
 from knowtk.mcp.http import TOKEN_ENV, Bind, parse_bind, read_token
-from tests.helpers import DEMO, REPO, required_in_ci
+from tests.helpers import REPO, required_in_ci
 
 try:
     import httpx2
@@ -38,13 +37,6 @@ INIT = {
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    store = tmp_path / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
-
-
 def test_binds_and_tokens_are_parsed_or_refused(tmp_path: Path) -> None:
     assert parse_bind("8765") == Bind("127.0.0.1", 8765) and parse_bind("[::1]:80") == Bind("::1", 80)
     assert parse_bind("0.0.0.0:9000").loopback is False and parse_bind("localhost:1").loopback
@@ -64,13 +56,22 @@ def test_binds_and_tokens_are_parsed_or_refused(tmp_path: Path) -> None:
         read_token(str(tmp_path / "missing"))
 
 
-def test_a_bind_beyond_loopback_needs_a_token(demo: Path) -> None:
+def test_a_bind_beyond_loopback_needs_a_token(demo_copy: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     env["PYTHONPATH"] = str(REPO)
-    cmd = [sys.executable, "-m", "knowtk", "--store", str(demo), "mcp", "--http", "0.0.0.0:1"]  # refused, never bound
+    cmd = [
+        sys.executable,
+        "-m",
+        "knowtk",
+        "--store",
+        str(demo_copy),
+        "mcp",
+        "--http",
+        "0.0.0.0:1",
+    ]  # refused, never bound
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
     assert out.returncode == 2 and "--http" in out.stderr and TOKEN_ENV in out.stderr, out.stderr
-    assert not (demo / ".knowtk").exists()  # refused before the store was opened
+    assert not (demo_copy / ".knowtk").exists()  # refused before the store was opened
 
 
 class CountingTarget:
@@ -85,8 +86,8 @@ class CountingTarget:
         return self.target.call(tool, args)
 
 
-def test_refused_requests_never_reach_the_server_or_the_store(demo: Path) -> None:
-    target = CountingTarget(demo)
+def test_refused_requests_never_reach_the_server_or_the_store(demo_copy: Path) -> None:
+    target = CountingTarget(demo_copy)
     bind = Bind("127.0.0.1", 8765)
     app = http_app(build_server(target), bind, token=TOKEN)  # type: ignore[arg-type]
     good = {**MCP_HEADERS, "Host": "127.0.0.1:8765", "Authorization": f"Bearer {TOKEN}"}
@@ -117,22 +118,22 @@ def test_refused_requests_never_reach_the_server_or_the_store(demo: Path) -> Non
     assert target.calls == 0
 
 
-def test_the_token_is_required_on_loopback_too_and_good_requests_pass(demo: Path) -> None:
-    with http_server(demo, TOKEN) as url:
+def test_the_token_is_required_on_loopback_too_and_good_requests_pass(demo_copy: Path) -> None:
+    with http_server(demo_copy, TOKEN) as url:
         assert httpx2.post(url, headers=MCP_HEADERS, content=json.dumps(INIT)).status_code == 401
         origin = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", "Origin": "http://localhost:1"}
         assert httpx2.post(url, headers=origin, content=json.dumps(INIT)).status_code == 403
         ok = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"}
         res = httpx2.post(url, headers=ok, content=json.dumps(INIT))
         assert res.status_code == 200 and "mcp-session-id" in res.headers, res.text
-    with http_server(demo) as url:  # no token configured, loopback: none asked for
+    with http_server(demo_copy) as url:  # no token configured, loopback: none asked for
         res = httpx2.post(url, headers={**MCP_HEADERS, "Origin": url.rsplit("/", 1)[0]}, content=json.dumps(INIT))
         assert res.status_code == 200, res.text
 
 
-def test_sixteen_clients_and_an_editor_get_single_caller_answers(demo: Path, record_property: Any) -> None:
+def test_sixteen_clients_and_an_editor_get_single_caller_answers(demo_copy: Path, record_property: Any) -> None:
     """16 clients x 50 mixed calls while a file changes: no error, every answer a fresh store's (p50/p95 reported)."""
-    report = run_load(demo, clients=16, calls=50, token=TOKEN)
+    report = run_load(demo_copy, clients=16, calls=50, token=TOKEN)
     print("\nmcp --http load:", json.dumps({k: v for k, v in report.items() if not k.startswith("first_")}))
     for key in ("p50_ms", "p95_ms", "max_ms", "wall_s"):
         record_property(key, report[key])

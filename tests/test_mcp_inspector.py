@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from knowtk.query import TOOLS
-from tests.helpers import DEMO, REPO, VALID_CALLS, required_in_ci
+from tests.helpers import REPO, VALID_CALLS, copy_demo, required_in_ci
 
 BIN = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
 
@@ -52,10 +51,10 @@ def inspector() -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("inspector") / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
+def inspector_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the demo for the module (each Inspector run costs a node process), in a folder of its own:
+    the Inspector keeps its files under HOME, the copy's parent."""
+    return copy_demo(tmp_path_factory.mktemp("inspector") / "demo")
 
 
 def _inspect(bin_dir: Path, store: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -73,8 +72,8 @@ def _call(bin_dir: Path, store: Path, tool: str, args: dict[str, Any]) -> tuple[
     return out.returncode, json.loads(out.stdout)
 
 
-def test_tools_list_is_portable_under_strict(inspector: Path, demo: Path) -> None:
-    out = _inspect(inspector, demo, "--strict", "--format", "json", "--method", "tools/list")
+def test_tools_list_is_portable_under_strict(inspector: Path, inspector_demo: Path) -> None:
+    out = _inspect(inspector, inspector_demo, "--strict", "--format", "json", "--method", "tools/list")
     assert out.returncode == 0, out.stderr
     assert "Warning" not in out.stderr and "Error" not in out.stderr and "warnings across" not in out.stderr
     tools = json.loads(out.stdout)["result"]["tools"]
@@ -82,8 +81,8 @@ def test_tools_list_is_portable_under_strict(inspector: Path, demo: Path) -> Non
 
 
 @pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
-def test_each_tool_answers_through_the_inspector(inspector: Path, demo: Path, tool: str) -> None:
-    code, reply = _call(inspector, demo, tool, VALID[tool])
+def test_each_tool_answers_through_the_inspector(inspector: Path, inspector_demo: Path, tool: str) -> None:
+    code, reply = _call(inspector, inspector_demo, tool, VALID[tool])
     assert code == 0, reply
     result = reply["result"]
     assert not result.get("isError") and result["structuredContent"]  # checked against outputSchema by the client
@@ -91,9 +90,11 @@ def test_each_tool_answers_through_the_inspector(inspector: Path, demo: Path, to
 
 
 @pytest.mark.parametrize("tool", sorted(REFUSED))  # a tool added later checks its own (tests/test_stats.py)
-def test_each_refusal_reaches_the_inspector_naming_the_argument(inspector: Path, demo: Path, tool: str) -> None:
+def test_each_refusal_reaches_the_inspector_naming_the_argument(
+    inspector: Path, inspector_demo: Path, tool: str
+) -> None:
     args, argument, allowed = REFUSED[tool]
-    code, reply = _call(inspector, demo, tool, args)
+    code, reply = _call(inspector, inspector_demo, tool, args)
     result = reply["result"]  # the tool's error, not the client's complaint about a schema
     assert code != 0 and result["isError"] is True and "structuredContent" not in result, reply
     text = result["content"][0]["text"]
@@ -101,25 +102,31 @@ def test_each_refusal_reaches_the_inspector_naming_the_argument(inspector: Path,
     assert result["_meta"]["knowtk/error"]["argument"] == argument
 
 
-def test_resources_through_the_inspector(inspector: Path, demo: Path) -> None:
-    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/templates/list")
+def test_resources_through_the_inspector(inspector: Path, inspector_demo: Path) -> None:
+    out = _inspect(inspector, inspector_demo, "--format", "json", "--method", "resources/templates/list")
     assert out.returncode == 0, out.stderr
     assert [t["uriTemplate"] for t in json.loads(out.stdout)["result"]["resourceTemplates"]] == ["knowtk://record/{id}"]
     uri = "knowtk://record/dec-2026-021"
-    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/read", "--uri", uri)
+    out = _inspect(inspector, inspector_demo, "--format", "json", "--method", "resources/read", "--uri", uri)
     assert out.returncode == 0, out.stderr
     contents = json.loads(out.stdout)["result"]["contents"]
     assert json.loads(contents[0]["text"])["record"]["id"] == "dec-2026-021"
-    out = _inspect(inspector, demo, "--format", "json", "--method", "resources/read", "--uri", "knowtk://docs/agents")
+    out = _inspect(
+        inspector, inspector_demo, "--format", "json", "--method", "resources/read", "--uri", "knowtk://docs/agents"
+    )
     assert out.returncode == 0 and "## knowl_query" in json.loads(out.stdout)["result"]["contents"][0]["text"]
 
 
-def test_the_inspector_over_http_with_a_token(inspector: Path, demo: Path) -> None:
+def test_the_inspector_over_http_with_a_token(inspector: Path, inspector_demo: Path) -> None:
     """The TypeScript client on the Streamable HTTP transport: strict listing, a call, a refusal, a bad token."""
     from bench.mcp_http import http_server
 
     token = "inspector-token-0123456789"
-    env = {**os.environ, "PATH": f"{inspector}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
+    env = {
+        **os.environ,
+        "PATH": f"{inspector}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(inspector_demo.parent),
+    }
     env["MCP_INSPECTOR_SECRET_STORE"] = "memory"  # no OS keychain here; nothing is stored
 
     def run(*options: str, auth: str = token) -> subprocess.CompletedProcess[str]:
@@ -127,7 +134,7 @@ def test_the_inspector_over_http_with_a_token(inspector: Path, demo: Path) -> No
         cmd += ["--stored-auth-only", "--header", f"Authorization: Bearer {auth}", "--server-url", url, *options]
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180, check=False)
 
-    with http_server(demo, token) as url:
+    with http_server(inspector_demo, token) as url:
         listed = run("--strict", "--method", "tools/list")
         assert listed.returncode == 0 and "Warning" not in listed.stderr, listed.stderr
         assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS.reads())

@@ -151,8 +151,9 @@ def _frontmatter_on_disk(path: Path) -> dict[str, Any]:
 
 
 def test_the_building_process_lets_the_frontmatter_go_once_the_scan_cache_holds_it(tmp_path: Path) -> None:
-    """The process that parsed the files holds no frontmatter mapping once scan_files_v1 has it (issue 20's
-    1M cold build); the record whole still shows it as the file says, and an edit shows the new one."""
+    """The process that parsed the files holds no frontmatter mapping once scan_files_v1 has it (what keeps
+    a cold build of a million files in memory); the record whole still shows it as the file says, and an edit
+    shows the new one."""
     b = StoreBuilder(tmp_path / "store")
     b.page("person-ada", "Ada")
     path = b.write("notes/m.md", {**META, "id": "mtg-1"}, "Body words.")

@@ -3,7 +3,6 @@ safeguards recorded before the files change and lifted only by reinstate, writes
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 
 import knowtk
 from knowtk.write import mutation
-from tests.helpers import REPO, StoreBuilder
+from tests.helpers import REPO, StoreBuilder, sha256_hex
 
 HOSTILE = (
     b"---\r\n"
@@ -37,10 +36,6 @@ HOSTILE = (
 )
 
 
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 @pytest.fixture
 def store(builder: StoreBuilder):
     builder.raw("decisions/dec-1.md", HOSTILE)
@@ -53,7 +48,9 @@ def store(builder: StoreBuilder):
 
 def test_update_changes_only_the_lines_of_changed_keys(store, builder):
     path = builder.root / "decisions/dec-1.md"
-    res = store.update("dec-1", {"title": "Use SQLite FTS5", "owner": "person-ada"}, expected_sha256=sha(HOSTILE))
+    res = store.update(
+        "dec-1", {"title": "Use SQLite FTS5", "owner": "person-ada"}, expected_sha256=sha256_hex(HOSTILE)
+    )
     after = path.read_bytes()
     before_lines, after_lines = HOSTILE.splitlines(True), after.splitlines(True)
     changed = [line for line in after_lines if line not in before_lines]
@@ -68,8 +65,8 @@ def test_update_changes_only_the_lines_of_changed_keys(store, builder):
             "path": "decisions/dec-1.md",
             "revisionBefore": 1,
             "revisionAfter": 1,
-            "sha256Before": sha(HOSTILE),
-            "sha256After": sha(after),
+            "sha256Before": sha256_hex(HOSTILE),
+            "sha256After": sha256_hex(after),
         }
     ]
     assert store.record("dec-1")["record"]["title"] == "Use SQLite FTS5"
@@ -77,7 +74,7 @@ def test_update_changes_only_the_lines_of_changed_keys(store, builder):
 
 def test_null_removes_a_key_and_restate_raises_the_revision(store, builder):
     path = builder.root / "decisions/dec-1.md"
-    store.update("dec-1", {"weird_key": None}, expected_sha256=sha(HOSTILE), restate=True)
+    store.update("dec-1", {"weird_key": None}, expected_sha256=sha256_hex(HOSTILE), restate=True)
     after = path.read_bytes()
     assert b"weird_key" not in after and b"revision: 2\r\n" in after
     assert b"aliases:\r\n    - first\r\n    - second\r\n" in after
@@ -87,7 +84,9 @@ def test_null_removes_a_key_and_restate_raises_the_revision(store, builder):
 def test_an_update_with_no_change_writes_nothing(store, builder):
     path = builder.root / "decisions/dec-1.md"
     stat = path.stat()
-    res = store.update("dec-1", {"title": "Use SQLite", "tags": ["search", "storage"]}, expected_sha256=sha(HOSTILE))
+    res = store.update(
+        "dec-1", {"title": "Use SQLite", "tags": ["search", "storage"]}, expected_sha256=sha256_hex(HOSTILE)
+    )
     assert res["written"] is False and res["receipt"]["id"] is None
     assert path.read_bytes() == HOSTILE and path.stat().st_mtime_ns == stat.st_mtime_ns
     assert store.history()["total"] == 0
@@ -99,8 +98,8 @@ def test_a_stale_hash_is_a_publication_conflict_naming_both(store, builder):
     with pytest.raises(knowtk.PublicationConflict) as err:
         store.update("dec-1", {"title": "X"}, expected_sha256=stale)
     assert err.value.path == "decisions/dec-1.md"
-    assert err.value.expected == stale and err.value.actual == sha(HOSTILE)
-    assert stale in str(err.value) and sha(HOSTILE) in str(err.value)
+    assert err.value.expected == stale and err.value.actual == sha256_hex(HOSTILE)
+    assert stale in str(err.value) and sha256_hex(HOSTILE) in str(err.value)
     assert path.read_bytes() == HOSTILE
     with pytest.raises(knowtk.InvalidArgument) as missing:
         store.call("knowledge_mutation", {"operation": "update", "id": "dec-1", "record": {"title": "X"}})
@@ -135,7 +134,7 @@ def test_create_refuses_an_existing_id_or_path(store, builder):
 def test_an_invalid_record_is_never_written(store, builder, record, argument):
     path = builder.root / "decisions/dec-1.md"
     with pytest.raises(knowtk.InvalidArgument) as err:
-        store.update("dec-1", record, expected_sha256=sha(HOSTILE))
+        store.update("dec-1", record, expected_sha256=sha256_hex(HOSTILE))
     assert err.value.argument == argument
     assert path.read_bytes() == HOSTILE
     assert store.history()["total"] == 0
@@ -150,7 +149,7 @@ def test_create_needs_a_kind_and_valid_fields(store, builder):
 
 def test_lifecycle_keys_change_only_through_their_operations(store, builder):
     with pytest.raises(knowtk.InvalidArgument) as err:
-        store.update("dec-1", {"status": "withdrawn"}, expected_sha256=sha(HOSTILE))
+        store.update("dec-1", {"status": "withdrawn"}, expected_sha256=sha256_hex(HOSTILE))
     assert err.value.argument == "record.status"
     with pytest.raises(knowtk.InvalidArgument) as err:
         store.create("dec-8", {"kind": "claim", "status": "withdrawn"})
@@ -162,7 +161,7 @@ def test_lifecycle_keys_change_only_through_their_operations(store, builder):
 
 
 def test_supersede_writes_both_sides_and_a_cycle_is_refused(store, builder):
-    d2 = sha((builder.root / "decisions/dec-2.md").read_bytes())
+    d2 = sha256_hex((builder.root / "decisions/dec-2.md").read_bytes())
     res = store.supersede("dec-2", by="dec-4", expected_sha256=d2, record={"kind": "claim", "title": "Four"})
     records = res["receipt"]["records"]
     assert [r["id"] for r in records] == ["dec-2", "dec-4"]
@@ -192,7 +191,7 @@ def test_withdraw_records_its_safeguard_before_the_file_changes(store, builder):
     mutation.set_step_hook(hook)
     try:
         with pytest.raises(KeyboardInterrupt):
-            store.withdraw("dec-1", reason="wrong", expected_sha256=sha(HOSTILE))
+            store.withdraw("dec-1", reason="wrong", expected_sha256=sha256_hex(HOSTILE))
     finally:
         mutation.set_step_hook(None)
     assert seen["file"] == HOSTILE and '"w": "dec-1"' in seen["journal"]
@@ -206,14 +205,14 @@ def test_withdraw_records_its_safeguard_before_the_file_changes(store, builder):
 
 def test_only_reinstate_lifts_a_withdrawal(store, builder):
     path = builder.root / "decisions/dec-1.md"
-    res = store.withdraw("dec-1", reason="wrong", expected_sha256=sha(HOSTILE))
+    res = store.withdraw("dec-1", reason="wrong", expected_sha256=sha256_hex(HOSTILE))
     assert store.lookup("dec-1")["status"] == "missing"
     path.write_bytes(HOSTILE)  # put back to active by hand: stays withdrawn
     assert store.lookup("dec-1")["status"] == "missing"
     with pytest.raises(knowtk.InvalidArgument) as err:
-        store.reinstate("dec-1", reason="  ", expected_sha256=sha(HOSTILE))
+        store.reinstate("dec-1", reason="  ", expected_sha256=sha256_hex(HOSTILE))
     assert err.value.argument == "reason"
-    back = store.reinstate("dec-1", reason="withdrawn by mistake", expected_sha256=sha(HOSTILE))
+    back = store.reinstate("dec-1", reason="withdrawn by mistake", expected_sha256=sha256_hex(HOSTILE))
     assert back["receipt"]["reason"] == "withdrawn by mistake"
     assert store.lookup("dec-1")["status"] == "found"
     journal = (Path(store.state_path).parent / "safeguards.jsonl").read_text()
@@ -224,7 +223,7 @@ def test_only_reinstate_lifts_a_withdrawal(store, builder):
     reopened = builder.open()  # the lift holds in a new process too
     assert reopened.lookup("dec-1")["status"] == "found"
     assert [r["operation"] for r in reopened.history("dec-1")["receipts"]] == ["reinstate", "withdraw"]
-    assert "+status: withdrawn" in reopened.diff("dec-1", a=sha(HOSTILE), b=res["receipt"]["id"])
+    assert "+status: withdrawn" in reopened.diff("dec-1", a=sha256_hex(HOSTILE), b=res["receipt"]["id"])
     reopened.close()
 
 
@@ -256,7 +255,7 @@ def test_a_symlink_is_never_written_through(builder, tmp_path):
 
 
 def test_history_is_newest_first_with_paging_and_marked_indexed_after_a_query(store, builder):
-    d2 = sha((builder.root / "decisions/dec-2.md").read_bytes())
+    d2 = sha256_hex((builder.root / "decisions/dec-2.md").read_bytes())
     first = store.update("dec-2", {"summary": "one"}, expected_sha256=d2)
     second = store.update("dec-2", {"summary": "two"}, expected_sha256=first["receipt"]["records"][0]["sha256After"])
     page = store.history("dec-2", limit=1)
@@ -274,7 +273,7 @@ def test_history_is_newest_first_with_paging_and_marked_indexed_after_a_query(st
 def test_threads_racing_on_one_record_lose_no_write(store, builder):
     import threading
 
-    d2 = sha((builder.root / "decisions/dec-2.md").read_bytes())
+    d2 = sha256_hex((builder.root / "decisions/dec-2.md").read_bytes())
     outcomes: list[str] = []
 
     def write(n: int) -> None:
@@ -307,10 +306,10 @@ def test_an_editor_saving_between_check_and_write_keeps_its_file(store, builder)
     mutation.set_step_hook(hook)
     try:
         with pytest.raises(knowtk.PublicationConflict) as err:
-            store.withdraw("dec-1", reason="r", expected_sha256=sha(HOSTILE))
+            store.withdraw("dec-1", reason="r", expected_sha256=sha256_hex(HOSTILE))
     finally:
         mutation.set_step_hook(None)
-    assert err.value.actual == sha(edited)
+    assert err.value.actual == sha256_hex(edited)
     assert path.read_bytes() == edited
     assert store.record("dec-1")["record"]["lifecycle"] == "active"  # the safeguard was rolled back
     assert store.history()["total"] == 0

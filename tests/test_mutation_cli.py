@@ -3,7 +3,6 @@ frontmatter layouts, and `knowtk state accept-loss` accepting only the loss it n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -16,11 +15,7 @@ import knowtk
 import knowtk.state
 from knowtk.cli import main
 from knowtk.write.splice import REMOVE, splice
-from tests.helpers import StoreBuilder
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from tests.helpers import StoreBuilder, sha256_hex
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -33,7 +28,7 @@ def test_supersede_withdraw_reinstate_and_history_on_the_command_line(builder: S
     builder.write("decisions/old.md", {"id": "old", "kind": "claim", "title": "Old"}, "Old\n")
     builder.write("decisions/new.md", {"id": "new", "kind": "claim", "title": "New"}, "New\n")
     root = str(builder.root)
-    old = sha((builder.root / "decisions/old.md").read_bytes())
+    old = sha256_hex((builder.root / "decisions/old.md").read_bytes())
     code, out, err = run(capsys, "--store", root, "supersede", "old", "--by", "new", "--expect", "0" * 64)
     assert code == 1 and "changed since it was read" in err and old in err
     code, out, _ = run(capsys, "--store", root, "--json", "supersede", "old", "--by", "new", "--expect", old)
@@ -42,10 +37,10 @@ def test_supersede_withdraw_reinstate_and_history_on_the_command_line(builder: S
     assert receipt["operation"] == "supersede" and receipt["records"][0]["id"] == "old"
     code, _, err = run(capsys, "--store", root, "withdraw", "new", "--expect", "xyz", "--reason", "r")
     assert code == 2 and err.startswith("knowtk: --expect:")
-    new = sha((builder.root / "decisions/new.md").read_bytes())
+    new = sha256_hex((builder.root / "decisions/new.md").read_bytes())
     code, out, _ = run(capsys, "--store", root, "withdraw", "new", "--expect", new, "--reason", "duplicate")
     assert code == 0 and "receipt rcpt-" in out and "reason: duplicate" in out
-    after = sha((builder.root / "decisions/new.md").read_bytes())
+    after = sha256_hex((builder.root / "decisions/new.md").read_bytes())
     code, out, _ = run(capsys, "--store", root, "reinstate", "new", "--expect", after, "--reason", "mistake")
     assert code == 0
     code, out, _ = run(capsys, "--store", root, "history")
@@ -75,13 +70,13 @@ def test_create_and_update_with_set_unset_and_a_body_file(builder: StoreBuilder,
     body = tmp_path / "body.md"
     body.write_text("# Dec 1\n")
     code, _out, err = run(
-        capsys, "--store", root, "update", "dec-1", "--expect", sha(path.read_bytes()), "--unset", "owner",
+        capsys, "--store", root, "update", "dec-1", "--expect", sha256_hex(path.read_bytes()), "--unset", "owner",
         "--body-file", str(body), "--restate",
     )  # fmt: skip
     assert code == 0, err
     assert path.read_text() == "---\nid: dec-1\nkind: claim\ntype: decision\ntags: [a, b]\nrevision: 2\n---\n# Dec 1\n"
     code, _, err = run(
-        capsys, "--store", root, "update", "dec-1", "--expect", sha(path.read_bytes()), "--set", "due_at=soon"
+        capsys, "--store", root, "update", "dec-1", "--expect", sha256_hex(path.read_bytes()), "--set", "due_at=soon"
     )
     assert code == 2 and "record.due_at" in err
     code, _, err = run(capsys, "--store", root, "create", "dec-1", "--set", "kind=claim")

@@ -2,47 +2,37 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
 from knowtk.mcp.agent import output_schema
 from knowtk.query import TOOLS
 from knowtk.query.schema import input_schema
-from tests.helpers import DEMO
 from tests.test_mcp import _call, _refused, _server
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    store = tmp_path / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
-
-
-def test_the_default_server_stays_read_only(demo: Path) -> None:
-    before = (demo / "decisions/dec-2026-021.md").read_bytes()
+def test_the_default_server_stays_read_only(demo_copy: Path) -> None:
+    before = (demo_copy / "decisions/dec-2026-021.md").read_bytes()
 
     async def scenario() -> None:
-        async with stdio_client(_server(demo)) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(_server(demo_copy)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             assert {t.name for t in (await s.list_tools()).tools} == set(TOOLS.reads())
             res = await s.call_tool("knowledge_mutation", {"operation": "withdraw", "id": "dec-2026-021"})
             _refused(res, "tool")
 
     anyio.run(scenario)
-    assert (demo / "decisions/dec-2026-021.md").read_bytes() == before
+    assert (demo_copy / "decisions/dec-2026-021.md").read_bytes() == before
 
 
-def test_allow_writes_offers_the_write_tools_and_checks_the_hash(demo: Path) -> None:
-    path = demo / "decisions/dec-2026-021.md"
+def test_allow_writes_offers_the_write_tools_and_checks_the_hash(demo_copy: Path) -> None:
+    path = demo_copy / "decisions/dec-2026-021.md"
 
     async def scenario() -> None:
-        async with stdio_client(_server(demo, "--allow-writes")) as (read, write), ClientSession(read, write) as s:
+        async with stdio_client(_server(demo_copy, "--allow-writes")) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert set(tools) == {*TOOLS.reads(), "knowledge_mutation", "knowledge_history"}

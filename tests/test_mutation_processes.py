@@ -4,7 +4,6 @@ concurrent writers checked after every step against a model of the files."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -20,11 +19,7 @@ import pytest
 
 import knowtk
 from knowtk.write.splice import REMOVE, splice
-from tests.helpers import REPO, StoreBuilder, markdown_digest
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from tests.helpers import REPO, StoreBuilder, markdown_digest, sha256_hex
 
 
 def run_child(code: str, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
@@ -106,7 +101,7 @@ RACER = """
 def test_processes_racing_on_one_record_lose_no_write(builder):
     builder.write("decisions/dec-2.md", {"id": "dec-2", "kind": "claim", "title": "Two"}, "Two\n")
     builder.open().close()  # the state exists: the racers do not also race to create it
-    expected = sha((builder.root / "decisions/dec-2.md").read_bytes())
+    expected = sha256_hex((builder.root / "decisions/dec-2.md").read_bytes())
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(RACER), str(builder.root), expected, str(n)],
@@ -123,7 +118,7 @@ def test_processes_racing_on_one_record_lose_no_write(builder):
     lines = [o[0].strip() for o in outs]
     won = [line for line in lines if line.startswith("won")]
     assert len(won) == 1 and lines.count("conflict") == 3
-    assert sha((builder.root / "decisions/dec-2.md").read_bytes()) == won[0].split()[1]
+    assert sha256_hex((builder.root / "decisions/dec-2.md").read_bytes()) == won[0].split()[1]
     s = builder.open()
     assert s.history("dec-2")["total"] == 1
     s.close()
@@ -174,8 +169,8 @@ class Model:
     def path(self, rid: str) -> str:
         return next(p for p in self.files if p.endswith(f"/{rid}.md"))
 
-    def sha(self, rid: str) -> str:
-        return sha(self.files[self.path(rid)])
+    def sha256_hex(self, rid: str) -> str:
+        return sha256_hex(self.files[self.path(rid)])
 
     def check(self, store: knowtk.Store) -> None:
         on_disk = {p: (self.root / p).read_bytes() for p in markdown_digest(self.root)}
@@ -205,26 +200,26 @@ def _random_step(rng: random.Random, store: knowtk.Store, model: Model, n: int) 
         key = rng.choice(["summary", "tags"]) if value is not None else "summary"
         if key == "summary" and isinstance(value, list):
             value = f"summary {n}"
-        res = store.update(rid, {key: value}, expected_sha256=model.sha(rid))
+        res = store.update(rid, {key: value}, expected_sha256=model.sha256_hex(rid))
         if res["written"]:
             model.files[path] = splice(model.files[path], {key: REMOVE if value is None else value})
         return "update"
     if life == "active" and roll < 0.70:
-        res = store.withdraw(rid, reason=f"step {n}", expected_sha256=model.sha(rid))
+        res = store.withdraw(rid, reason=f"step {n}", expected_sha256=model.sha256_hex(rid))
         model.files[path] = (model.root / path).read_bytes()
-        assert res["receipt"]["records"][0]["sha256After"] == sha(model.files[path])
+        assert res["receipt"]["records"][0]["sha256After"] == sha256_hex(model.files[path])
         assert b"status: withdrawn\n" in model.files[path]
         model.life[rid] = "withdrawn"
         return "withdraw"
     if life == "active" and roll < 0.80:
         new = f"m-{n}"
-        store.supersede(rid, by=new, expected_sha256=model.sha(rid), record={"kind": "page", "title": f"M {n}"})
+        store.supersede(rid, by=new, expected_sha256=model.sha256_hex(rid), record={"kind": "page", "title": f"M {n}"})
         model.files[path] = (model.root / path).read_bytes()
         model.files[f"pages/{new}.md"] = (model.root / f"pages/{new}.md").read_bytes()
         model.life[rid] = "superseded"
         return "supersede"
     if life != "active":
-        store.reinstate(rid, reason=f"step {n}", expected_sha256=model.sha(rid))
+        store.reinstate(rid, reason=f"step {n}", expected_sha256=model.sha256_hex(rid))
         model.files[path] = (model.root / path).read_bytes()
         model.life[rid] = "active"
         return "reinstate"
@@ -233,7 +228,7 @@ def _random_step(rng: random.Random, store: knowtk.Store, model: Model, n: int) 
 
 def _racing_writers(store: knowtk.Store, model: Model, rid: str, n: int) -> str:
     """Two threads and a second process write one record on the same hash: one lands, two are refused."""
-    path, expected = model.path(rid), model.sha(rid)
+    path, expected = model.path(rid), model.sha256_hex(rid)
     outcomes: list[str] = []
 
     def thread_write(k: int) -> None:

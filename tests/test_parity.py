@@ -8,7 +8,6 @@ when the server is started with ``--allow-writes``.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from knowtk.query import TOOLS, Tool, register_tool
 from knowtk.query.args import Param, text
 from knowtk.query.inventory import one_record
 from knowtk.query.schema import input_schema
-from tests.helpers import DEMO, required_in_ci
+from tests.helpers import required_in_ci
 
 try:
     from mcp import Client
@@ -31,13 +30,6 @@ except ImportError as exc:  # CI installs every extra: there this fails rather t
 
 from knowtk.mcp.server import build_server, listed_tools
 from knowtk.workspace import open_target
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    store = tmp_path / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
 
 
 def _cli_tools() -> dict[str, str]:
@@ -77,17 +69,17 @@ HISTORY = Tool(
 
 
 def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
-    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    demo_copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(TOOLS, HISTORY.name, HISTORY)  # as register_tool does, undone after the test
     commands = dict(COMMANDS)  # the one table every module of the command line reads, undone after the test
     for module in ("knowtk.cli", "knowtk.cli.registry", "knowtk.cli.tools"):
         monkeypatch.setattr(f"{module}.COMMANDS", commands)
     assert register_tool.__doc__  # the public way to add one
-    want = knowtk.open_store(demo).call("knowledge_record", {"id": "dec-2026-021"})["record"]
+    want = knowtk.open_store(demo_copy).call("knowledge_record", {"id": "dec-2026-021"})["record"]
 
     # Python
-    store = knowtk.open_store(demo)
+    store = knowtk.open_store(demo_copy)
     mine = store.call("knowledge_revision", {"id": "dec-2026-021"})
     assert (mine["status"], mine["revision"], mine["sha256"]) == ("found", want["revision"], want["sha256"])
     with pytest.raises(knowtk.InvalidArgument) as err:
@@ -95,13 +87,13 @@ def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
     assert err.value.argument == "id"
 
     # the command line: a subcommand named after it, its argument by position, its help from the Param
-    assert main(["--store", str(demo), "revision", "dec-2026-021"]) == 0
+    assert main(["--store", str(demo_copy), "revision", "dec-2026-021"]) == 0
     assert json.loads(capsys.readouterr().out) == mine
-    assert main(["--store", str(demo), "revision", ""]) == 2 and "id" in capsys.readouterr().err
+    assert main(["--store", str(demo_copy), "revision", ""]) == 2 and "id" in capsys.readouterr().err
 
     # MCP: listed with its schema from the same Params, called, refused
     async def scenario() -> None:
-        async with Client(build_server(open_target(demo))) as client:
+        async with Client(build_server(open_target(demo_copy))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert tools["knowledge_revision"].description == HISTORY.summary
             assert tools["knowledge_revision"].input_schema == input_schema("knowledge_revision")
@@ -115,9 +107,9 @@ def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
 
 
 def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
-    demo: Path, capsys: pytest.CaptureFixture[str]
+    demo_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store = knowtk.open_store(demo)
+    store = knowtk.open_store(demo_copy)
     record = store.call("knowledge_record", {"id": "dec-2026-021"})["record"]
     stale = {"operation": "withdraw", "id": "dec-2026-021", "expectedSha256": "0" * 64, "reason": "parity"}
     write_tools = {n: t for n, t in TOOLS.items() if t.writes}
@@ -128,17 +120,17 @@ def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
     with pytest.raises(knowtk.PublicationConflict):
         store.call("knowledge_mutation", stale)
     # the command line: the generic `call` and the history subcommand answer from the same definition
-    assert main(["--store", str(demo), "call", "knowledge_history", json.dumps({"id": "dec-2026-021"})]) == 0
+    assert main(["--store", str(demo_copy), "call", "knowledge_history", json.dumps({"id": "dec-2026-021"})]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 0
-    assert main(["--store", str(demo), "withdraw", "dec-2026-021", "--expect", "0" * 64, "--reason", "x"]) == 1
+    assert main(["--store", str(demo_copy), "withdraw", "dec-2026-021", "--expect", "0" * 64, "--reason", "x"]) == 1
     assert "the file changed since it was read" in capsys.readouterr().err
 
     async def scenario() -> None:
-        async with Client(build_server(open_target(demo))) as client:  # the default server is read-only
+        async with Client(build_server(open_target(demo_copy))) as client:  # the default server is read-only
             assert not {t.name for t in (await client.list_tools()).tools} & set(write_tools)
             refused = await client.call_tool("knowledge_mutation", stale)
             assert refused.is_error and "not offered" in refused.content[0].text
-        async with Client(build_server(open_target(demo), allow_writes=True)) as client:
+        async with Client(build_server(open_target(demo_copy), allow_writes=True)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             for name, tool in write_tools.items():
                 assert tools[name].input_schema["properties"].keys() == {p.name for p in tool.params}
@@ -148,5 +140,6 @@ def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
 
     anyio.run(scenario)
     assert (
-        knowtk.open_store(demo).call("knowledge_record", {"id": "dec-2026-021"})["record"]["sha256"] == record["sha256"]
+        knowtk.open_store(demo_copy).call("knowledge_record", {"id": "dec-2026-021"})["record"]["sha256"]
+        == record["sha256"]
     )  # every refused write left the file as it was

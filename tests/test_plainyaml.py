@@ -1,16 +1,15 @@
 """The plain YAML reader answers exactly as PyYAML's loader does, or leaves the text to it: never a different answer.
 
 ``plain_yaml`` (knowtk.model.plainyaml) reads knowtk.yaml and typical frontmatter without importing PyYAML
-(issue 20). Every text here is read both ways: the plain reader's answer, when it gives one, must equal
-what ``parse_yaml``'s PyYAML loader (timestamps as text) returns, type for type (True is not 1, 1 is not
-1.0); where that loader fails, the plain reader must give none. Where PyYAML's own ``safe_load`` reads no
-date, its answer is the same too.
+(a process that reads only plain YAML never imports it). Every text here is read both ways: the plain
+reader's answer, when it gives one, must equal what ``parse_yaml``'s PyYAML loader (timestamps as text)
+returns, type for type (True is not 1, 1 is not 1.0); where that loader fails, the plain reader must give
+none. Where PyYAML's own ``safe_load`` reads no date, its answer is the same too.
 """
 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from hypothesis import strategies as st
 from knowtk.model import plainyaml
 from knowtk.model.plainyaml import plain_yaml
 from knowtk.model.records import _pyyaml, _split, parse_yaml
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SETTINGS = settings(
     max_examples=600, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
 )

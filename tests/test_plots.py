@@ -7,7 +7,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import random
-from collections.abc import Iterator
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
@@ -26,6 +25,8 @@ from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.chronicle import plot_chronicle
 from knowtk.notebook.draw import LANES
 from knowtk.notebook.timeline import plot_timeline
+
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 BERLIN = "Europe/Berlin"
 TIMELINE_COLUMNS = [
@@ -58,12 +59,6 @@ EDGE_COLUMNS = [
     "cycle",
     "chain_end",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    yield
-    plt.close("all")
 
 
 # ---------------------------------------------------------------------------
@@ -528,7 +523,7 @@ def test_every_date_axis_names_the_month_and_the_year() -> None:
         ax.figure.canvas.draw()
         return [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
 
-    # March 2026: the axis used to read "08 15 22 Apr 08 15", never naming March
+    # March 2026: weekly ticks must name March, not read "08 15 22 Apr 08 15"
     march = ticks([_row(f"m{d}", f"2026-03-{d:02d}T10:00:00Z") for d in (2, 9, 16, 23, 30)] + [_row("a", "2026-04-15")])
     assert "Mar" in march[0] and "2026" in march[0] and any("Apr" in t for t in march)
     assert all(any(m in t for m in ("Mar", "Apr")) for t in march)  # every tick names its month

@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from knowtk.query import TOOLS
-from tests.helpers import DEMO, REPO, required_in_ci
+from tests.helpers import REPO, copy_demo, required_in_ci
 
 PACKAGE = REPO / "tests" / "plugin_example"
 INSPECTOR = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
@@ -44,9 +44,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("plugin-demo") / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
+    return copy_demo(tmp_path_factory.mktemp("plugin-demo") / "demo")  # one state for the module's processes
 
 
 def _env(site: Path) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Store profiles (issue 22): Markdown written for other tools read as records, keys derived and shown as derived.
+"""Store profiles: Markdown written for other tools read as records, keys derived and shown as derived.
 
 The ADR, vault and plain fixtures under data/fixtures/profiles/ were written for these tests (after reading
 real adr-tools, MADR 2/3/4 and log4brains folders): they mix dialects, rename statuses, link with and

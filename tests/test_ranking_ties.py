@@ -162,8 +162,8 @@ def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kep
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
 ) -> None:
     """Filtered, a phrase many rows hold is scored in plain Python on its first ask in a process without numpy
-    (issue 20: a new process's first filtered query imported numpy for it); its counts are kept as arrays from
-    its second ask on; every ask answers as numpy does."""
+    (importing numpy would cost a new process's first filtered query more than the scoring); its counts are
+    kept as arrays from its second ask on; every ask answers as numpy does."""
     from knowtk.index import bm25
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "many rows" for this store
@@ -185,7 +185,7 @@ def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kep
         assert found["total"] == expected["total"] > 7
 
 
-# issue 20, a filtered first call with a common word: the allowed rows alone are counted (bm25._first_ask)
+# a filtered first call with a common word: the allowed rows alone are counted (bm25._first_ask)
 COMMON_QUERIES = [
     ("alpha beta gamma", "all"),
     ("alpha", "all"),

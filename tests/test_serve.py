@@ -27,9 +27,8 @@ import pytest
 from knowtk import cli
 from knowtk.query import TOOLS
 from knowtk.serve import client
-from tests.helpers import REPO
+from tests.helpers import DEMO, REPO
 
-DEMO = REPO / "data" / "fixtures" / "demo"
 Result = tuple[int, bytes, bytes]
 # when the query ran, and when the snapshot it read was built (in that process, or by the process that
 # stored the image it loaded): clock readings, which two local runs do not share either
@@ -46,12 +45,6 @@ def sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("KNOWTK_PROGRESS", "0")
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    shutil.copytree(DEMO, tmp_path / "demo")
-    return tmp_path / "demo"
 
 
 def knowtk(*args: str, mode: str | None = None, cwd: Path | None = None, stdin: bytes | None = None) -> Result:
@@ -241,9 +234,9 @@ def test_two_clients_at_once_get_the_answers_each_would_get_alone(serving: Servi
 
 
 def test_a_killed_server_leaves_a_socket_the_cli_falls_back_from_and_the_next_server_replaces(
-    sockets: Path, demo: Path, tmp_path: Path
+    sockets: Path, demo_copy: Path, tmp_path: Path
 ) -> None:
-    first = Serving(demo, tmp_path / "state", "--idle-timeout", "120")
+    first = Serving(demo_copy, tmp_path / "state", "--idle-timeout", "120")
     first.proc.kill()
     first.proc.wait()
     assert os.path.exists(first.path)  # stale: nobody accepts on it
@@ -252,7 +245,7 @@ def test_a_killed_server_leaves_a_socket_the_cli_falls_back_from_and_the_next_se
     assert knowtk(*line) == alone  # connection refused: run here, silently
     code, _, err = knowtk(*line, mode="require")
     assert code == 1 and b"no server answered" in err
-    second = Serving(demo, tmp_path / "state", "--idle-timeout", "120")
+    second = Serving(demo_copy, tmp_path / "state", "--idle-timeout", "120")
     try:
         assert knowtk(*line, mode="require") == alone
         code, _, err = knowtk(*first.base, "serve")  # one server per store
@@ -290,9 +283,9 @@ def fake_server(path: str, reply: bytes) -> threading.Thread:
     ],
     ids=["other-version", "refused", "nonsense", "closed"],
 )
-def test_a_refusal_or_a_broken_answer_runs_the_command_here(sockets: Path, demo: Path, reply: bytes) -> None:
-    line = ["--store", str(demo), "--state-dir", str(demo.parent / "state"), "grep", "vector"]
-    root, state = client.resolve(str(demo), str(demo.parent / "state"), cwd=os.getcwd())
+def test_a_refusal_or_a_broken_answer_runs_the_command_here(sockets: Path, demo_copy: Path, reply: bytes) -> None:
+    line = ["--store", str(demo_copy), "--state-dir", str(demo_copy.parent / "state"), "grep", "vector"]
+    root, state = client.resolve(str(demo_copy), str(demo_copy.parent / "state"), cwd=os.getcwd())
     path = client.socket_path(client.key(root, state, None, code=client.fingerprint()))
     alone = knowtk(*line, mode="0")
     thread = fake_server(path, reply)
@@ -301,14 +294,14 @@ def test_a_refusal_or_a_broken_answer_runs_the_command_here(sockets: Path, demo:
     os.unlink(path)
 
 
-def test_another_knowtk_never_talks_to_this_server(sockets: Path, demo: Path, tmp_path: Path) -> None:
+def test_another_knowtk_never_talks_to_this_server(sockets: Path, demo_copy: Path, tmp_path: Path) -> None:
     """A copy of the package with another version: its key, so its socket, differ."""
     other = tmp_path / "other"
     shutil.copytree(REPO / "knowtk", other / "knowtk", ignore=shutil.ignore_patterns("__pycache__"))
     init = other / "knowtk" / "__init__.py"
     init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.'))
     env = {**os.environ, "PYTHONPATH": str(other)}
-    base = ["--store", str(demo), "--state-dir", str(tmp_path / "state")]
+    base = ["--store", str(demo_copy), "--state-dir", str(tmp_path / "state")]
     cmd = [sys.executable, "-m", "knowtk", *base, "serve"]
     old = subprocess.Popen(cmd, env=env, cwd=other, stderr=subprocess.PIPE)  # `-m` looks in the folder first
     try:
@@ -324,16 +317,16 @@ def test_another_knowtk_never_talks_to_this_server(sockets: Path, demo: Path, tm
         old.wait(timeout=30)
 
 
-def test_idle_timeout_stop_and_status(sockets: Path, demo: Path, tmp_path: Path) -> None:
-    base = ["--store", str(demo), "--state-dir", str(tmp_path / "state")]
+def test_idle_timeout_stop_and_status(sockets: Path, demo_copy: Path, tmp_path: Path) -> None:
+    base = ["--store", str(demo_copy), "--state-dir", str(tmp_path / "state")]
     code, _, err = knowtk(*base, "serve", "--idle-timeout", "0.5")  # nobody asks: it exits by itself
     assert code == 0 and b"knowtk serve: serving" in err and b"stopped after 0 answer(s)" in err
     assert list(sockets.iterdir()) == []  # neither its socket nor its lock file stays
     code, out, _ = knowtk(*base, "serve", "--status")
     assert code == 1 and out.startswith(b"no server for this store")
-    running = Serving(demo, tmp_path / "state", "--idle-timeout", "0")
+    running = Serving(demo_copy, tmp_path / "state", "--idle-timeout", "0")
     status = running.status()
-    assert status["running"] and status["pid"] == running.proc.pid and status["store"] == str(demo)
+    assert status["running"] and status["pid"] == running.proc.pid and status["store"] == str(demo_copy)
     code, out, _ = knowtk(*running.base, "serve", "--stop")
     assert code == 0 and out.startswith(b"stopped (pid")
     assert running.proc.wait(timeout=30) == 0 and not os.path.exists(running.path)
@@ -342,9 +335,9 @@ def test_idle_timeout_stop_and_status(sockets: Path, demo: Path, tmp_path: Path)
     assert code == 2 and b"--idle-timeout" in err
 
 
-def test_a_socket_folder_others_can_enter_is_refused(sockets: Path, demo: Path, tmp_path: Path) -> None:
+def test_a_socket_folder_others_can_enter_is_refused(sockets: Path, demo_copy: Path, tmp_path: Path) -> None:
     os.chmod(sockets, 0o755)
-    base = ["--store", str(demo), "--state-dir", str(tmp_path / "state")]
+    base = ["--store", str(demo_copy), "--state-dir", str(tmp_path / "state")]
     code, _, err = knowtk(*base, "serve")
     assert code == 1 and b"refusing to serve" in err and b"700" in err
     assert client.safe_dir(str(sockets)) is not None

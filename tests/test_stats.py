@@ -23,16 +23,14 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import knowtk
 from knowtk.serve import client
-from tests.helpers import DEMO, REPO, StoreBuilder, markdown_digest, required_in_ci
+from tests.helpers import REPO, StoreBuilder, copy_demo, markdown_digest, required_in_ci
 
 INSPECTOR = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("stats") / "demo"
-    shutil.copytree(DEMO, store, ignore=shutil.ignore_patterns(".knowtk"))
-    return store
+    return copy_demo(tmp_path_factory.mktemp("stats") / "demo")  # one state for the module's processes
 
 
 def _knowtk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -21,13 +20,7 @@ from knowtk.notebook.lookup import LookupWidget, lookup_html
 from knowtk.notebook.panes import issues_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.chains import chain_edges
-from tests.helpers import DEMO, StoreBuilder
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[knowtk.Store]:
-    with knowtk.open_store(DEMO, state_dir=tmp_path_factory.mktemp("state")) as store:
-        yield store
+from tests.helpers import StoreBuilder
 
 
 def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -49,35 +42,35 @@ def test_highlight_folds_case_and_diacritics_and_escapes() -> None:
     assert highlight("plain", None) == "plain"
 
 
-def test_results_table_marks_replacements_and_the_selected_row(demo: knowtk.Store) -> None:
-    data = demo.grep("columnar").to_dict()
+def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowtk.Store) -> None:
+    data = demo_store.grep("columnar").to_dict()
     table = grep_table_html(data, query="columnar", selected="dec-2026-021")
     assert table.count("<tr class=") == 1
     assert "↳ replaces dec-2025-012 r1" in table and "[opening excerpt]" in table
     assert "class='replacement selected'" in table and "<td>—<br>" in table  # no score for a replacement
     assert "decisions/dec-2026-021.md" in table and "L28–39" in table
-    hits = grep_table_html(demo.grep("vector index").to_dict(), query="Vector INDEX")
+    hits = grep_table_html(demo_store.grep("vector index").to_dict(), query="Vector INDEX")
     assert hits.count("<tr class=") == 5 and "<mark>vector</mark>" in hits and "<mark>index</mark>" in hits
     assert "12.011" in hits and "title, aliases, body" in hits
     down = dict(data, hits=[], total=None, index={"state": "unavailable", "lag": False, "error": "disk I/O error"})
     assert "INDEX UNAVAILABLE" in grep_table_html(down) and "disk I/O error" in grep_table_html(down)
-    assert "no hits" in grep_table_html(demo.grep("qwertyuiop").to_dict())
+    assert "no hits" in grep_table_html(demo_store.grep("qwertyuiop").to_dict())
 
 
-def test_issues_are_listed_every_one(demo: knowtk.Store) -> None:
-    coverage = demo.grep("search")["coverage"]
+def test_issues_are_listed_every_one(demo_store: knowtk.Store) -> None:
+    coverage = demo_store.grep("search")["coverage"]
     shown = issues_html(coverage)
     assert "COVERAGE INCOMPLETE" in shown and f"{len(coverage['issues'])} issues" in shown
     assert all(issue["path"] in shown for issue in coverage["issues"])
     assert "coverage complete" in issues_html({"complete": True, "issues": []})
 
 
-def test_lookup_statuses_are_shown_distinctly(demo: knowtk.Store) -> None:
-    ambiguous = lookup_html(demo.lookup("Sam").to_dict(), query="Sam")
+def test_lookup_statuses_are_shown_distinctly(demo_store: knowtk.Store) -> None:
+    ambiguous = lookup_html(demo_store.lookup("Sam").to_dict(), query="Sam")
     assert "AMBIGUOUS" in ambiguous and "person-samantha-reyes" in ambiguous and "person-samir-haddad" in ambiguous
-    found = lookup_html(demo.lookup("IVF index decision").to_dict())
+    found = lookup_html(demo_store.lookup("IVF index decision").to_dict())
     assert "FOUND" in found and "by alias" in found and "decisions/dec-2026-021.md" in found
-    missing = lookup_html(demo.lookup("Sam Reyes").to_dict(), query="Sam Reyes")
+    missing = lookup_html(demo_store.lookup("Sam Reyes").to_dict(), query="Sam Reyes")
     assert "MISSING" in missing and "<table>" not in missing and "never fuzzy" in missing
 
 
@@ -102,25 +95,25 @@ def test_diff_answers_new_removed_moved_edited() -> None:
 # GrepWidget
 
 
-def test_setting_the_query_runs_grep_and_fills_result_frame_and_table(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, limit=5)
-    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo.grep("x").to_frame().columns)
+def test_setting_the_query_runs_grep_and_fills_result_frame_and_table(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, limit=5)
+    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo_store.grep("x").to_frame().columns)
     w.query.value = "vector index"
     assert isinstance(w.result, knowtk.Result)
-    assert same_answer(w.result.to_dict(), demo.grep("vector index", limit=5).to_dict())
+    assert same_answer(w.result.to_dict(), demo_store.grep("vector index", limit=5).to_dict())
     pd.testing.assert_frame_equal(w.frame, w.result.to_frame())
     assert w.table.value.count("<tr class=") == 5 and "<mark>vector</mark>" in w.table.value
     assert "COVERAGE INCOMPLETE" in w.issues.value  # the demo's defects are shown, not hidden
     assert "hits 1–5 of 5" in w.page_label.value and w.next_button.disabled and w.prev_button.disabled
 
 
-def test_pages_follow_next_offset(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "search", limit=10)
+def test_pages_follow_next_offset(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "search", limit=10)
     first = w.result
     assert first is not None and first["nextOffset"] == 10 and not w.next_button.disabled
     w.next_button.click()
     assert w.result is not None and w.result["offset"] == 10 and w.offset == 10
-    assert same_answer(w.result.to_dict(), demo.grep("search", limit=10, offset=10).to_dict())
+    assert same_answer(w.result.to_dict(), demo_store.grep("search", limit=10, offset=10).to_dict())
     assert w.frame["rank"].tolist() == list(range(11, 21)) and not w.prev_button.disabled
     while w.result["nextOffset"] is not None:
         w.next_button.click()
@@ -131,11 +124,11 @@ def test_pages_follow_next_offset(demo: knowtk.Store) -> None:
     assert w.offset == 0 and w.result["offset"] == 0
 
 
-def test_filters_and_mode_reach_grep(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "search", limit=50)
+def test_filters_and_mode_reach_grep(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "search", limit=50)
     w.type.value = "decision, meeting"
     assert set(w.frame["type"]) <= {"decision", "adr", "meeting", "call", "standup"} and len(w.frame) > 0
-    assert same_answer(w.result.to_dict(), demo.grep("search", type=["decision", "meeting"], limit=50).to_dict())
+    assert same_answer(w.result.to_dict(), demo_store.grep("search", type=["decision", "meeting"], limit=50).to_dict())
     w.type.value = ""
     w.kind.value = "page"
     w.scope.value = "meetings"
@@ -147,7 +140,7 @@ def test_filters_and_mode_reach_grep(demo: knowtk.Store) -> None:
     w.tag.value = ""
     w.time_field.value = "occurred_at"
     w.since.value = "2026-04-01"
-    assert w.result["total"] == demo.grep("search", since="2026-04-01", limit=50)["total"] > 0
+    assert w.result["total"] == demo_store.grep("search", since="2026-04-01", limit=50)["total"] > 0
     w.since.value = ""
     w.time_field.value = ""
     w.lifecycle.value = "superseded"
@@ -158,13 +151,13 @@ def test_filters_and_mode_reach_grep(demo: knowtk.Store) -> None:
     assert {"lab-log-2026-q1", "dec-2026-021"} <= set(w.frame["id"])
 
 
-def test_a_refused_input_replaces_the_answer_in_the_view_and_in_result(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "vector index")
+def test_a_refused_input_replaces_the_answer_in_the_view_and_in_result(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "vector index")
     assert w.result is not None and len(w.rows.rows) == 5
     w.time_field.value = "occurred_at"
     w.since.value = "2026-13-45"
     assert w.error is not None and "since" in w.error and "REFUSED" in w.status.value
-    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo.grep("x").to_frame().columns)
+    assert w.result is None and w.frame.empty and list(w.frame.columns) == list(demo_store.grep("x").to_frame().columns)
     assert w.rows.rows == [] and w.table.value == "" and w.page_label.value == "" and w.issues.value == ""
     assert w.detail.value == w.explanation.value == "" and w.next_button.disabled and w.prev_button.disabled
     assert "hits 1–" not in w.html() and "REFUSED" in w.html() and "refused: since" in repr(w)
@@ -174,8 +167,8 @@ def test_a_refused_input_replaces_the_answer_in_the_view_and_in_result(demo: kno
     assert "REFUSED" in w.status.value and "scope" in w.error and w.result is None and w.rows.rows == []
 
 
-def test_an_empty_query_says_why_there_is_no_answer(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo)
+def test_an_empty_query_says_why_there_is_no_answer(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store)
     assert "NO QUERY" in w.status.value and "empty query has no answer" in w.status.value
     w.query.value = "search"
     assert "NO QUERY" not in w.status.value
@@ -183,23 +176,23 @@ def test_an_empty_query_says_why_there_is_no_answer(demo: knowtk.Store) -> None:
     assert w.result is None and w.rows.rows == [] and "NO QUERY" in w.status.value
 
 
-def test_an_unknown_type_says_it_is_not_in_the_ontology_and_lists_the_known_ones(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "search")
+def test_an_unknown_type_says_it_is_not_in_the_ontology_and_lists_the_known_ones(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "search")
     w.type.value = "decisoin"
     assert w.result is not None and w.result["total"] == 0
-    known = sorted({r.type for r in demo.snapshot().records.values()})
+    known = sorted({r.type for r in demo_store.snapshot().records.values()})
     assert "UNKNOWN TYPE" in w.status.value and "&#x27;decisoin&#x27; is not in this store's ontology" in w.status.value
     assert all(t in w.status.value for t in known) and "decision" in known
     w.type.value = "decision"
     assert "UNKNOWN TYPE" not in w.status.value
 
 
-def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "vector index")
+def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "vector index")
     assert w.select.value == w.result["hits"][0]["id"]  # the first hit is selected at once
     w.rows.buttons["dec-2026-021"].click()  # what a click on the row does
     assert w.select.value == w.rows.selected == "dec-2026-021"
-    record = demo.record("dec-2026-021")["record"]
+    record = demo_store.record("dec-2026-021")["record"]
     hit = next(h for h in w.result["hits"] if h["id"] == "dec-2026-021")
     assert record["title"] in w.detail.value and "decisions/dec-2026-021.md L29–39" in w.detail.value
     assert hit["sha256"][:12] in w.detail.value and "Lumen keeps its" in w.detail.value  # the body, whole
@@ -216,8 +209,8 @@ def test_selecting_a_row_shows_the_record_whole_its_citation_and_why(demo: knowt
     assert list(w.rows.children).index(w.rows.detail) == 2  # style, first row, detail
 
 
-def test_rows_are_compact_one_line_titles_with_the_full_title_on_hover(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "search", limit=10)
+def test_rows_are_compact_one_line_titles_with_the_full_title_on_hover(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "search", limit=10)
     hits = w.result["hits"]
     assert [r.key for r in w.rows.rows] == [h["id"] for h in hits]
     for rank, (hit, row) in enumerate(zip(hits, w.rows.rows, strict=True), 1):
@@ -229,8 +222,8 @@ def test_rows_are_compact_one_line_titles_with_the_full_title_on_hover(demo: kno
     assert w.rows.rows[0].label.startswith("11. ")
 
 
-def test_replacement_rows_name_the_record_they_were_reached_through(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "columnar")
+def test_replacement_rows_name_the_record_they_were_reached_through(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "columnar")
     assert w.select.options == (("1. dec-2026-021  ↳ via dec-2025-012", "dec-2026-021"),)
     (row,) = w.rows.rows
     assert row.tone == "replacement" and "↳ replaces dec-2025-012" in row.meta
@@ -238,8 +231,8 @@ def test_replacement_rows_name_the_record_they_were_reached_through(demo: knowtk
     assert w.explained["status"] == "replacement" and "REPLACEMENT" in w.explanation.value
 
 
-def test_why_explains_any_id_for_the_current_query(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "GPU budget")
+def test_why_explains_any_id_for_the_current_query(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "GPU budget")
     w.why.value = "dec-2025-009"
     assert w.explained["rule"] == "chain_dead_end" and "dec-2026-099" in w.why_answer.value
     w.why.value = "no-such-id"
@@ -267,8 +260,8 @@ def test_rerun_after_an_edit_shows_what_changed(builder: StoreBuilder) -> None:
     assert w.diff is None
 
 
-def test_static_html_rides_along_in_the_mime_bundle(demo: knowtk.Store) -> None:
-    w = GrepWidget(demo, "columnar")
+def test_static_html_rides_along_in_the_mime_bundle(demo_store: knowtk.Store) -> None:
+    w = GrepWidget(demo_store, "columnar")
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "GrepWidget" in bundle["text/html"] and "↳ replaces dec-2025-012" in bundle["text/html"]
@@ -279,10 +272,10 @@ def test_static_html_rides_along_in_the_mime_bundle(demo: knowtk.Store) -> None:
 # LookupWidget and ChainWidget
 
 
-def test_lookup_widget(demo: knowtk.Store) -> None:
-    w = LookupWidget(demo, "Sam")
+def test_lookup_widget(demo_store: knowtk.Store) -> None:
+    w = LookupWidget(demo_store, "Sam")
     assert w.status == "ambiguous" and "AMBIGUOUS" in w.output.value
-    pd.testing.assert_frame_equal(w.frame, demo.lookup("Sam").to_frame())
+    pd.testing.assert_frame_equal(w.frame, demo_store.lookup("Sam").to_frame())
     assert w.frame["id"].tolist() == ["person-samantha-reyes", "person-samir-haddad"]
     w.query.value = "dec-2026-021"
     assert w.status == "found" and "FOUND" in w.output.value and "by id" in w.output.value
@@ -295,10 +288,10 @@ def test_lookup_widget(demo: knowtk.Store) -> None:
     assert "text/html" in w._repr_mimebundle_()
 
 
-def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(demo: knowtk.Store) -> None:
-    w = LookupWidget(demo, "dec-2025-012")
+def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(demo_store: knowtk.Store) -> None:
+    w = LookupWidget(demo_store, "dec-2025-012")
     assert w.status == "missing" and w.result["candidates"] == []  # the contract's answer is unchanged
-    chain = demo.explain("dec-2025-012")["chain"]
+    chain = demo_store.explain("dec-2025-012")["chain"]
     assert w.current == chain["current"] == "dec-2026-021"
     for shown in (w.head.value, w.output.value, w.html()):
         assert "MISSING" in shown and "SUPERSEDED" in shown and "<b>dec-2025-012</b> exists" in shown
@@ -309,7 +302,7 @@ def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(d
     assert w.query.value == "dec-2026-021" and w.status == "found" and w.follow_button.layout.display == "none"
     w.query.value = "dec-2025-009"  # superseded, and its chain ends in nothing
     assert w.status == "missing" and w.current is None and "ends in nothing" in w.head.value
-    title = demo.snapshot().records["dec-2025-012"].title
+    title = demo_store.snapshot().records["dec-2025-012"].title
     w.query.value = title  # its title: the same answer, and the same note
     assert w.status == "missing" and w.current == "dec-2026-021"
     assert f"“{title}” names <b>dec-2025-012</b>, which exists and is superseded." in w.head.value
@@ -317,8 +310,8 @@ def test_lookup_of_a_superseded_id_says_it_exists_and_names_the_current_record(d
     assert w.known is None and "SUPERSEDED" not in w.head.value and "never fuzzy" in w.head.value
 
 
-def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk.Store) -> None:
-    w = LookupWidget(demo, "Sam")
+def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo_store: knowtk.Store) -> None:
+    w = LookupWidget(demo_store, "Sam")
     assert [r.key for r in w.rows.rows] == ["person-samantha-reyes", "person-samir-haddad"]
     assert "AMBIGUOUS" in w.head.value and "2 records share this name" in w.head.value
     assert "<table>" not in w.head.value  # the candidates are the rows below, not a second table
@@ -327,14 +320,14 @@ def test_lookup_candidates_are_rows_that_open_the_record_under_them(demo: knowtk
     children = list(w.rows.children)
     assert children[children.index(w.rows.boxes["person-samir-haddad"]) + 1] is w.rows.detail
     assert w.rows.detail.children == (w.detail, w.actions)  # the record, then its actions (docs/mutations.md)
-    assert demo.record("person-samir-haddad")["record"]["title"] in w.detail.value
+    assert demo_store.record("person-samir-haddad")["record"]["title"] in w.detail.value
     w.query.value = "dec-2026-021"  # found: its one candidate is open at once
     assert w.rows.selected == "dec-2026-021" and "Lumen keeps its" in w.detail.value
 
 
-def test_chain_widget(demo: knowtk.Store) -> None:
-    w = ChainWidget(demo)
-    pd.testing.assert_frame_equal(w.edges, chain_edges(demo))
+def test_chain_widget(demo_store: knowtk.Store) -> None:
+    w = ChainWidget(demo_store)
+    pd.testing.assert_frame_equal(w.edges, chain_edges(demo_store))
     assert w.png.startswith(b"\x89PNG") and w.image.value == w.png
     assert "dec-2026-099" in w.table.value and w.summary["chain_end"].iloc[0] == "withdrawn"
     w.record.value = "dec-2026-008"
@@ -342,8 +335,8 @@ def test_chain_widget(demo: knowtk.Store) -> None:
     assert len(w.summary) == 1 and "data:image/png;base64," in w._repr_mimebundle_()["text/html"]
 
 
-def test_chain_widget_shows_dates_as_written_and_the_picture_at_its_own_size(demo: knowtk.Store) -> None:
-    w = ChainWidget(demo, "dec-2026-008")
+def test_chain_widget_shows_dates_as_written_and_the_picture_at_its_own_size(demo_store: knowtk.Store) -> None:
+    w = ChainWidget(demo_store, "dec-2026-008")
     dated = w.edges.dropna(subset=["from_date"])
     assert len(dated) > 0
     assert "00:00:00+00:00" not in w.table.value  # a date-only value is a date, not midnight UTC
@@ -363,12 +356,12 @@ def test_import_knowtk_stays_light() -> None:
     assert out == ["False", "False"]
 
 
-def test_initial_arguments_set_the_controls(demo: knowtk.Store) -> None:
+def test_initial_arguments_set_the_controls(demo_store: knowtk.Store) -> None:
     args = {"mode": "any", "type": ["decision", "meeting"], "tag": "search", "scope": "decisions"}
-    w = GrepWidget(demo, "search index", limit=20, **args)
+    w = GrepWidget(demo_store, "search index", limit=20, **args)
     assert w.args() == {**args, "type": ["decision", "meeting"], "tag": ["search"], "lifecycle": "active",
                         "kind": None, "time_field": None, "since": None, "until": None, "limit": 20}  # fmt: skip
-    assert same_answer(w.result.to_dict(), demo.grep("search index", limit=20, **args).to_dict())
+    assert same_answer(w.result.to_dict(), demo_store.grep("search index", limit=20, **args).to_dict())
     w.why.value = "dec-2025-009"
     assert "chain_dead_end" in w.why_answer.value  # the answer to "why?" sits under its box
 
