@@ -22,7 +22,7 @@ Words the index uses:
   it first (``check_current``) so that no query mixes rows of two versions.
 - *desired*, *synced*: the ``{id: sha256}`` map the engine wants a projection to hold, and the one (and its
   version) the rows were last brought to by ``reconcile``.
-- *image*: a snapshot stored in state.sqlite (knowtk.snapshot.persist), named by its key. The *image mark*
+- *image*: a snapshot stored in state.sqlite (``knowtk.snapshot.stored``), named by its key. The *image mark*
   says the rows are exactly that image's records; *unsure* ids are those where they may differ from it (a
   process's own edits since), so the next process compares those ids alone.
 - *stored position*: an id's place in a stored image's list of ids; *base*: the digest of that list.
