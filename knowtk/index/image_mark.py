@@ -32,7 +32,7 @@ class ImageMark:
 
     def __init__(self, tables: FtsTables) -> None:
         self.tables = tables
-        # the key of the stored snapshot image whose records the rows are exactly (knowtk.snapshot.persist), or None
+        # the key of the stored snapshot image whose records the rows are exactly (knowtk.snapshot.stored), or None
         self.value: str | None = None
 
     @property
