@@ -805,8 +805,7 @@ def targets(kt: dict[str, Any], floor: dict[str, Any], disk: dict[str, Any] | No
         ),
     ]
     lines = [
-        f"Targets measured by this run, freshness mode {kt['mode']} (the PEPs row against qmd: "
-        "`bench/peers.py`):",
+        f"Targets measured by this run, freshness mode {kt['mode']} (the PEPs row against qmd: `bench/peers.py`):",
         "",
         "| measure | knowtk | target | result |",
         "|---|---:|---|---|",
