@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowtk import __version__, plugins
-from knowtk.cli import commands
+from knowtk.cli import commands  # noqa: F401 - importing it registers the core's other subcommands
 from knowtk.cli.registry import COMMANDS, Command, Formatter, command, common_options, register, store_of
 from knowtk.cli.tools import add_tool_commands, command_words
 from knowtk.errors import InvalidArgument, KnowtkError
@@ -57,7 +57,7 @@ __all__ = ["COMMANDS", "Command", "answer", "command", "main", "message", "parse
 
 _VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcommand that take a value
 _LOADED: set[str] = set()  # plug-ins whose commands are registered
-assert commands  # the core's other subcommands: registered when imported
+_CORE = frozenset(COMMANDS)  # the core's own subcommands (knowtk.cli.commands), before any tool or plug-in
 
 
 def _built_in_words() -> set[str]:
@@ -195,10 +195,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `knowtk ... | head`
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout again at exit
         return 0
-
-
-_CORE = frozenset(COMMANDS)  # the core's own subcommands (knowtk.cli.commands), before any tool or plug-in
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from knowtk.cli.registry import COMMANDS, Command, store_of
-from knowtk.query import TOOLS, Tool, ToolCommand
+from knowtk.query import Tool, ToolCommand
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
 
@@ -108,7 +108,3 @@ def command_words(tools: dict[str, Tool]) -> set[str]:
         names = [made.name for made in tool.commands] if tool.commands is not None else [tool.command_name]
         words |= {name.split(" ")[0] for name in names}
     return words
-
-
-def all_tools() -> dict[str, Tool]:
-    return dict(TOOLS.items())
