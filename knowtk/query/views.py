@@ -36,6 +36,7 @@ __all__ = [
     "short",
     "table_columns",
     "with_coverage",
+    "wrapped",
 ]
 
 SNIPPET_CHARS = 200  # a list row's snippet and summary: enough to judge a hit, short enough for 50 of them
