@@ -11,9 +11,12 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from knowtk.frames import TIMELINE
+
 __all__ = [
     "COVERAGE_SAMPLE",
     "COVERAGE_SCHEMA",
+    "DATED_VIEWS",
     "INDEX_SCHEMA",
     "NINT",
     "NSTR",
@@ -231,3 +234,15 @@ def dated_answer_schema() -> dict[str, Any]:
         {"rows": {"type": "array", "items": row}, **PAGE_SCHEMA, "coverage": COVERAGE_SCHEMA},
         required=("rows", "total", "coverage"),
     )
+
+
+#: The ``Tool`` fields the timeline and chronicle tools share: the agent's answer and its schema, the frame's
+#: columns and rows, the command line's table, and ``knowtk serve`` answering them.
+DATED_VIEWS: dict[str, Any] = {
+    "output": dated_answer_schema(),
+    "compact": dated_answer,
+    "columns": tuple(TIMELINE),
+    "rows": lambda answer: answer["rows"],
+    "table": dated_table,
+    "serve": True,
+}

@@ -6,11 +6,10 @@ from datetime import date
 from typing import Any
 
 from knowtk.errors import InvalidArgument
-from knowtk.frames import TIMELINE
 from knowtk.model.datevalues import parse_date_value, shown
 from knowtk.query.args import Param, boolean, text, time_zone, with_schema
 from knowtk.query.registry import Tool
-from knowtk.query.views import dated_answer, dated_answer_schema, dated_table
+from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import AGENT_AS_TIMELINE, DATED_KIND, ENTITY, GUIDE_DATED_KIND, GUIDE_DATES, GUIDE_ENTITY
 
 __all__ = ["PARAMS", "TOOL", "calendar_date"]
@@ -58,13 +57,8 @@ TOOL = Tool(
         "entity": "entity id",
         "kind": "exact record type",
     },
-    output=dated_answer_schema(),
-    compact=dated_answer,
-    columns=tuple(TIMELINE),
-    rows=lambda answer: answer["rows"],
+    **DATED_VIEWS,
     command="chronicle day",
     positional=("date",),
-    table=dated_table,
-    serve=True,
     example={"date": "2026-03-29", "week": True, "timeZone": "Europe/Berlin"},
 )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from knowtk.frames import TIMELINE
 from knowtk.query.args import Param, bound, text
 from knowtk.query.registry import Tool
-from knowtk.query.views import dated_answer, dated_answer_schema, dated_table
+from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import AGENT_AS_TIMELINE, DATE_BOUND, ENTITY, GUIDE_DATES, GUIDE_ENTITY
 
 __all__ = ["PARAMS", "TOOL"]
@@ -27,13 +26,8 @@ TOOL = Tool(
         f"rows, newest first. {GUIDE_ENTITY} {GUIDE_DATES}"
     ),
     hints={"entity": "entity id", "occurredOnOrBefore": "default now"},
-    output=dated_answer_schema(),
-    compact=dated_answer,
-    columns=tuple(TIMELINE),
-    rows=lambda answer: answer["rows"],
+    **DATED_VIEWS,
     command="chronicle last-seen",
     positional=("entity",),
-    table=dated_table,
-    serve=True,
     example={"entity": "person-ada-okafor"},
 )

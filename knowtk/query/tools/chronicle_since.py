@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from knowtk.frames import TIMELINE
 from knowtk.query.args import Param, bound, integer, text
 from knowtk.query.registry import Tool
-from knowtk.query.views import dated_answer, dated_answer_schema, dated_table
+from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import (
     AGENT_AS_GREP,
     AGENT_AS_TIMELINE,
@@ -50,13 +49,8 @@ TOOL = Tool(
         f"{GUIDE_DATED_KIND} {GUIDE_ENTITY} {GUIDE_DATES} {GUIDE_PAGING}"
     ),
     hints={**HINT_DATED, **HINT_PAGE},
-    output=dated_answer_schema(),
-    compact=dated_answer,
-    columns=tuple(TIMELINE),
-    rows=lambda answer: answer["rows"],
+    **DATED_VIEWS,
     command="chronicle since",
     positional=("since",),
-    table=dated_table,
-    serve=True,
     example={"since": "2026-03-01", "until": "2026-03-31"},
 )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from knowtk.frames import TIMELINE
 from knowtk.query.args import Param, boolean, bound, choice, integer, text
 from knowtk.query.common import TIME_FIELDS
 from knowtk.query.registry import Tool
-from knowtk.query.views import dated_answer, dated_answer_schema, dated_table
+from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import (
     AGENT_AS_GREP,
     AGENT_GUIDE,
@@ -80,11 +79,6 @@ TOOL = Tool(
         f"dated source connected to it. {GUIDE_DATED_KIND} {GUIDE_ENTITY} {GUIDE_DATES} {GUIDE_PAGING}"
     ),
     hints={**HINT_DATED, "group": "source, with entity: a row per dated source", **HINT_PAGE},
-    output=dated_answer_schema(),
-    compact=dated_answer,
-    columns=tuple(TIMELINE),
-    rows=lambda answer: answer["rows"],
-    table=dated_table,
-    serve=True,
+    **DATED_VIEWS,
     example={"entity": "person-ada-okafor", "limit": 3},
 )
