@@ -32,7 +32,16 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_PLUGINS", "ENTRY_POINT_GROUP", "HOOKS", "PluginError", "hook_results", "outside_plugins", "reset"]
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "HOOKS",
+    "LOCK",
+    "PluginError",
+    "hook_results",
+    "outside_plugins",
+    "reset",
+]
 
 ENTRY_POINT_GROUP = "knowtk.plugins"
 HOOKS = ("knowtk_tools", "knowtk_profiles", "knowtk_plotters", "knowtk_widgets", "knowtk_commands")
@@ -48,7 +57,10 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "knowtk.serve.commands": ("knowtk_commands",),
 }
 
-_lock = threading.RLock()  # reentrant: a plug-in's module may ask for another hook while it is imported
+#: Held while plug-ins load and while what they gave is cached (the tool registry, profiles, plotters): one
+#: lock for all, so that a plug-in whose import registers a tool or asks for a profile cannot deadlock two
+#: threads loading in opposite orders. Reentrant: a plug-in's module may ask for another hook as it loads.
+LOCK = threading.RLock()
 _outside: list[tuple[str, ModuleType]] | None = None
 
 
@@ -65,7 +77,7 @@ def _default_modules(hook: str) -> Iterator[tuple[str, ModuleType]]:
 def outside_plugins() -> list[tuple[str, ModuleType]]:
     """The plug-ins installed packages declare (entry points of ``knowtk.plugins``), loaded once a process."""
     global _outside
-    with _lock:
+    with LOCK:
         if _outside is None:
             from importlib.metadata import entry_points  # tens of ms: read only when a name is not a default
 
@@ -92,7 +104,7 @@ def hook_results(hook: str, *, outside: bool) -> list[tuple[str, Any]]:
     """
     if hook not in HOOKS:
         raise ValueError(f"{hook!r} is not a knowtk hook: {', '.join(HOOKS)}")
-    with _lock:
+    with LOCK:
         modules = list(_default_modules(hook))
         if outside:
             modules += outside_plugins()
@@ -107,5 +119,5 @@ def hook_results(hook: str, *, outside: bool) -> list[tuple[str, Any]]:
 def reset() -> None:
     """Forget the installed plug-ins read so far: the next outside look-up reads the entry points again."""
     global _outside
-    with _lock:
+    with LOCK:
         _outside = None

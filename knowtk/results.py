@@ -7,7 +7,6 @@ registered for its tool (the ``knowtk_plotters`` hook; knowtk's own are ``knowtk
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,6 @@ Plotter = Callable[..., Any]
 #: tool -> the plotter of its results, added with :func:`register_plotter`; the plug-ins' come after.
 PLOTTERS: dict[str, Plotter] = {}
 _plugged: dict[str, Plotter] | None = None
-_plugging = threading.Lock()
 
 
 def register_plotter(tool: str, plotter: Plotter) -> None:
@@ -36,7 +34,7 @@ def register_plotter(tool: str, plotter: Plotter) -> None:
 def _plugin_plotters() -> dict[str, Plotter]:
     """The plug-ins' plotters (matplotlib comes with them: read at the first plot, once)."""
     global _plugged
-    with _plugging:
+    with plugins.LOCK:
         if _plugged is None:
             found: dict[str, Plotter] = {}
             for _, made in plugins.hook_results("knowtk_plotters", outside=True):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -118,14 +117,17 @@ class Derivation:
 Profile = Callable[[Source], Derivation]
 _registered: dict[str, Profile] = {}  # register(): a profile added by code
 _plugged: dict[bool, dict[str, Profile]] = {}  # outside -> the plug-ins' profiles (knowtk.plugins), read once
-_plugging = threading.Lock()
 
 
 def _plugin_profiles(*, outside: bool) -> dict[str, Profile]:
     """The profiles of the plug-ins (knowtk's own dialects; with ``outside``, the installed ones too).
 
-    A store read by the contract alone never asks: its processes import no dialect (start-up cost)."""
-    with _plugging:
+    A store read by the contract alone never asks: its processes import no dialect (start-up cost). Read
+    once: every file a profile reads asks again, without the lock."""
+    cached = _plugged.get(outside)
+    if cached is not None:
+        return cached
+    with plugins.LOCK:
         if outside not in _plugged:
             found: dict[str, Profile] = {}
             for _, made in plugins.hook_results("knowtk_profiles", outside=outside):

@@ -15,7 +15,6 @@ reads the installed plug-ins; a name the defaults do not have, or listing every 
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -161,21 +160,31 @@ class ToolRegistry(MutableMapping[str, Tool]):
     """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()  # reentrant: a plug-in's import may look a tool up
         self._defaults: dict[str, Tool] | None = None
         self._outside: dict[str, Tool] | None = None
         self._added: dict[str, Tool] = {}
         self._removed: set[str] = set()
+        self._views: dict[bool, dict[str, Tool]] = {}  # outside -> the merged tools, until anything changes
 
     def _load(self, *, outside: bool) -> dict[str, Tool]:
-        with self._lock:
+        """The tools by name (``outside``: the installed plug-ins' too), kept until the registry changes: every
+        query looks its tool up here."""
+        view = self._views.get(outside)
+        if view is not None:
+            return view
+        with plugins.LOCK:  # the plug-in manager's own lock: a plug-in's import may register a tool
             if self._defaults is None:
                 self._defaults = _collect(plugins.hook_results("knowtk_tools", outside=False))
             if outside and self._outside is None:
                 every = _collect(plugins.hook_results("knowtk_tools", outside=True))
                 self._outside = {name: tool for name, tool in every.items() if name not in self._defaults}
             merged = {**self._defaults, **(self._outside or {}), **self._added}
-            return {name: tool for name, tool in merged.items() if name not in self._removed}
+            view = {name: tool for name, tool in merged.items() if name not in self._removed}
+            self._views[outside] = view
+            return view
+
+    def _changed(self) -> None:
+        self._views = {}
 
     def defaults(self) -> dict[str, Tool]:
         """The built-in tools alone (no installed plug-in is read)."""
@@ -188,16 +197,18 @@ class ToolRegistry(MutableMapping[str, Tool]):
         return tool
 
     def __setitem__(self, name: str, tool: Tool) -> None:
-        with self._lock:
+        with plugins.LOCK:
             self._removed.discard(name)
             self._added[name] = tool
+            self._changed()
 
     def __delitem__(self, name: str) -> None:
-        with self._lock:
+        with plugins.LOCK:
             if name not in self._load(outside=True):
                 raise KeyError(name)
             self._added.pop(name, None)
             self._removed.add(name)
+            self._changed()
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self._load(outside=False) or name in self._load(outside=True))
@@ -232,9 +243,10 @@ class ToolRegistry(MutableMapping[str, Tool]):
 
     def reset(self) -> None:
         """Read the plug-ins again at the next look-up (after installing one into a running process)."""
-        with self._lock:
+        with plugins.LOCK:
             plugins.reset()
             self._outside = None
+            self._changed()
 
 
 def _collect(results: list[tuple[str, Any]]) -> dict[str, Tool]:

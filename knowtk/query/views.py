@@ -35,6 +35,7 @@ __all__ = [
     "page",
     "page_head",
     "pick",
+    "readable",
     "record_row",
     "short",
     "table_columns",
@@ -140,6 +141,13 @@ def with_coverage(answer: dict[str, Any]) -> dict[str, Any]:
     """The answer without its freshness, its coverage list summarised (a tool that names no compact view)."""
     rest = {k: v for k, v in answer.items() if k not in ("coverage", "freshness")}
     return {**rest, "coverage": coverage_summary(answer["coverage"])} if "coverage" in answer else rest
+
+
+def readable(answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer already shaped for reading (a record whole, knowl items): its coverage list summarised (null
+    when it has none), its freshness left out."""
+    rest = {k: v for k, v in answer.items() if k not in ("rows", "coverage", "freshness")}
+    return {**rest, "coverage": coverage_summary(answer.get("coverage"))}
 
 
 def page(answer: dict[str, Any]) -> dict[str, Any]:

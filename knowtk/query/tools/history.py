@@ -7,6 +7,7 @@ from typing import Any
 from knowtk.frames import RECEIPT, receipt_rows
 from knowtk.query.args import Param, bound, integer, text
 from knowtk.query.registry import Tool
+from knowtk.query.views import NINT
 from knowtk.query.wording import AGENT_PAGING, PAGE_LIMIT, SINCE, UNTIL
 
 __all__ = ["PARAMS", "TOOL"]
@@ -49,7 +50,7 @@ TOOL = Tool(
         "properties": {
             "receipts": {"type": "array", "items": {"type": "object"}},
             "total": {"type": "integer"},
-            "nextOffset": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "nextOffset": NINT,
         },
         "required": [],
     },

@@ -7,7 +7,7 @@ from typing import Any
 from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, TIME, key, listed, nested
 from knowtk.query.args import Param, boolean, bound, choice, integer, strings, text
 from knowtk.query.registry import Tool
-from knowtk.query.views import COVERAGE_SCHEMA, NINT, coverage_summary, footer, nullable, obj, wrapped
+from knowtk.query.views import COVERAGE_SCHEMA, NINT, footer, nullable, obj, readable, wrapped
 from knowtk.query.wording import DATE_BOUND
 
 __all__ = ["KNOWL_INSTRUCTIONS", "MAX_LIMIT", "PARAMS", "PROVENANCE", "SCOPES", "STATUSES", "TOOL"]
@@ -109,12 +109,6 @@ GUIDE = (
 )
 
 
-def compact(answer: dict[str, Any]) -> dict[str, Any]:
-    """Already shaped for reading: only the coverage list is summarised."""
-    rest = {k: v for k, v in answer.items() if k not in ("rows", "coverage", "freshness")}
-    return {**rest, "coverage": coverage_summary(answer.get("coverage"))}
-
-
 OUTPUT = obj(
     {
         "results": {"anyOf": [{"type": "array"}, {"type": "object"}]},
@@ -208,7 +202,7 @@ TOOL = Tool(
         "category": "a hint; omit unless certain",
     },
     output=OUTPUT,
-    compact=compact,
+    compact=readable,
     columns=COLUMNS,
     rows=rows,
     command="knowl",

@@ -13,8 +13,10 @@ from typing import Any
 
 from knowtk.errors import InvalidArgument
 from knowtk.frames import RECEIPT, receipt_rows
+from knowtk.model.records import FileProblem, parse_yaml
 from knowtk.query.args import Param, boolean, choice, mapping, sha256, text
 from knowtk.query.registry import Tool, ToolCommand
+from knowtk.query.views import NSTR
 from knowtk.write import OPERATIONS
 
 __all__ = ["PARAMS", "TOOL"]
@@ -104,8 +106,6 @@ def _fields(options: argparse.Namespace) -> dict[str, Any] | None:
             raise InvalidArgument("record", f"is not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise InvalidArgument("record", "must be a JSON object")
-    from knowtk.model.records import FileProblem, parse_yaml  # YAML values: only for --set
-
     for item in options.set:
         name, eq, value = item.partition("=")
         parsed = parse_yaml(value, what=f"--set {name}")
@@ -154,14 +154,7 @@ COMMANDS = tuple(
     )
 )
 
-_RECEIPT = {
-    "type": "object",
-    "properties": {
-        "id": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        "operation": {"type": "string"},
-        "records": {"type": "array"},
-    },
-}
+_RECEIPT = {"type": "object", "properties": {"id": NSTR, "operation": {"type": "string"}, "records": {"type": "array"}}}
 
 TOOL = Tool(
     "knowledge_mutation",

@@ -7,18 +7,12 @@ from typing import Any
 from knowtk.frames import DATE_COLUMNS, OBJECT, STRING, SUMMARY, key, listed, nested
 from knowtk.query.args import Param, text
 from knowtk.query.registry import Tool
-from knowtk.query.views import COVERAGE_SCHEMA, coverage_summary, nullable, obj
+from knowtk.query.views import COVERAGE_SCHEMA, nullable, obj, readable
 
 __all__ = ["PARAMS", "TOOL"]
 
 ORDER = 40
 PARAMS = (Param("id", text(200), required=True, doc="The record id (case-sensitive)."),)
-
-
-def compact(answer: dict[str, Any]) -> dict[str, Any]:
-    """Already shaped for reading: only the coverage list is summarised."""
-    rest = {k: v for k, v in answer.items() if k not in ("rows", "coverage", "freshness")}
-    return {**rest, "coverage": coverage_summary(answer.get("coverage"))}
 
 
 OUTPUT = obj(
@@ -76,7 +70,7 @@ TOOL = Tool(
     ),
     hints={},
     output=OUTPUT,
-    compact=compact,
+    compact=readable,
     columns=COLUMNS,
     rows=lambda answer: [answer["record"]] if answer["record"] else [],
     positional=("id",),

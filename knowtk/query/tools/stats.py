@@ -13,7 +13,7 @@ from knowtk.frames import BOOL, INT, STRING, key
 from knowtk.query.args import FOLDERS, Param, with_schema
 from knowtk.query.common import coverage
 from knowtk.query.registry import Tool
-from knowtk.query.views import COVERAGE_SCHEMA, coverage_summary, footer, obj, table_columns
+from knowtk.query.views import COVERAGE_SCHEMA, footer, obj, table_columns
 from knowtk.query.wording import SCOPE
 from knowtk.snapshot.model import in_scope
 
@@ -93,7 +93,6 @@ TOOL = Tool(
             "coverage": COVERAGE_SCHEMA,
         }
     ),
-    compact=lambda answer: {**answer, "coverage": coverage_summary(answer["coverage"])},
     columns=(
         ("kind", STRING, key("kind")),
         ("type", STRING, key("type")),
