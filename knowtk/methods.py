@@ -14,6 +14,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from knowtk.errors import UnexpectedArgument
 from knowtk.query.args import snake
 from knowtk.query.registry import Tool
 from knowtk.results import Result
@@ -47,13 +48,29 @@ def _docstring(tool: Tool) -> str:
     return "\n".join(lines)
 
 
+def _bound(tool: Tool, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments given, by name. One the method does not take is an ``UnexpectedArgument`` naming it (a
+    ``TypeError`` too, as Python's own); a missing required one is refused by the tool's checks, as by
+    ``Store.call``, naming it."""
+    names = list(signature.parameters)
+    unknown = [name for name in kwargs if name not in signature.parameters]
+    if unknown:
+        message = f"{tool.method_name}() takes no such argument"
+        raise UnexpectedArgument(unknown[0], message, allowed=names, value=kwargs[unknown[0]])
+    try:
+        return dict(signature.bind_partial(*args, **kwargs).arguments)
+    except TypeError as exc:  # too many by position, or one given twice
+        takes = ", ".join(tool.positional) or "none"
+        message = f"{tool.method_name}() takes by position: {takes}; the others by name ({exc})"
+        raise UnexpectedArgument("args", message, allowed=names) from None
+
+
 def tool_method(host: MethodHost, tool: Tool) -> Callable[..., Result]:
     """``tool`` bound to ``host`` as a method that returns a ``Result``."""
     signature = _signature(tool)
 
     def method(*args: Any, **kwargs: Any) -> Result:
-        bound = signature.bind(*args, **kwargs)  # a TypeError names a missing or unknown argument, as Python does
-        return host.invoke(tool.name, dict(bound.arguments))
+        return host.invoke(tool.name, _bound(tool, signature, args, kwargs))
 
     method.__name__ = method.__qualname__ = tool.method_name
     method.__doc__ = _docstring(tool)

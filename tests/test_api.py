@@ -136,6 +136,19 @@ def test_bad_arguments_name_the_argument_and_what_is_allowed(builder: StoreBuild
         store.grep("zebra", "any")  # keyword-only after the first argument
 
 
+def test_a_method_refuses_what_it_does_not_take_naming_it(builder: StoreBuilder) -> None:
+    store = builder.open()
+    with pytest.raises(knowtk.UnexpectedArgument) as err:
+        store.grep("zebra", limt=5)
+    assert err.value.argument == "limt" and "limit" in err.value.allowed and isinstance(err.value, TypeError)
+    with pytest.raises(knowtk.InvalidArgument) as err:
+        store.grep()  # as Store.call refuses it
+    assert err.value.argument == "query" and "requires" in str(err.value)
+    with pytest.raises(knowtk.UnexpectedArgument) as err:
+        store.record("a", id="b")
+    assert err.value.argument == "args"
+
+
 def test_every_tool_is_reachable_by_call_and_by_method(builder: StoreBuilder) -> None:
     store = builder.open()
     for name in TOOLS.reads():
