@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,23 @@ def required_in_ci(reason: str | None) -> None:
 
 # a valid call of each read tool on the demo store, as each tool declares it (the MCP clients' tests call each one)
 VALID_CALLS: dict[str, dict[str, Any]] = {name: tool.example for name, tool in TOOLS.reads().items()}
+
+
+def listening(path: str) -> bool:
+    """Whether a ``knowtk serve`` server listens on the unix socket ``path`` (a stale socket refuses)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(path)  # the server's loop takes it as a dropped request
+        except OSError:
+            return False
+    return True
+
+
+INSPECTOR_BIN = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
+
+
+def inspector_bin() -> Path:
+    """The MCP Inspector's ``node_modules/.bin`` (.ci/install-inspector); the test skips without it (fails in CI)."""
+    missing = [name for name in ("node", "mcp-inspector") if not (INSPECTOR_BIN / name).exists()]
+    required_in_ci(f"{', '.join(missing)} missing in {INSPECTOR_BIN}: run .ci/install-inspector" if missing else None)
+    return INSPECTOR_BIN

@@ -20,9 +20,7 @@ from typing import Any
 import pytest
 
 from knowtk.query import TOOLS
-from tests.helpers import REPO, VALID_CALLS, copy_demo, required_in_ci
-
-BIN = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
+from tests.helpers import REPO, VALID_CALLS, copy_demo, inspector_bin
 
 VALID = VALID_CALLS
 # one refused argument per tool: (arguments, the argument named, a word of the allowed values)
@@ -45,9 +43,7 @@ REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
 
 @pytest.fixture(scope="module")
 def inspector() -> Path:
-    missing = [name for name in ("node", "mcp-inspector") if not (BIN / name).exists()]
-    required_in_ci(f"{', '.join(missing)} missing in {BIN}: run .ci/install-inspector" if missing else None)
-    return BIN
+    return inspector_bin()
 
 
 @pytest.fixture(scope="module")

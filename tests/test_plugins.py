@@ -22,10 +22,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from knowtk.query import TOOLS
-from tests.helpers import REPO, copy_demo, required_in_ci
+from tests.helpers import REPO, copy_demo, inspector_bin, required_in_ci
 
 PACKAGE = REPO / "tests" / "plugin_example"
-INSPECTOR = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
 
 
 @pytest.fixture(scope="module")
@@ -136,12 +135,11 @@ def test_mcp_sdk_client_lists_and_calls_it(site: Path, demo: Path) -> None:
 
 
 def test_mcp_inspector_lists_and_calls_it(site: Path, demo: Path) -> None:
-    missing = [name for name in ("node", "mcp-inspector") if not (INSPECTOR / name).exists()]
-    required_in_ci(f"{', '.join(missing)} missing in {INSPECTOR}: run .ci/install-inspector" if missing else None)
-    env = {**_env(site), "PATH": f"{INSPECTOR}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
+    inspector = inspector_bin()
+    env = {**_env(site), "PATH": f"{inspector}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
     server = [sys.executable, "-m", "knowtk", "--store", str(demo), "mcp"]
     # the Inspector starts its server with a few safe variables only: -e passes the plug-in's path on
-    base = [str(INSPECTOR / "node"), str(INSPECTOR / "mcp-inspector"), "--cli", "--format", "json"]
+    base = [str(inspector / "node"), str(inspector / "mcp-inspector"), "--cli", "--format", "json"]
     base += ["-e", f"PYTHONPATH={env['PYTHONPATH']}"]
     listed = subprocess.run([*base, "--method", "tools/list", *server], capture_output=True, text=True, env=env)
     assert listed.returncode == 0, listed.stderr

@@ -27,7 +27,7 @@ import pytest
 from knowtk import cli
 from knowtk.query import TOOLS
 from knowtk.serve import client
-from tests.helpers import DEMO, REPO
+from tests.helpers import DEMO, REPO, listening
 
 Result = tuple[int, bytes, bytes]
 # when the query ran, and when the snapshot it read was built (in that process, or by the process that
@@ -57,15 +57,6 @@ def knowtk(*args: str, mode: str | None = None, cwd: Path | None = None, stdin: 
         [sys.executable, "-m", "knowtk", *args], capture_output=True, env=env, cwd=cwd, input=stdin, timeout=120
     )
     return done.returncode, CLOCK.sub(rb'"\1": "-"', done.stdout), done.stderr
-
-
-def listening(path: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(path)  # listening (a stale socket refuses): the server's loop takes it as a dropped request
-        except OSError:
-            return False
-    return True
 
 
 class Serving:

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import knowtk
 from knowtk.serve import client
-from tests.helpers import REPO, StoreBuilder, copy_demo, markdown_digest, required_in_ci
-
-INSPECTOR = Path(os.environ.get("KNOWTK_INSPECTOR_BIN") or REPO / ".ci" / "inspector" / "node_modules" / ".bin")
+from tests.helpers import REPO, StoreBuilder, copy_demo, inspector_bin, listening, markdown_digest
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +105,7 @@ def test_knowtk_serve_answers_it(demo: Path, tmp_path: Path, monkeypatch: pytest
     server = subprocess.Popen([sys.executable, "-m", "knowtk", *base, "serve"], env=full_env, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not _listening(path):
+        while not listening(path):
             assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.05)
         served = _knowtk(*base, "stats", "--json", env={**env, client.ENV: "require"})  # fails unless served
@@ -119,15 +116,6 @@ def test_knowtk_serve_answers_it(demo: Path, tmp_path: Path, monkeypatch: pytest
         shutil.rmtree(folder, ignore_errors=True)
     assert served.returncode == 0, served.stderr
     assert json.loads(served.stdout)["rows"] == json.loads(local.stdout)["rows"]
-
-
-def _listening(path: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(path)
-        except OSError:
-            return False
-    return True
 
 
 def test_mcp_sdk_client(demo: Path) -> None:
@@ -148,10 +136,9 @@ def test_mcp_sdk_client(demo: Path) -> None:
 
 
 def test_mcp_inspector(demo: Path) -> None:
-    missing = [name for name in ("node", "mcp-inspector") if not (INSPECTOR / name).exists()]
-    required_in_ci(f"{', '.join(missing)} missing in {INSPECTOR}: run .ci/install-inspector" if missing else None)
-    env = {**os.environ, "PATH": f"{INSPECTOR}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
-    base = [str(INSPECTOR / "node"), str(INSPECTOR / "mcp-inspector"), "--cli", "--format", "json"]
+    inspector = inspector_bin()
+    env = {**os.environ, "PATH": f"{inspector}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(demo.parent)}
+    base = [str(inspector / "node"), str(inspector / "mcp-inspector"), "--cli", "--format", "json"]
     server = [sys.executable, "-m", "knowtk", "--store", str(demo), "mcp"]
     call = ["--method", "tools/call", "--tool-name", "knowledge_stats", "--tool-args-json"]
     done = subprocess.run([*base, *call, "{}", *server], capture_output=True, text=True, env=env, timeout=180)
