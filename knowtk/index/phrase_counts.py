@@ -236,18 +236,25 @@ class PhraseCounts:
                 out[rowid] = count
         return out
 
+    def _avgdl_and_idf(self, n_hit: int) -> tuple[float, float] | None:
+        """BM25's average row length and the IDF of a phrase in ``n_hit`` rows, as SQLite's ``bm25()`` takes
+        them (a non-positive IDF floored); None when the rows are not loaded."""
+        n_rows = len(self.tokens)
+        if not n_rows or not self.stored_rows.total_tokens():
+            return None
+        avgdl = float(self.stored_rows.total_tokens()) / float(n_rows)
+        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+        return avgdl, (idf if idf > 0.0 else 1e-6)
+
     def solved_in_python(self, rows: list[tuple[int, float]], *, hits: int | None = None) -> dict[int, float] | None:
         """rowid -> count solved from ``bm25()`` of one phrase; ``hits``: the rows holding it in the whole
         table when ``rows`` are only some of them (else all of them). None if out of step."""
         if not rows:
             return {}
-        n_rows = len(self.tokens)
-        if not n_rows or not self.stored_rows.total_tokens():
+        weights = self._avgdl_and_idf(len(rows) if hits is None else hits)
+        if weights is None:
             return None
-        avgdl = float(self.stored_rows.total_tokens()) / float(n_rows)
-        n_hit = len(rows) if hits is None else hits
-        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-        idf = idf if idf > 0.0 else 1e-6
+        avgdl, idf = weights
         out: dict[int, float] = {}
         tokens, k1, b = self.tokens, K1, B  # locals: the same values, looked up faster
         for rowid, score in rows:
@@ -287,13 +294,10 @@ class PhraseCounts:
         """
         if not len(rowids):
             return scores
-        n_rows = len(self.tokens)
-        if not n_rows or not self.stored_rows.total_tokens():
+        weights = self._avgdl_and_idf(len(rowids) if hits is None else hits)
+        if weights is None:
             return None
-        avgdl = float(self.stored_rows.total_tokens()) / float(n_rows)
-        n_hit = len(rowids) if hits is None else hits
-        idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-        idf = idf if idf > 0.0 else 1e-6
+        avgdl, idf = weights
         sizes = self.arrays.token_array()
         if int(rowids.max()) >= len(sizes):
             return None
