@@ -14,7 +14,8 @@ import pytest
 
 import knowtk
 import knowtk.errors
-from knowtk.query import TOOLS
+from knowtk.query import TOOLS, Tool
+from knowtk.query.args import Param, text
 from knowtk.query.explain import explain
 from tests.helpers import StoreBuilder
 
@@ -147,6 +148,19 @@ def test_a_method_refuses_what_it_does_not_take_naming_it(builder: StoreBuilder)
     with pytest.raises(knowtk.UnexpectedArgument) as err:
         store.record("a", id="b")
     assert err.value.argument == "args"
+
+
+def test_a_tool_without_columns_still_has_a_frame(builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    def ids(engine: Any, args: dict[str, Any], verifier: Any) -> dict[str, Any]:
+        snap = engine.snapshot()
+        return {"rows": [{"id": rid} for rid in sorted(snap.records) if rid.startswith(args["prefix"])], "total": 0}
+
+    monkeypatch.setitem(TOOLS, "example_ids", Tool("example_ids", (Param("prefix", text(10), required=True),), ids))
+    builder.page("a1", "A one")
+    builder.page("b1", "B one")
+    store = builder.open()
+    assert list(store.example_ids(prefix="a").to_frame()["id"]) == ["a1"]
+    assert store.example_ids(prefix="z").to_frame().empty  # no rows: an empty frame, not the answer as a row
 
 
 def test_every_tool_is_reachable_by_call_and_by_method(builder: StoreBuilder) -> None:

@@ -144,8 +144,8 @@ class Tool:
 
 
 def default_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """An answer's rows when its tool names none: its one list of mappings, else the answer itself."""
-    lists = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    """An answer's rows when its tool names none: its one list of mappings (empty or not), else the answer itself."""
+    lists = [v for v in data.values() if isinstance(v, list) and all(isinstance(x, dict) for x in v)]
     if len(lists) == 1:
         return list(lists[0])
     return [{k: v for k, v in data.items() if k != "coverage"}]
