@@ -61,12 +61,17 @@ class InvalidArgument(KnowtkError, ValueError):
 
     def __init__(self, argument: str, message: str, *, allowed: Any = None, value: Any = None) -> None:
         self.argument = argument
+        self.message = message
         self.allowed = allowed
         self.value = value
         text = f"{argument}: {message}"
         if allowed is not None:
             text += f" (allowed: {_describe(allowed)})"
         super().__init__(text)
+
+    def renamed(self, argument: str) -> InvalidArgument:
+        """The same refusal naming the argument as another surface spells it (``time_field`` for ``timeField``)."""
+        return type(self)(argument, self.message, allowed=self.allowed, value=self.value)
 
 
 class UnexpectedArgument(InvalidArgument, TypeError):

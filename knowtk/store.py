@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
 from knowtk.query import TOOLS
-from knowtk.query.args import validate
+from knowtk.query.args import spelled_for, validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.results import Result
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
@@ -183,9 +183,10 @@ class Store:
         spec = TOOLS.lookup(tool)
         checked = validate(spec.name, spec.params, args, python=python)
         run = spec.runner()
-        if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
-            return Result(spec.name, run(self.engine, checked, self.verifier), checked)
-        return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
+        with spelled_for(spec.params, python=python):
+            if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
+                return Result(spec.name, run(self.engine, checked, self.verifier), checked)
+            return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
 
     def invoke(self, tool: str, arguments: Mapping[str, Any]) -> Result:
         """Run a tool with its arguments in snake_case, as its method takes them (None: the default)."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument
-from knowtk.query.args import validate
+from knowtk.query.args import spelled_for, validate
 from knowtk.query.knowl import Member, run_knowl
 from knowtk.query.tools.knowl import PARAMS as KNOWL_PARAMS
 from knowtk.results import Result
@@ -82,7 +82,8 @@ class Workspace:
         checked = validate(TOOL, KNOWL_PARAMS, args, python=python)
         # every store's lock, always in one global order (no deadlock between workspaces sharing stores)
         engines = [m.engine for m in (self._local, *self._linked)]
-        return Result(TOOL, run_all(engines, lambda: run_knowl(self._local, self._linked, checked)), checked)
+        with spelled_for(KNOWL_PARAMS, python=python):
+            return Result(TOOL, run_all(engines, lambda: run_knowl(self._local, self._linked, checked)), checked)
 
     def knowl(
         self,

@@ -81,17 +81,28 @@ def test_integers_of_any_size(store: knowtk.Store, value: int) -> None:
 
 
 @pytest.mark.parametrize("tool", [name for name, tool in TOOLS.items() if any(p.name == "offset" for p in tool.params)])
-def test_an_offset_past_64_bits_skips_every_row(store: knowtk.Store, tool: str) -> None:
-    """An offset without an upper bound may pass any integer: past SQLite's 64 bits it skips every row."""
+@pytest.mark.parametrize("offset", [10**30, 2**63, 2**70])
+def test_an_offset_past_64_bits_is_refused_with_its_range(store: knowtk.Store, tool: str, offset: int) -> None:
+    """No offset reaches SQLite unchecked: one past its bound is refused, naming the range allowed."""
     required = {p.name: "good" for p in TOOLS[tool].params if p.required}
     if "since" in required:
         required["since"] = "2026-01-01"
-    try:
-        out = store.call(tool, {**required, "offset": 2**70})
-    except knowtk.InvalidArgument as exc:  # a bounded offset (grep's) refuses it instead
-        assert exc.argument == "offset"
-        return
+    high = 500 if tool == "knowledge_grep" else 1_000_000_000
+    with pytest.raises(knowtk.InvalidArgument) as caught:
+        store.call(tool, {**required, "offset": offset})
+    assert caught.value.argument == "offset" and f"0 to {high}" in str(caught.value)
+    out = store.call(tool, {**required, "offset": high})  # the bound itself is a page past the last row
     assert not out.get("hits", out.get("rows", out.get("receipts"))) and out["nextOffset"] is None
+
+
+def test_a_python_call_names_its_arguments_in_snake_case_after_the_checks_too(store: knowtk.Store) -> None:
+    """A refusal that needs two arguments together (raised while the tool runs) names them as the caller did."""
+    with pytest.raises(knowtk.InvalidArgument) as caught:
+        store.timeline(entity="person-x", group="source", time_field="recorded_at")
+    assert caught.value.argument == "time_field" and str(caught.value).startswith("time_field:")
+    with pytest.raises(knowtk.InvalidArgument) as caught:
+        store.call("knowledge_timeline", {"entity": "person-x", "group": "source", "timeField": "recorded_at"})
+    assert caught.value.argument == "timeField"
 
 
 @pytest.mark.parametrize(

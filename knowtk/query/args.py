@@ -13,9 +13,10 @@ built from the same arguments (lengths, ranges, allowed values) as the check.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from knowtk.errors import InvalidArgument
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BOUND_PATTERN",
     "FOLDERS",
+    "MAX_PAGE_OFFSET",
     "Param",
     "boolean",
     "bound",
@@ -37,6 +39,7 @@ __all__ = [
     "plain_text",
     "sha256",
     "snake",
+    "spelled_for",
     "strings",
     "text",
     "time_zone",
@@ -81,6 +84,11 @@ def _string_items(allowed: tuple[str, ...] | None) -> Schema:
 _ZONE_KEY = re.compile(r"(?=.{1,64}$)[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*", re.S)
 
 
+#: The largest ``offset`` of the paged tools other than grep (whose contract bounds it to 500): far past any
+#: store's rows, so a page past the end answers empty, and far inside SQLite's 64-bit integers.
+MAX_PAGE_OFFSET = 1_000_000_000
+
+
 def snake(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
@@ -121,6 +129,20 @@ def validate(tool: str, params: tuple[Param, ...], args: Mapping[str, Any] | Non
         else:
             out[p.py] = p.check(key, value)
     return out
+
+
+@contextlib.contextmanager
+def spelled_for(params: tuple[Param, ...], *, python: bool) -> Iterator[None]:
+    """Refusals raised while a tool runs (a check across arguments) name the argument as the caller spelled it:
+    in snake_case for a Python call, as ``validate`` does; a field of a mapping keeps its path (``record.kind``)."""
+    try:
+        yield
+    except InvalidArgument as exc:
+        head, dot, rest = exc.argument.partition(".")
+        spelled = {p.name: p.py for p in params}.get(head, head) if python else head
+        if spelled == head:
+            raise
+        raise exc.renamed(spelled + dot + rest) from None
 
 
 def plain_text(name: str, value: Any, *, _depth: int = 0) -> None:
@@ -169,22 +191,21 @@ def choice(*allowed: str) -> Check:
     return check
 
 
-@_schema(lambda low, high=None: {"type": "integer", "minimum": low, **({} if high is None else {"maximum": high})})
-def integer(low: int, high: int | None = None) -> Check:
+@_schema(lambda low, high: {"type": "integer", "minimum": low, "maximum": high})
+def integer(low: int, high: int) -> Check:
+    """An integer from ``low`` to ``high``: every integer argument has both bounds, so none reaches SQLite's
+    64 bits, and the message can say what is allowed."""
+
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             message = f"must be an integer, not {shown(value)}"
-            raise InvalidArgument(name, message, allowed=_range(low, high), value=value)
-        if value < low or (high is not None and value > high):
+            raise InvalidArgument(name, message, allowed=f"{low} to {high}", value=value)
+        if value < low or value > high:
             size = value if abs(value) < 10**18 else f"an integer of {value.bit_length()} bits"  # str() may refuse it
-            raise InvalidArgument(name, f"{size} is out of range", allowed=_range(low, high), value=value)
+            raise InvalidArgument(name, f"{size} is out of range", allowed=f"{low} to {high}", value=value)
         return value
 
     return check
-
-
-def _range(low: int, high: int | None) -> str:
-    return f"{low} to {high}" if high is not None else f"{low} or more"
 
 
 @functools.partial(with_schema, schema={"type": "boolean"})

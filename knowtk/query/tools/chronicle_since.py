@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowtk.query.args import Param, bound, integer, text
+from knowtk.query.args import MAX_PAGE_OFFSET, Param, bound, integer, text
 from knowtk.query.registry import Tool
 from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import (
@@ -31,7 +31,7 @@ PARAMS = (
     Param("kind", text(128), doc=DATED_KIND),
     Param("entity", text(128), doc=ENTITY),
     Param("limit", integer(1, 200), 50, doc=PAGE_LIMIT),
-    Param("offset", integer(0), 0, doc=OFFSET),
+    Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc=OFFSET),
 )
 
 TOOL = Tool(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.frames import RECEIPT, receipt_rows
-from knowtk.query.args import Param, bound, integer, text
+from knowtk.query.args import MAX_PAGE_OFFSET, Param, bound, integer, text
 from knowtk.query.registry import Tool
 from knowtk.query.views import NINT
 from knowtk.query.wording import AGENT_PAGING, PAGE_LIMIT, SINCE, UNTIL
@@ -18,7 +18,7 @@ PARAMS = (
     Param("since", bound(upper=False), doc=SINCE),
     Param("until", bound(upper=True), doc=UNTIL),
     Param("limit", integer(1, 1000), 20, doc=PAGE_LIMIT),
-    Param("offset", integer(0), 0, doc="Entries to skip; follow nextOffset."),
+    Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc="Entries to skip; follow nextOffset."),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.frames import DATE_COLUMNS, OBJECT, STRING, SUMMARY, key, listed
-from knowtk.query.args import Param, integer
+from knowtk.query.args import MAX_PAGE_OFFSET, Param, integer
 from knowtk.query.common import FILTER_PARAMS
 from knowtk.query.registry import Tool
 from knowtk.query.views import (
@@ -38,7 +38,7 @@ ORDER = 30
 PARAMS = (
     *FILTER_PARAMS,
     Param("limit", integer(1, 1000), 100, doc=PAGE_LIMIT),
-    Param("offset", integer(0), 0, doc=OFFSET),
+    Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc=OFFSET),
 )
 
 

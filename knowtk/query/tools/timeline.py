@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowtk.query.args import Param, boolean, bound, choice, integer, text
+from knowtk.query.args import MAX_PAGE_OFFSET, Param, boolean, bound, choice, integer, text
 from knowtk.query.common import TIME_FIELDS
 from knowtk.query.registry import Tool
 from knowtk.query.views import DATED_VIEWS
@@ -56,7 +56,7 @@ PARAMS = (
         doc="source, with entity: one row per dated source connected to that entity (occurrence time only).",
     ),
     Param("limit", integer(1, 200), 50, doc=PAGE_LIMIT),
-    Param("offset", integer(0), 0, doc=OFFSET),
+    Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc=OFFSET),
 )
 
 TOOL = Tool(
