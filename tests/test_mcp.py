@@ -272,6 +272,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo_copy: Path, tmp_pa
             # refusals name the argument and the allowed values; the server keeps answering
             assert "YYYY-MM-DD" in _refused(await _call(s, "knowl_query", {"query": "x", "asOf": "yesterday"}), "asOf")
             assert "1 to 50" in _refused(await _call(s, "knowledge_grep", {"query": "x", "limit": 99}), "limit")
+            assert "0 to 1000000000" in _refused(await _call(s, "knowledge_timeline", {"offset": 10**30}), "offset")
             assert "'phrase'" in _refused(await _call(s, "knowledge_grep", {"query": "x", "mode": "fuzzy"}), "mode")
             assert "query" in _refused(await _call(s, "knowledge_grep", {"query": "x", "regex": True}), "regex")
             _refused(await _call(s, "knowledge_chronicle_day", {"date": "2026-02-30"}), "date")

@@ -29,7 +29,8 @@ REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
     "knowledge_lookup": ({"query": "Sam", "lifecycle": "bogus"}, "lifecycle", "'superseded'"),
     "knowledge_records": ({"timeField": "created"}, "timeField", "'recorded_at'"),
     "knowledge_record": ({"id": ""}, "id", "1 to 200 characters"),
-    "knowledge_timeline": ({"order": "sideways"}, "order", "'desc'"),
+    # JavaScript reads 10**30 as a float: refused by name all the same, with the range
+    "knowledge_timeline": ({"offset": 10**30}, "offset", "0 to 1000000000"),
     "knowledge_chronicle_day": ({"date": "2026-02-30"}, "date", "YYYY-MM-DD"),
     "knowledge_chronicle_since": ({"since": "yesterday"}, "since", "YYYY-MM-DD"),
     "knowledge_chronicle_last_seen": (
