@@ -1,0 +1,67 @@
+"""``lint``: the runner of ``knowledge_lint``; every rule over one snapshot, the findings sorted by file and line.
+
+Its answer (documented in docs/lint.md)::
+
+    {"findings": [{"rule", "severity", "path", "line", "column", "message", "id"}],
+     "errors": n, "warnings": n, "files": n (files with findings), "checked": n (files in the store),
+     "rules": {rule: severity}, "snapshot": fingerprint}
+
+Lint reads the store and never writes a Markdown file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from knowtk.query.lint.adr_checks import adr_findings, adr_records
+from knowtk.query.lint.links import LinkChecker
+from knowtk.query.lint.rules import ERROR, OFF, WARNING, Finding
+from knowtk.query.lint.settings import LintSettings, load_settings
+from knowtk.query.lint.store_checks import chain_findings, coverage_findings
+from knowtk.query.lint.where import FileLines
+from knowtk.snapshot.model import in_scope
+
+if TYPE_CHECKING:
+    from knowtk.engine.engine import Engine
+    from knowtk.query.citations import EvidenceVerifier
+
+__all__ = ["LINK_RULES", "lint"]
+
+LINK_RULES = ("broken-link", "broken-wikilink", "broken-anchor")
+
+
+def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
+    settings = load_settings(engine.root, args.get("rules") or ())
+    snap = engine.snapshot()
+    scope = snap.normalize_scope(args.get("scope"))
+    profiles = engine.profile_map()
+    where = FileLines(engine.root)
+
+    def make(rule: str, path: str, line: int | None, message: str, rid: str | None = None, column: int | None = None):
+        return Finding(rule, settings.severities[rule], path, line, message, rid, column)
+
+    found: list[Finding] = [*coverage_findings(snap, profiles, where, make), *chain_findings(snap, where, make)]
+    found += adr_findings(snap, adr_records(snap, profiles), where, make)
+    checked = [p for p in sorted(snap.paths) if in_scope(p, scope) and not settings.ignored(p)]
+    if any(settings.severities[rule] != OFF for rule in LINK_RULES):
+        found += LinkChecker(engine.root, snap.paths, profiles, make).findings(checked)
+    kept = _kept(found, settings, scope)
+    return {
+        "findings": [f.to_json() for f in kept],
+        "errors": sum(1 for f in kept if f.severity == ERROR),
+        "warnings": sum(1 for f in kept if f.severity == WARNING),
+        "files": len({f.path for f in kept}),
+        "checked": len(checked),
+        "rules": dict(sorted(settings.severities.items())),
+        "snapshot": snap.fingerprint(scope),
+    }
+
+
+def _kept(found: list[Finding], settings: LintSettings, scope: tuple[str, ...]) -> list[Finding]:
+    """The findings of the rules that are on, outside the ignored paths, once each, by file, line and rule."""
+    unique = {
+        (f.path, f.line or 0, f.rule, f.message): f
+        for f in found
+        if f.severity != OFF and not settings.ignored(f.path) and (f.path == "knowtk.yaml" or in_scope(f.path, scope))
+    }
+    return [unique[key] for key in sorted(unique, key=lambda k: (k[0], k[1], k[2], k[3]))]
