@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from knowtk import __version__
 from knowtk.cli.registry import COMMANDS, Command, store_of
 
 __all__: list[str] = []  # the command registers itself when this module is imported
@@ -52,7 +53,7 @@ def _run(options: argparse.Namespace) -> int:
         def shown(path: str) -> str:
             return os.path.relpath(os.path.join(root, path))
 
-        output = render(fmt, answer, shown if fmt != "json" else lambda path: path)
+        output = render(fmt, answer, shown if fmt != "json" else lambda path: path, __version__)
     except Exception as exc:  # any failure is "could not run" (2), never a verdict on the store
         print(f"knowtk lint: could not run: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from knowtk import __version__
 from knowtk.errors import InvalidArgument
 from knowtk.query.lint.rules import RULES
 from knowtk.query.tools.lint import text
@@ -42,8 +41,9 @@ def github(answer: dict[str, Any], shown: Shown = lambda p: p) -> str:
     return "\n".join(out)
 
 
-def sarif(answer: dict[str, Any], shown: Shown = lambda p: p) -> dict[str, Any]:
-    """The findings as one SARIF 2.1.0 run, every rule described (code-scanning tools show its help)."""
+def sarif(answer: dict[str, Any], shown: Shown = lambda p: p, version: str | None = None) -> dict[str, Any]:
+    """The findings as one SARIF 2.1.0 run, every rule described (code-scanning tools show its help);
+    ``version``: knowtk's, which the front end knows."""
     rules = [rule for rule in RULES.values() if answer["rules"].get(rule.id, "off") != "off"]
     index = {rule.id: i for i, rule in enumerate(rules)}
     results = []
@@ -65,9 +65,8 @@ def sarif(answer: dict[str, Any], shown: Shown = lambda p: p) -> dict[str, Any]:
         if f["rule"] in index:
             result["ruleIndex"] = index[f["rule"]]
         results.append(result)
-    driver = {
+    driver: dict[str, Any] = {
         "name": "knowtk lint",
-        "version": __version__,
         "rules": [
             {
                 "id": rule.id,
@@ -79,13 +78,15 @@ def sarif(answer: dict[str, Any], shown: Shown = lambda p: p) -> dict[str, Any]:
             for rule in rules
         ],
     }
+    if version:
+        driver["version"] = version
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{"tool": {"driver": driver}, "results": results}]}
 
 
 FORMATS = ("text", "json", "github", "sarif")
 
 
-def render(fmt: str, answer: dict[str, Any], shown: Shown = lambda p: p) -> str:
+def render(fmt: str, answer: dict[str, Any], shown: Shown = lambda p: p, version: str | None = None) -> str:
     """The answer in the format ``fmt`` (one of ``FORMATS``)."""
     if fmt == "text":
         return text(answer, shown)
@@ -94,5 +95,5 @@ def render(fmt: str, answer: dict[str, Any], shown: Shown = lambda p: p) -> str:
     if fmt == "github":
         return github(answer, shown)
     if fmt == "sarif":
-        return json.dumps(sarif(answer, shown), indent=2, ensure_ascii=False)
+        return json.dumps(sarif(answer, shown, version), indent=2, ensure_ascii=False)
     raise InvalidArgument("format", f"{fmt!r} is not a lint format", allowed=list(FORMATS))

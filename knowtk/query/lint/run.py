@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["LINK_RULES", "lint"]
 
 LINK_RULES = ("broken-link", "broken-wikilink", "broken-anchor")
+_SAYS_THE_LINK = frozenset({"missing-supersession-target", "missing-reference"})
 
 
 def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
@@ -58,10 +59,18 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
 
 
 def _kept(found: list[Finding], settings: LintSettings, scope: tuple[str, ...]) -> list[Finding]:
-    """The findings of the rules that are on, outside the ignored paths, once each, by file, line and rule."""
+    """The findings of the rules that are on, outside the ignored paths, once each, by file, line and rule.
+
+    A link that is also a supersession naming no record ("Superseded by [9](0009-x.md)") is one problem:
+    the supersession's finding says it, the link's is left out.
+    """
+    named = {(f.path, f.line) for f in found if f.rule in _SAYS_THE_LINK}
     unique = {
         (f.path, f.line or 0, f.rule, f.message): f
         for f in found
-        if f.severity != OFF and not settings.ignored(f.path) and (f.path == "knowtk.yaml" or in_scope(f.path, scope))
+        if f.severity != OFF
+        and not settings.ignored(f.path)
+        and (f.path == "knowtk.yaml" or in_scope(f.path, scope))
+        and not (f.rule == "broken-link" and (f.path, f.line) in named)
     }
     return [unique[key] for key in sorted(unique, key=lambda k: (k[0], k[1], k[2], k[3]))]
