@@ -64,7 +64,7 @@ def test_exit_codes_clean_errors_and_could_not_run(repo: Path, tmp_path: Path) -
 def test_json_is_the_tools_answer(repo: Path) -> None:
     done = knowtk("lint", "docs/adr", "--format", "json", cwd=repo)
     answer = json.loads(done.stdout)
-    assert set(answer) == {"findings", "errors", "warnings", "files", "checked", "rules", "snapshot"}
+    assert set(answer) == {"findings", "errors", "warnings", "files", "checked", "rules", "snapshot", "coverage"}
     assert (answer["errors"], answer["warnings"], answer["files"], answer["checked"]) == (1, 1, 2, 2)
     first = answer["findings"][0]
     assert first == {

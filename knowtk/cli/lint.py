@@ -33,7 +33,6 @@ def _setup(p: argparse.ArgumentParser) -> None:
         metavar="RULE=SEVERITY",
         help="a rule's severity for this run: error, warning or off (repeat it; over knowtk.yaml's lint: rules)",
     )
-    p.add_argument("--scope", action="append", metavar="FOLDER", help="lint only these folders of the store")
 
 
 def _run(options: argparse.Namespace) -> int:
@@ -44,8 +43,6 @@ def _run(options: argparse.Namespace) -> int:
         from knowtk.query.lint.formats import render
 
         args = {"rules": options.rule} if options.rule else {}
-        if options.scope:
-            args["scope"] = options.scope
         answer = store_of(options, one_query=True).call(LINT_TOOL, args)
         fmt = options.format or ("json" if options.json else "text")
         root = os.path.abspath(options.store)
@@ -69,5 +66,5 @@ COMMANDS["lint"] = Command(
     _setup,
     None,
     LINT_TOOL,
-    {"rules": "--rule", "scope": "--scope"},
+    {"rules": "--rule"},
 )

@@ -4,7 +4,7 @@ Its answer (documented in docs/lint.md)::
 
     {"findings": [{"rule", "severity", "path", "line", "column", "message", "id"}],
      "errors": n, "warnings": n, "files": n (files with findings), "checked": n (files in the store),
-     "rules": {rule: severity}, "snapshot": fingerprint}
+     "rules": {rule: severity}, "snapshot": fingerprint, "coverage": the store's coverage issues}
 
 Lint reads the store and never writes a Markdown file.
 """
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from knowtk.query.common import coverage
 from knowtk.query.lint.adr_checks import adr_findings, adr_records
 from knowtk.query.lint.links import LinkChecker
 from knowtk.query.lint.rules import ERROR, OFF, WARNING, Finding
 from knowtk.query.lint.settings import LintSettings, load_settings
 from knowtk.query.lint.store_checks import chain_findings, coverage_findings
 from knowtk.query.lint.where import FileLines
-from knowtk.snapshot.model import in_scope
 
 if TYPE_CHECKING:
     from knowtk.engine.engine import Engine
@@ -34,7 +34,6 @@ _SAYS_THE_LINK = frozenset({"missing-supersession-target", "missing-reference"})
 def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:
     settings = load_settings(engine.root, args.get("rules") or ())
     snap = engine.snapshot()
-    scope = snap.normalize_scope(args.get("scope"))
     profiles = engine.profile_map()
     where = FileLines(engine.root)
 
@@ -43,10 +42,10 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
 
     found: list[Finding] = [*coverage_findings(snap, profiles, where, make), *chain_findings(snap, where, make)]
     found += adr_findings(snap, adr_records(snap, profiles), where, make)
-    checked = [p for p in sorted(snap.paths) if in_scope(p, scope) and not settings.ignored(p)]
+    checked = [p for p in sorted(snap.paths) if not settings.ignored(p)]
     if any(settings.severities[rule] != OFF for rule in LINK_RULES):
         found += LinkChecker(engine.root, snap.paths, profiles, make).findings(checked)
-    kept = _kept(found, settings, scope)
+    kept = _kept(found, settings)
     return {
         "findings": [f.to_json() for f in kept],
         "errors": sum(1 for f in kept if f.severity == ERROR),
@@ -54,11 +53,12 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
         "files": len({f.path for f in kept}),
         "checked": len(checked),
         "rules": dict(sorted(settings.severities.items())),
-        "snapshot": snap.fingerprint(scope),
+        "snapshot": snap.fingerprint(()),
+        "coverage": coverage(snap, ()),  # as every tool's: the issues above, as queries report them
     }
 
 
-def _kept(found: list[Finding], settings: LintSettings, scope: tuple[str, ...]) -> list[Finding]:
+def _kept(found: list[Finding], settings: LintSettings) -> list[Finding]:
     """The findings of the rules that are on, outside the ignored paths, once each, by file, line and rule.
 
     A link that is also a supersession naming no record ("Superseded by [9](0009-x.md)") is one problem:
@@ -70,7 +70,6 @@ def _kept(found: list[Finding], settings: LintSettings, scope: tuple[str, ...]) 
         for f in found
         if f.severity != OFF
         and not settings.ignored(f.path)
-        and (f.path == "knowtk.yaml" or in_scope(f.path, scope))
         and not (f.rule == "broken-link" and (f.path, f.line) in named)
     }
     return [unique[key] for key in sorted(unique, key=lambda k: (k[0], k[1], k[2], k[3]))]

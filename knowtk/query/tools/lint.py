@@ -10,10 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from knowtk.frames import INT, STRING, key
-from knowtk.query.args import FOLDERS, Param, strings, with_schema
+from knowtk.query.args import Param, strings
 from knowtk.query.registry import Tool
-from knowtk.query.views import obj
-from knowtk.query.wording import SCOPE
+from knowtk.query.views import COVERAGE_SCHEMA, NINT, NSTR, obj, with_coverage
 
 __all__ = ["TOOL", "text"]
 
@@ -24,7 +23,6 @@ PARAMS = (
         strings(),
         doc="Rule severities for this run, each RULE=error|warning|off (over knowtk.yaml's lint: rules).",
     ),
-    Param("scope", with_schema(lambda name, v: v, FOLDERS), doc=SCOPE),
 )
 
 
@@ -52,9 +50,9 @@ _FINDING = obj(
         "rule": {"type": "string"},
         "severity": {"type": "string", "enum": ["error", "warning"]},
         "path": {"type": "string"},
-        "line": {"type": ["integer", "null"]},
+        "line": NINT,
         "message": {"type": "string"},
-        "id": {"type": ["string", "null"]},
+        "id": NSTR,
     }
 )
 
@@ -63,20 +61,18 @@ TOOL = Tool(
     PARAMS,
     "knowtk.query.lint.run:lint",
     summary="check the store's chains, links, dates and frontmatter",
-    description=(
-        "Problems a reviewer would fix, each with rule, severity, file and line: supersessions or references "
-        "naming no record, cycles, chains ending withdrawn, stale statuses, broken links and anchors, bad dates."
-    ),
-    hints={"rules": "RULE=error|warning|off", "scope": "folder prefixes"},
+    description="Broken chains, links and dates, stale statuses: findings with rule, severity, file, line.",
+    hints={"rules": "RULE=error|warning|off"},
     output=obj(
         {
             "findings": {"type": "array", "items": _FINDING},
             "errors": {"type": "integer"},
             "warnings": {"type": "integer"},
             "snapshot": {"type": "string"},
+            "coverage": COVERAGE_SCHEMA,
         }
     ),
-    compact=lambda answer: {k: v for k, v in answer.items() if k != "rules"},
+    compact=lambda answer: with_coverage({k: v for k, v in answer.items() if k != "rules"}),
     columns=(
         ("path", STRING, key("path")),
         ("line", INT, key("line")),
