@@ -4,6 +4,7 @@ never writes a Markdown file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def test_status_superseded_without_a_replacement(builder: StoreBuilder) -> None:
     builder.write("a.md", rec("a", status="superseded"))
     builder.write("b.md", rec("b", status="superseded", superseded_by="c"))
     builder.write("c.md", rec("c"))
-    assert found(lint(builder), "superseded-without-replacement") == [("a.md", 5)]
+    assert found(lint(builder), "superseded-without-replacement") == [("a.md", 6)]
 
 
 def test_two_files_with_one_id(builder: StoreBuilder) -> None:
@@ -87,7 +88,7 @@ def test_an_invalid_date_with_its_line(builder: StoreBuilder) -> None:
     builder.write("a.md", "id: a\nkind: claim\ntitle: A\noccurred_at: 2026-02-30\n")
     builder.write("b.md", "id: b\nkind: claim\ntitle: B\noccurred_at: 2026-02-28\n")
     answer = lint(builder)
-    assert found(answer, "invalid-date") == [("a.md", 5)]
+    assert found(answer, "invalid-date") == [("a.md", 6)]
     assert "2026-02-30" in answer["findings"][0]["message"]
 
 
@@ -287,3 +288,20 @@ def test_obsidian_heading_links(vault: StoreBuilder) -> None:
 def test_wikilinks_are_not_checked_outside_a_vault(builder: StoreBuilder) -> None:
     builder.write("a.md", rec("a"), "[[not a vault link]]\n")
     assert lint(builder)["findings"] == []
+
+
+def test_the_link_cache_follows_every_change(builder: StoreBuilder) -> None:
+    builder.write("a.md", rec("a"), "[b](b.md) [c](c.md)\n")
+    builder.write("b.md", rec("b"), "no links\n")
+    assert found(lint(builder), "broken-link") == [("a.md", 6)]
+    cache = builder.root / ".knowtk" / "lint-links-v1.json"
+    kept = json.loads(cache.read_text())
+    assert kept["wiki"] is False and sorted(len(v) for v in kept["files"].values()) == [0, 2]
+    builder.write("c.md", rec("c"))  # the target appears: the cached links are resolved again
+    assert found(lint(builder), "broken-link") == []
+    builder.write("b.md", rec("b"), "[gone](gone.md)\n")  # a changed file is read again
+    assert found(lint(builder), "broken-link") == [("b.md", 6)]
+    assert len(json.loads(cache.read_text())["files"]) == 3  # b's old content is dropped
+    cache.write_text('{"wiki": false, "files": [')  # damaged: rebuilt
+    assert found(lint(builder), "broken-link") == [("b.md", 6)]
+    assert len(json.loads(cache.read_text())["files"]) == 3

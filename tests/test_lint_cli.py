@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
 from knowtk.query.lint.formats import github
-from tests.helpers import REPO, StoreBuilder, markdown_digest
+from tests.helpers import REPO, StoreBuilder, markdown_digest, required_in_ci
 
 SCHEMA = REPO / "tests" / "data" / "sarif" / "sarif-schema-2.1.0.json"
 
@@ -94,7 +95,6 @@ def test_github_escapes_what_a_workflow_command_reads() -> None:
 
 
 def test_sarif_is_valid_sarif_2_1_0(repo: Path) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     done = knowtk("lint", "docs/adr", "--format", "sarif", cwd=repo)
     log = json.loads(done.stdout)
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
@@ -152,8 +152,8 @@ def test_the_pre_commit_hook_runs(repo: Path, tmp_path: Path) -> None:
     fixed. Its ``language: python`` would make pre-commit install knowtk from the network, which the tests have
     not: the hook runs as a local ``language: system`` hook with the declared entry, files and pass_filenames."""
     command = _pre_commit()
-    if command is None:
-        pytest.skip("pre-commit is not installed (pip install pre-commit; the dev extra has it)")
+    required_in_ci(None if command else "pre-commit is not installed (pip install pre-commit; the dev extra has it)")
+    assert command is not None
     hook = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())[0]
     local = {
         **{k: hook[k] for k in ("id", "name", "entry", "pass_filenames", "files")},
@@ -222,3 +222,12 @@ def test_the_demo_stores_deliberate_defects_are_found(tmp_path: Path) -> None:
         ("supersession-cycle", "lab/decisions/lab-dec-005.md"),
         ("supersession-cycle", "lab/decisions/lab-dec-006.md"),
     } <= rules
+
+
+def test_profile_option_reads_a_folder_without_knowtk_yaml(tmp_path: Path) -> None:
+    b = StoreBuilder(tmp_path / "adr")
+    b.raw("0001-a.md", "# 1. A\n\n## Status\n\nSuperseded by [2. B](0002-b.md)\n")
+    b.raw("0002-b.md", "# 2. B\n\n## Status\n\nAccepted\n")
+    assert knowtk("lint", str(b.root)).returncode == 1  # read as knowtk records: no frontmatter
+    done = knowtk("lint", str(b.root), "--profile", "adr", "--format", "json")
+    assert done.returncode == 0 and json.loads(done.stdout)["findings"] == []

@@ -15,23 +15,25 @@ import os
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote
 
 from knowtk.model.dialects.markdown import headings, prose_lines
 from knowtk.model.profile import ProfileMap
 from knowtk.model.records import read_regular
+from knowtk.query.lint.link_cache import LinkCache
 from knowtk.query.lint.rules import Finding
 from knowtk.query.wikilinks import resolve_wikilink
 
-__all__ = ["LinkChecker", "anchors_of", "slug"]
+__all__ = ["LinkChecker", "anchors_of", "extract_links", "slug"]
 
 _MAX_BYTES = 16 * 1024 * 1024
-_MARKS = (b"](", b"]:", b"[[")
 _INLINE_CODE = re.compile(r"(`+).*?\1")
 _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.S)
 _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+[\"'(][^)]*)?\s*\)")
 _DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
+_DEFINITION_ANYWHERE = re.compile(r"^\s{0,3}\[[^\]]+\]:", re.M)
 _WIKILINK = re.compile(r"!?\[\[([^\]|#^]*)(?:([#^])([^\]|]*))?(?:\|[^\]]*)?\]\]")
 _NOT_PATH = re.compile(r"[\[\](){},=\"'\s]")  # a target holding these is code (`f(x)`), not a path
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[*+-]|\d+[.)])\s")
@@ -96,73 +98,100 @@ def _outside_indented_code(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[i
         yield number, line
 
 
-class LinkChecker:
-    """The link findings of a store: one pass over its files, the anchors of each linked file read once."""
+def extract_links(text: str, *, wiki: bool = True) -> list[list[Any]]:
+    """The link candidates of a file's text, each ``["m", line, column, target]`` (a Markdown link or a reference
+    definition) or ``["w", line, column, shown, note, sign, anchor]`` (a wikilink, when ``wiki``): what the cache
+    keeps. A body without a link is not walked line by line."""
+    body, first = _body(text)
+    if _LINK.search(body) is None and _DEFINITION_ANYWHERE.search(body) is None and not (wiki and "[[" in body):
+        return []
+    found: list[list[Any]] = []
+    for number, line in _outside_indented_code(prose_lines(body, first)):
+        if "](" not in line and "]:" not in line and not (wiki and "[[" in line):
+            continue
+        line = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
+        for match in _LINK.finditer(line):
+            if match.start() and (line[match.start() - 1].isalnum() or line[match.start() - 1] == "_"):
+                continue  # `list[T](x)`, `Node[int](0)`: code in prose, not a link
+            found.append(["m", number, match.start() + 1, match.group(1)])
+        definition = _DEFINITION.match(line)
+        if definition is not None:
+            found.append(["m", number, definition.start(1) + 1, definition.group(1)])
+        for match in _WIKILINK.finditer(line) if wiki else ():
+            sign, anchor = match.group(2) or "", (match.group(3) or "").strip()
+            found.append(["w", number, match.start() + 1, match.group(0), match.group(1).strip(), sign, anchor])
+    return found
 
-    def __init__(self, root: str, paths: Iterable[str], profiles: ProfileMap, make: Make) -> None:
-        self.root, self.profiles, self.make = root, profiles, make
-        self.paths = set(paths)
+
+class LinkChecker:
+    """The link findings of a store: its files' links (from the cache, else read), resolved against its files.
+
+    ``paths`` maps every file of the store to its sha256 (the snapshot's); ``cache`` maps a content's key
+    (``LinkCache.key``) to its links (``extract_links``) and is filled with the files read now.
+    """
+
+    def __init__(self, root: str, paths: Mapping[str, str], profiles: ProfileMap, make: Make, cache: LinkCache) -> None:
+        self.root, self.paths, self.profiles, self.make, self.cache = root, paths, profiles, make, cache
         self._anchors: dict[str, set[str] | None] = {}
         self._by_name: dict[str, list[str]] | None = None
 
     def findings(self, checked: Iterable[str]) -> Iterator[Finding]:
         for path in checked:
+            links = self._links(path)
+            wiki = bool(links) and self.profiles.for_path(path) == "obsidian"
+            for link in links:
+                if link[0] == "m":
+                    yield from self._markdown(path, link[1], link[2], link[3])
+                elif wiki:
+                    yield from self._wikilink(path, *link[1:])
+
+    def _links(self, path: str) -> list[list[Any]]:
+        key = LinkCache.key(self.paths.get(path) or "")
+        links: list[list[Any]] | None = self.cache.get(key) if key else None
+        if links is None:
             data = read_regular(os.path.join(self.root, path), _MAX_BYTES)
-            if not isinstance(data, bytes) or not any(mark in data for mark in _MARKS):
-                continue
-            text = data.decode("utf-8", "replace")
-            yield from self._file(path, text)
+            if not isinstance(data, bytes):
+                return []
+            wiki = self.cache.wiki
+            marked = b"](" in data or b"]:" in data or (wiki and b"[[" in data)
+            links = extract_links(data.decode("utf-8", "replace"), wiki=wiki) if marked else []
+            if key:
+                self.cache[key] = links
+        return links
 
-    def _file(self, path: str, text: str) -> Iterator[Finding]:
-        body, first = _body(text)
-        wiki = self.profiles.for_path(path) == "obsidian"
-        for number, line in _outside_indented_code(prose_lines(body, first)):
-            if "](" not in line and "]:" not in line and "[[" not in line:
-                continue
-            line = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line)
-            for match in _LINK.finditer(line):
-                if match.start() and (line[match.start() - 1].isalnum() or line[match.start() - 1] == "_"):
-                    continue  # `list[T](x)`, `Node[int](0)`: code in prose, not a link
-                yield from self._markdown(path, text, number, match.start() + 1, match.group(1))
-            definition = _DEFINITION.match(line)
-            if definition is not None:
-                yield from self._markdown(path, text, number, definition.start(1) + 1, definition.group(1))
-            if wiki:
-                for match in _WIKILINK.finditer(line):
-                    yield from self._wikilink(path, text, number, match.start() + 1, match)
-
-    def _markdown(self, path: str, text: str, line: int, column: int, raw: str) -> Iterator[Finding]:
+    def _markdown(self, path: str, line: int, column: int, raw: str) -> Iterator[Finding]:
         raw = raw.strip("<>").strip()
         if not raw or raw.startswith("/") or _SCHEME.match(raw) or _NOT_PATH.search(raw):
             return
         target, _, anchor = raw.partition("#")
         target = unquote(target.split("?", 1)[0])
         if not target:  # "#heading": this file's own
-            yield from self._anchor(path, text, path, unquote(anchor), line, column, raw)
+            yield from self._anchor(path, path, unquote(anchor), line, column, raw)
             return
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
         if resolved not in self.paths and not os.path.exists(os.path.join(self.root, resolved)):
             message = f"the link to {raw!r} names {resolved!r}, which does not exist"
             yield self.make("broken-link", path, line, message, None, column)
         elif anchor and resolved.lower().endswith(".md"):
-            yield from self._anchor(path, None, resolved, unquote(anchor), line, column, raw)
+            yield from self._anchor(path, resolved, unquote(anchor), line, column, raw)
 
-    def _wikilink(self, path: str, text: str, line: int, column: int, match: re.Match[str]) -> Iterator[Finding]:
-        target, sign, anchor = match.group(1).strip(), match.group(2), (match.group(3) or "").strip()
+    def _wikilink(
+        self, path: str, line: int, column: int, shown: str, target: str, sign: str, anchor: str
+    ) -> Iterator[Finding]:
         extension = posixpath.splitext(target)[1].lower()
         if extension and extension != ".md" and re.fullmatch(r"\.[a-z0-9]{1,5}", extension):
             return  # an attachment (an image, a PDF), not a note
         if not target:
             if sign == "#" and anchor:
-                yield from self._anchor(path, text, path, anchor, line, column, match.group(0))
+                yield from self._anchor(path, path, anchor, line, column, shown)
             return
         resolved = resolve_wikilink(target, path, self._candidates(target))
         if resolved is None:
             many = len(self._candidates(target)) > 1
             why = "more than one note has that name" if many else "no note has that name"
-            yield self.make("broken-wikilink", path, line, f"{match.group(0)} resolves to no note: {why}", None, column)
+            yield self.make("broken-wikilink", path, line, f"{shown} resolves to no note: {why}", None, column)
         elif sign == "#" and anchor:
-            yield from self._anchor(path, None, resolved, anchor, line, column, match.group(0))
+            yield from self._anchor(path, resolved, anchor, line, column, shown)
 
     def _candidates(self, target: str) -> list[str]:
         """The store's notes a wikilink may name: those whose file name is the link's last part."""
@@ -173,12 +202,10 @@ class LinkChecker:
         name = posixpath.basename(target.strip().strip("/")).lower()
         return self._by_name.get(name if name.endswith(".md") else name + ".md", [])
 
-    def _anchor(
-        self, path: str, text: str | None, target: str, anchor: str, line: int, column: int, shown: str
-    ) -> Iterator[Finding]:
+    def _anchor(self, path: str, target: str, anchor: str, line: int, column: int, shown: str) -> Iterator[Finding]:
         if not anchor:
             return
-        anchors = anchors_of(text) if text is not None else self._target_anchors(target)
+        anchors = self._target_anchors(target)
         if anchors is None or anchor.lower() in anchors or slug(anchor) in anchors:
             return
         where = "this file" if target == path else target
@@ -186,6 +213,7 @@ class LinkChecker:
         yield self.make("broken-anchor", path, line, message, None, column)
 
     def _target_anchors(self, target: str) -> set[str] | None:
+        """The anchors of a file a link names, read once per run (only files that anchored links name)."""
         if target not in self._anchors:
             data = read_regular(os.path.join(self.root, target), _MAX_BYTES)
             self._anchors[target] = anchors_of(data.decode("utf-8", "replace")) if isinstance(data, bytes) else None

@@ -11,10 +11,12 @@ Lint reads the store and never writes a Markdown file.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from knowtk.query.common import coverage
 from knowtk.query.lint.adr_checks import adr_findings, adr_records
+from knowtk.query.lint.link_cache import LinkCache
 from knowtk.query.lint.links import LinkChecker
 from knowtk.query.lint.rules import ERROR, OFF, WARNING, Finding
 from knowtk.query.lint.settings import LintSettings, load_settings
@@ -44,7 +46,12 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
     found += adr_findings(snap, adr_records(snap, profiles), where, make)
     checked = [p for p in sorted(snap.paths) if not settings.ignored(p)]
     if any(settings.severities[rule] != OFF for rule in LINK_RULES):
-        found += LinkChecker(engine.root, snap.paths, profiles, make).findings(checked)
+        # a template's links are placeholders ([next](yyyymmdd-xxx.md)), not links a reviewer would fix
+        linked = [p for p in checked if "template" not in p.rpartition("/")[2].lower()]
+        names = (profiles.default, *(name for _, name in profiles.prefixes))
+        cache = LinkCache(os.path.dirname(engine.state_path), wiki="obsidian" in names)
+        found += LinkChecker(engine.root, snap.paths, profiles, make, cache).findings(linked)
+        cache.save({LinkCache.key(sha) for sha in snap.paths.values() if sha})
     kept = _kept(found, settings)
     return {
         "findings": [f.to_json() for f in kept],
