@@ -39,10 +39,15 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
     profiles = engine.profile_map()
     where = FileLines(engine.root)
 
-    def make(rule: str, path: str, line: int | None, message: str, rid: str | None = None, column: int | None = None):
+    def make(
+        rule: str, path: str, line: int | None, message: str, rid: str | None = None, column: int | None = None
+    ) -> Finding:
         return Finding(rule, settings.severities[rule], path, line, message, rid, column)
 
-    found: list[Finding] = [*coverage_findings(snap, profiles, where, make), *chain_findings(snap, where, make)]
+    def wanted(rule: str, path: str) -> bool:  # (a finding no one will see costs no read of its file)
+        return settings.severities[rule] != OFF and not settings.ignored(path)
+
+    found = [*coverage_findings(snap, profiles, where, make, wanted), *chain_findings(snap, where, make)]
     found += adr_findings(snap, adr_records(snap, profiles), where, make)
     checked = [p for p in sorted(snap.paths) if not settings.ignored(p)]
     if any(settings.severities[rule] != OFF for rule in LINK_RULES):

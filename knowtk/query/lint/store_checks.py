@@ -41,8 +41,11 @@ _NEEDS = re.compile(r" needs '(.*)', which ")
 _FILE_LEVEL = frozenset({"frontmatter_missing", "frontmatter_unclosed", "frontmatter_not_mapping", "id_missing"})
 
 
-def coverage_findings(snap: Snapshot, profiles: ProfileMap, where: FileLines, make: Make) -> Iterator[Finding]:
-    """One finding per coverage issue, at the line the issue's file writes it."""
+def coverage_findings(
+    snap: Snapshot, profiles: ProfileMap, where: FileLines, make: Make, wanted: Callable[[str, str], bool]
+) -> Iterator[Finding]:
+    """One finding per coverage issue, at the line the issue's file writes it (``wanted(rule, path)``: the
+    others are left out before their file is read)."""
     for issue in snap.issues:
         rule = RULE_OF_CODE.get(issue.code, "coverage-issue")
         path = issue.path or "knowtk.yaml"
@@ -52,6 +55,8 @@ def coverage_findings(snap: Snapshot, profiles: ProfileMap, where: FileLines, ma
             message = f"ADR number {adr_number(path)} is used by several files: {message.partition(': ')[2]}"
         elif rule == "coverage-issue":
             message = f"{issue.code}: {message}"
+        if not wanted(rule, path):
+            continue
         yield make(rule, path, _issue_line(snap, issue, path, where), message, issue.id)
 
 
