@@ -74,7 +74,7 @@ def test_status_superseded_without_a_replacement(builder: StoreBuilder) -> None:
     builder.write("a.md", rec("a", status="superseded"))
     builder.write("b.md", rec("b", status="superseded", superseded_by="c"))
     builder.write("c.md", rec("c"))
-    assert found(lint(builder), "superseded-without-replacement") == [("a.md", 6)]
+    assert found(lint(builder), "superseded-without-replacement") == [("a.md", 5)]
 
 
 def test_two_files_with_one_id(builder: StoreBuilder) -> None:
@@ -88,7 +88,7 @@ def test_an_invalid_date_with_its_line(builder: StoreBuilder) -> None:
     builder.write("a.md", "id: a\nkind: claim\ntitle: A\noccurred_at: 2026-02-30\n")
     builder.write("b.md", "id: b\nkind: claim\ntitle: B\noccurred_at: 2026-02-28\n")
     answer = lint(builder)
-    assert found(answer, "invalid-date") == [("a.md", 6)]
+    assert found(answer, "invalid-date") == [("a.md", 5)]
     assert "2026-02-30" in answer["findings"][0]["message"]
 
 

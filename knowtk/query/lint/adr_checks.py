@@ -94,7 +94,7 @@ def _old_side(old: Record, new: Record, where: FileLines, make: Make) -> Finding
         message = f"{old.id} says it is superseded by {old.superseded_by}, but {new.id} ({new.path}) supersedes it"
         return make("one-way-supersession", old.path, superseded_line(old, where), message, old.id)
     if word and word not in _NOT_IN_FORCE:
-        message = f"{old.id} {said}, but {new.id} ({new.path}) supersedes it: write 'Superseded by' it"
+        message = f"{old.id} {said}, but {new.id} ({new.path}) supersedes it: its status should say superseded by it"
         return make("stale-status", old.path, _status_line(old, where), message, old.id)
     message = f"{old.id} {said} and does not say it is superseded by {new.id} ({new.path}), which supersedes it"
     return make("one-way-supersession", old.path, _status_line(old, where) or 1, message, old.id)
