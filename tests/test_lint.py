@@ -77,6 +77,14 @@ def test_status_superseded_without_a_replacement(builder: StoreBuilder) -> None:
     assert found(lint(builder), "superseded-without-replacement") == [("a.md", 5)]
 
 
+def test_a_knowtk_record_presented_active_after_it_was_superseded(builder: StoreBuilder) -> None:
+    builder.write("a.md", rec("a", status="superseded", superseded_by="b"))
+    builder.write("b.md", rec("b"))
+    assert found(lint(builder), "stale-status") == []
+    builder.write("a.md", rec("a", status="active"))  # the same revision: knowtk keeps it superseded
+    assert found(lint(builder), "stale-status") == [("a.md", 5)]
+
+
 def test_two_files_with_one_id(builder: StoreBuilder) -> None:
     builder.write("x/a.md", rec("a"))
     builder.write("y/a.md", rec("a"))
