@@ -6,6 +6,7 @@
 - ``store_checks``: what the snapshot knows (coverage issues, chains, dependencies, dates);
 - ``adr_checks``: what only ADR folders write (both sides of a supersession, status words, numbers);
 - ``links``: Markdown links, Obsidian ``[[wikilinks]]`` and heading anchors;
+- ``link_cache``: each file content's links, kept beside the state so a later lint reads only changed files;
 - ``formats``: the findings as text, JSON, GitHub Actions annotations and SARIF 2.1.0;
 - ``run``: ``lint``, the runner of the ``knowledge_lint`` tool.
 """
