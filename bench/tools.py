@@ -85,6 +85,8 @@ def argument_sets(store: Any) -> list[Call]:
         ("knowl_query", {"query": word, "asOf": middle}),
         ("knowl_query", {"asOf": middle, "status": "superseded"}),
         ("knowl_query", {"query": word, "status": "all", "limit": 10}),
+        ("knowledge_lint", {}),
+        ("knowledge_lint", {"rules": ["broken-link=off", "broken-wikilink=off", "broken-anchor=off"]}),
     ]
 
 

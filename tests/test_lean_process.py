@@ -46,6 +46,7 @@ GREP_MODULES = {
     "knowtk",
     "knowtk.cli",
     "knowtk.cli.commands",
+    "knowtk.cli.lint",  # registers `knowtk lint` (its code, knowtk.query.lint, is imported when it runs)
     "knowtk.cli.registry",
     "knowtk.cli.tools",
     "knowtk.engine",
@@ -96,6 +97,7 @@ GREP_MODULES = {
     "knowtk.query.tools.grep",
     "knowtk.query.tools.history",
     "knowtk.query.tools.knowl",
+    "knowtk.query.tools.lint",
     "knowtk.query.tools.lookup",
     "knowtk.query.tools.mutation",
     "knowtk.query.tools.record",

@@ -47,7 +47,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowtk import __version__, plugins
-from knowtk.cli import commands  # noqa: F401 - importing it registers the core's other subcommands
+from knowtk.cli import (
+    commands,  # noqa: F401 - importing it registers the core's other subcommands
+    lint,  # noqa: F401 - importing it registers `knowtk lint`
+)
 from knowtk.cli.registry import COMMANDS, Command, Formatter, command, common_options, register, store_of
 from knowtk.cli.tools import add_tool_commands, command_words
 from knowtk.errors import InvalidArgument, KnowtkError
