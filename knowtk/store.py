@@ -16,26 +16,29 @@ lock, inside one transaction of its state (docs/reliability.md).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
+from knowtk.errors import PastIsReadOnly
 from knowtk.query import TOOLS
 from knowtk.query.args import validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.results import Result
-from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, StatWalk
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.write import journal
 
 if TYPE_CHECKING:
     from knowtk.snapshot.model import Snapshot
+    from knowtk.write.past import PastFiles
 
 # The write code, explain, diff, crash recovery and the tools' Python methods are imported where they are used:
 # a query process imports the journal alone (to mark receipts indexed and to see whether a mutation is
 # unfinished), and a command line never builds a method (inspect costs every process that imports it).
 
-__all__ = ["Store", "open_store"]
+__all__ = ["PastStore", "Store", "open_store"]
 
 
 def open_store(
@@ -95,6 +98,9 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
+        self.limits = (max_files, max_file_bytes)  # the scan's limits, for the views of its past too
+        self.past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
+        self.past_lock = threading.Lock()
         self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
         try:
             with self.engine.lock:
@@ -166,7 +172,42 @@ class Store:
             return self.engine.safeguards.accept_loss()
 
     def close(self) -> None:
+        """Close the store, and the views of its past that ``at`` opened."""
+        with self.past_lock:
+            for engine, _ in self.past.values():
+                engine.close()
+            self.past.clear()
         self.engine.close()
+
+    # -- known time: the store as its files stood at an instant ----------------------------------
+    def at(self, when: str) -> PastStore:
+        """The store as its files stood at ``when`` (a timestamp with seconds and an explicit offset, or a date:
+        the end of that UTC day), read-only: every read tool, method, frame and widget works on it, and each
+        answer carries ``knownAt`` (the instant and the commit it stands on). A write raises ``PastIsReadOnly``.
+
+        The past comes from Git, when the store lies in a Git work tree: its folder in the last commit of HEAD's
+        first-parent line committed at or before ``when`` (docs/time.md). ``NoKnownPast`` (naming the earliest
+        instant known) before that; ``InvalidArgument`` for an instant that is no date, or still to come. The
+        past files are kept in the state folder (``past/``) and the view stays open until this store closes.
+        """
+        from knowtk.write.past import parse_instant, past_files  # imported when used: a query never reads Git
+
+        files = past_files(self.root, os.path.dirname(self.state_path), parse_instant("when", when))
+        with self.past_lock:
+            self.engine.ensure_open()
+            opened = self.past.get(files.tree)
+            if opened is None or opened[0].closed:
+                engine = Engine(
+                    files.folder,
+                    state_dir=files.state_dir,
+                    change_source=StatWalk,  # the past files never change: nothing to watch
+                    rebind_state=True,  # a cache of its files, wherever the state folder was moved
+                    profile=self.engine.profile,
+                    max_files=self.limits[0],
+                    max_file_bytes=self.limits[1],
+                )
+                opened = self.past[files.tree] = (engine, EvidenceVerifier(engine.root))
+        return PastStore(self, opened[0], opened[1], files)
 
     def __enter__(self) -> Store:
         return self
@@ -341,3 +382,53 @@ class Store:
         from knowtk.write.history import diff
 
         return diff(self.engine, id, a, b)
+
+
+class PastStore(Store):
+    """The store as its files stood at an instant (``Store.at``): it reads as any store, and writes nothing.
+
+    Every answer carries ``knownAt``: ``{instant, source, commit, committedAt}``. It shares its engine with the
+    other views of the same past files and is closed with the store it came from (``close`` does nothing).
+    """
+
+    def __init__(self, present: Store, engine: Engine, verifier: EvidenceVerifier, files: PastFiles) -> None:
+        # no Store.__init__: the engine is open already, and a past state has no receipts to recover
+        self.present = present
+        self.engine = engine
+        self.verifier = verifier
+        self.files = files
+        self.known_at = files.known_at()
+
+    def __repr__(self) -> str:
+        return f"<Store {self.present.root!r} at {self.known_at['instant']} (commit {self.files.commit.sha[:12]})>"
+
+    def refuse(self, what: str) -> PastIsReadOnly:
+        return PastIsReadOnly(
+            f"{what}: this is the store as it stood at {self.known_at['instant']} (commit "
+            f"{self.files.commit.sha[:12]}), a view of the past that nothing writes; ask the present store"
+        )
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
+        spec = TOOLS.lookup(tool)
+        if spec.writes:
+            raise self.refuse(spec.name)
+        result = super()._run(tool, args, python=python)
+        return Result(result.tool, {**result.to_dict(), "knownAt": self.known_at}, result.args)
+
+    def at(self, when: str) -> PastStore:
+        return self.present.at(when)
+
+    def close(self) -> None:
+        """Nothing: the view is closed with the store it came from."""
+
+    def accept_safeguard_loss(self) -> dict[str, Any]:
+        raise self.refuse("accept_safeguard_loss")
+
+    def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
+        raise self.refuse(operation)
+
+    def adopt(self, **args: Any) -> Result:
+        raise self.refuse("adopt")
+
+    def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
+        return self.present.diff(id, a, b)

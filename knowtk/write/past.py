@@ -1,0 +1,227 @@
+"""Known time: the store's folder as its files stood at an instant, read from Git's objects.
+
+``past_files(root, state_folder, instant)`` finds the commit in force at ``instant`` (the last commit of HEAD's
+first-parent line whose committer date is at or before it) and writes the store's folder of that commit into a
+cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the folder's tree: commits that left the
+store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
+(``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index
+and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
+
+A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
+one; once in place it is only read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from knowtk.errors import InvalidArgument, NoKnownPast, StoreUnavailable
+from knowtk.model.datevalues import format_utc, parse_bound, parse_date_value, shown
+from knowtk.model.shapes import shape
+from knowtk.write.checkpoint import GitFailed, Repo, find_repo
+
+__all__ = ["PAST_DIR", "Commit", "PastFiles", "commits_between", "parse_instant", "past_files"]
+
+PAST_DIR = "past"  # under the state folder: one folder per past tree of the store
+STATE = ".state"  # the past store's own state.sqlite, inside it (its files: a folder named as the store's)
+_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
+_BLOB_MODES = ("100644", "100755")  # regular files; links and submodules are no record
+
+
+@shape(frozen=True)
+class Commit:
+    sha: str
+    at: int  # committer date, seconds since the epoch
+
+    @property
+    def when(self) -> str:
+        return format_utc(datetime.fromtimestamp(self.at, UTC))
+
+
+@shape(frozen=True)
+class PastFiles:
+    """The store's files at ``instant``: ``folder`` holds them, ``state_dir`` the past store's state."""
+
+    instant: datetime
+    commit: Commit
+    tree: str
+    folder: str
+    state_dir: str
+
+    def known_at(self) -> dict[str, Any]:
+        """What an answer at this instant stands on: ``{instant, source, commit, committedAt}``."""
+        instant, commit = format_utc(self.instant), self.commit
+        return {"instant": instant, "source": "git", "commit": commit.sha, "committedAt": commit.when}
+
+
+def parse_instant(argument: str, value: Any, *, now: datetime | None = None) -> datetime:
+    """A known-time instant: a timestamp with seconds and an explicit offset, or a date (the end of that UTC day;
+    today's date: now). InvalidArgument naming ``argument`` for anything else or for an instant still to come."""
+    instant = parse_bound(argument, value, upper=True)
+    if instant is None:
+        raise InvalidArgument(argument, "is required", allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS with Z or ±HH:MM")
+    now = now or datetime.now(UTC)
+    if instant > now:
+        parsed = parse_date_value(value)
+        if parsed is None or not parsed.date_only or parsed.start > now:
+            raise InvalidArgument(
+                argument,
+                f"{shown(value)} lies in the future: the store's files are known up to now ({format_utc(now)})",
+                allowed="an instant at or before now",
+                value=value,
+            )
+        instant = now  # today's date: the day is not over, its end is now
+    return instant
+
+
+class GitPast:
+    """The first-parent line of HEAD of the Git work tree holding the store, and the store's folder in it."""
+
+    def __init__(self, repo: Repo, prefix: str) -> None:
+        self.repo, self.prefix = repo, prefix
+
+    @classmethod
+    def of(cls, root: str) -> GitPast | None:
+        repo = find_repo(root, required=False)
+        if repo is None:
+            return None
+        rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
+        if rel == ".." or rel.startswith("../"):
+            return None
+        return cls(repo, "" if rel == "." else rel.replace(os.sep, "/"))
+
+    def git(self, *args: str, data: bytes | None = None) -> str:
+        try:
+            return self.repo.run(*args, data=data, env=_ENV)
+        except GitFailed as exc:
+            raise StoreUnavailable(self.repo.top, f"git {args[0]} failed: {exc}") from exc
+
+    def line(self) -> list[Commit]:
+        """HEAD's first-parent line, newest first (empty before the first commit)."""
+        if self.repo.head() is None:
+            return []
+        out = self.git("log", "--first-parent", "--format=%H %ct", "HEAD")
+        return [Commit(sha, int(at)) for sha, at in (row.split() for row in out.splitlines() if row.strip())]
+
+    def tree(self, commit: str) -> str | None:
+        """The tree of the store's folder in ``commit``; None when the folder was not there."""
+        if not self.prefix:
+            return self.git("rev-parse", "--verify", "-q", f"{commit}^{{tree}}") or None
+        found = self.git("ls-tree", "-d", "-z", commit, "--", self.prefix).split("\0")[0].split()
+        return found[2] if len(found) >= 3 and found[1] == "tree" else None
+
+    def in_force(self, instant: datetime) -> tuple[Commit, str]:
+        """The commit in force at ``instant`` and the store's tree in it; NoKnownPast before the store's first."""
+        line = self.line()
+        seconds = instant.timestamp()
+        for commit in line:
+            if commit.at <= seconds:
+                tree = self.tree(commit.sha)
+                if tree is not None:
+                    return commit, tree
+                break
+        raise NoKnownPast(format_utc(instant), self.earliest(line))
+
+    def earliest(self, line: list[Commit]) -> str | None:
+        """The committer date of the oldest commit of the line that holds the store's folder."""
+        args = ["log", "--first-parent", "--format=%H %ct", "HEAD"] + (["--", self.prefix] if self.prefix else [])
+        rows = self.git(*args).splitlines() if line else []
+        dated = [int(row.split()[1]) for row in rows if row.strip()]
+        return None if not dated else format_utc(datetime.fromtimestamp(min(dated), UTC))
+
+    def blobs(self, tree: str) -> Iterator[tuple[str, str]]:
+        """(path inside the store's folder, blob) of every regular file of ``tree``."""
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", tree)
+        for entry in out.split("\0"):
+            head, _, path = entry.partition("\t")
+            parts = head.split()
+            if len(parts) == 3 and parts[0] in _BLOB_MODES and parts[1] == "blob" and path:
+                yield path, parts[2]
+
+    def contents(self, blobs: list[str]) -> dict[str, bytes]:
+        """Each blob's bytes, by one ``git cat-file --batch``."""
+        if not blobs:
+            return {}
+        try:
+            import subprocess  # imported when used: a query process never reads Git
+
+            proc = subprocess.run(
+                [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
+                input="".join(f"{b}\n" for b in blobs).encode(),
+                capture_output=True,
+                timeout=600,
+                env={**os.environ, **_ENV},
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
+        return _batch(self.repo.top, proc.stdout, proc.returncode)
+
+    def materialise(self, tree: str, dest: str) -> None:
+        """Write every file of ``tree`` under ``dest``."""
+        entries = list(self.blobs(tree))
+        data = self.contents(sorted({blob for _, blob in entries}))
+        os.makedirs(dest)
+        for path, blob in entries:
+            if blob not in data:
+                raise StoreUnavailable(self.repo.top, f"git has no object {blob} ({path}): the history is damaged")
+            target = os.path.join(dest, *path.split("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data[blob])
+
+
+def _batch(top: str, out: bytes, code: int) -> dict[str, bytes]:
+    """``git cat-file --batch``'s answer: ``SHA TYPE SIZE\\nBYTES\\n`` per object, ``SHA missing`` for a lost one."""
+    found: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        head = out[at:end].decode("ascii", "replace").split()
+        if len(head) == 3:
+            size = int(head[2])
+            found[head[0]] = out[end + 1 : end + 1 + size]
+            at = end + 2 + size
+        else:  # "SHA missing": the object is gone
+            at = end + 1
+    if code != 0 and not found:
+        raise StoreUnavailable(top, "git cat-file failed: the history is damaged")
+    return found
+
+
+def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
+    """The store's files at ``instant``, written into the cache once (NoKnownPast when no past reaches back to it)."""
+    git = GitPast.of(root)
+    if git is None:
+        raise NoKnownPast(format_utc(instant), None, "the store lies in no Git work tree: knowtk knows no past of it")
+    commit, tree = git.in_force(instant)
+    home = os.path.join(state_folder, PAST_DIR, tree)
+    name = os.path.basename(os.path.abspath(root))  # the folder's name: a store's name unless knowtk.yaml gives one
+    folder = os.path.join(home, name)
+    if not os.path.isdir(folder):
+        os.makedirs(os.path.dirname(home), exist_ok=True)
+        work = tempfile.mkdtemp(prefix=".writing-", dir=os.path.dirname(home))
+        try:
+            git.materialise(tree, os.path.join(work, name))
+            try:
+                os.rename(work, home)  # whole or not at all; another process may have put it there first
+            except OSError:
+                if not os.path.isdir(folder):
+                    raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
+
+
+def commits_between(root: str, since: datetime, until: datetime) -> list[Commit]:
+    """The commits of HEAD's first-parent line dated after ``since`` and at or before ``until``, oldest first."""
+    git = GitPast.of(root)
+    if git is None:
+        return []
+    low, high = since.timestamp(), until.timestamp()
+    return [c for c in reversed(git.line()) if low < c.at <= high]
