@@ -180,19 +180,20 @@ class Store:
         self.engine.close()
 
     # -- known time: the store as its files stood at an instant ----------------------------------
-    def at(self, when: str) -> PastStore:
+    def at(self, when: str, *, argument: str = "when") -> PastStore:
         """The store as its files stood at ``when`` (a timestamp with seconds and an explicit offset, or a date:
         the end of that UTC day), read-only: every read tool, method, frame and widget works on it, and each
         answer carries ``knownAt`` (the instant and the commit it stands on). A write raises ``PastIsReadOnly``.
 
         The past comes from Git, when the store lies in a Git work tree: its folder in the last commit of HEAD's
         first-parent line committed at or before ``when`` (docs/time.md). ``NoKnownPast`` (naming the earliest
-        instant known) before that; ``InvalidArgument`` for an instant that is no date, or still to come. The
+        instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no date, or
+        still to come. The
         past files are kept in the state folder (``past/``) and the view stays open until this store closes.
         """
         from knowtk.write.past import parse_instant, past_files  # imported when used: a query never reads Git
 
-        files = past_files(self.root, os.path.dirname(self.state_path), parse_instant("when", when))
+        files = past_files(self.root, os.path.dirname(self.state_path), parse_instant(argument, when))
         with self.past_lock:
             self.engine.ensure_open()
             opened = self.past.get(files.tree)
@@ -415,8 +416,8 @@ class PastStore(Store):
         result = super()._run(tool, args, python=python)
         return Result(result.tool, {**result.to_dict(), "knownAt": self.known_at}, result.args)
 
-    def at(self, when: str) -> PastStore:
-        return self.present.at(when)
+    def at(self, when: str, *, argument: str = "when") -> PastStore:
+        return self.present.at(when, argument=argument)
 
     def close(self) -> None:
         """Nothing: the view is closed with the store it came from."""

@@ -29,7 +29,9 @@ except ImportError as exc:  # CI installs every extra: there this fails rather t
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from knowtk.mcp.server import ERROR_META
+from knowtk.mcp.server import ERROR_META, listed_input_schema
+
+ANY_TEXT = {"type": "string"}
 
 # -- the schema is the validator's --------------------------------------------------------------
 
@@ -242,7 +244,8 @@ def test_server_answers_every_tool_and_survives_refusals(demo_copy: Path, tmp_pa
             tools = {t.name: t for t in (await s.list_tools()).tools}
             assert set(tools) == set(TOOLS.reads())
             for name, tool in tools.items():
-                assert tool.input_schema == input_schema(name) and tool.output_schema == output_schema(name)
+                assert tool.input_schema == listed_input_schema(name) and tool.output_schema == output_schema(name)
+                assert tool.input_schema["properties"] == {**input_schema(name)["properties"], "knownAt": ANY_TEXT}
                 assert tool.description == TOOLS[name].description
 
             answers = VALID_CALLS

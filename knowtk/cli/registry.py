@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from knowtk.errors import InvalidArgument
 from knowtk.model.shapes import field, shape
 from knowtk.scan.changes import StatWalk
 from knowtk.store import Store, open_store
@@ -115,12 +114,7 @@ def store_of(options: argparse.Namespace, *, one_query: bool = False) -> Store:
     when = getattr(options, "at", None)
     if when is None:
         return store
-    try:
-        return store.at(when)  # --at: the store as its files stood then
-    except InvalidArgument as exc:
-        if exc.argument != "when":
-            raise
-        raise InvalidArgument("--at", str(exc).removeprefix("when: "), value=when) from None
+    return store.at(when, argument="--at")  # the store as its files stood then
 
 
 def _present_store(options: argparse.Namespace, *, one_query: bool) -> Store:
