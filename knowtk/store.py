@@ -16,17 +16,21 @@ lock, inside one transaction of its state (docs/reliability.md).
 from __future__ import annotations
 
 import os
+import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import PastIsReadOnly
+from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound
+from knowtk.model.datevalues import format_utc, parse_instant
 from knowtk.query import TOOLS
-from knowtk.query.args import validate
+from knowtk.query.args import BOUND_PATTERN, validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.results import Result
-from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource, StatWalk
+from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.write import journal
 
@@ -39,6 +43,9 @@ if TYPE_CHECKING:
 # unfinished), and a command line never builds a method (inspect costs every process that imports it).
 
 __all__ = ["PastStore", "Store", "open_store"]
+
+PERIOD_ENDS = {"D": "D", "W": "W-SUN", "M": "ME", "Q": "QE", "Y": "YE"}  # lifecycle_over_time's steps (pandas)
+MAX_STEPS = 1000  # steps of lifecycle_over_time at most: each may be a past store read whole
 
 
 def open_store(
@@ -98,7 +105,6 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
-        self.limits = (max_files, max_file_bytes)  # the scan's limits, for the views of its past too
         self.past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
         self.past_lock = threading.Lock()
         self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
@@ -188,25 +194,17 @@ class Store:
         The past comes from Git, when the store lies in a Git work tree: its folder in the last commit of HEAD's
         first-parent line committed at or before ``when`` (docs/time.md). ``NoKnownPast`` (naming the earliest
         instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no date, or
-        still to come. The
-        past files are kept in the state folder (``past/``) and the view stays open until this store closes.
+        still to come. The past files are kept in the state folder (``past/``); the view stays open until this
+        store closes.
         """
-        from knowtk.write.past import parse_instant, past_files  # imported when used: a query never reads Git
+        from knowtk.write.past import open_past, past_files  # imported when used: a query never reads Git
 
         files = past_files(self.root, os.path.dirname(self.state_path), parse_instant(argument, when))
         with self.past_lock:
             self.engine.ensure_open()
             opened = self.past.get(files.tree)
             if opened is None or opened[0].closed:
-                engine = Engine(
-                    files.folder,
-                    state_dir=files.state_dir,
-                    change_source=StatWalk,  # the past files never change: nothing to watch
-                    rebind_state=True,  # a cache of its files, wherever the state folder was moved
-                    profile=self.engine.profile,
-                    max_files=self.limits[0],
-                    max_file_bytes=self.limits[1],
-                )
+                engine = open_past(self.engine, files)
                 opened = self.past[files.tree] = (engine, EvidenceVerifier(engine.root))
         return PastStore(self, opened[0], opened[1], files)
 
@@ -378,11 +376,73 @@ class Store:
         return Result("knowledge_mutation", answer, args)
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
-        """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id);
-        by default from the oldest version a receipt saw to the file now."""
+        """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id, or an
+        instant: the file as it stood then, as ``at`` reads it); by default from the oldest version a receipt saw
+        to the file now."""
+        if any(isinstance(ref, str) and re.fullmatch(BOUND_PATTERN, ref) for ref in (a, b)):
+            return self.diff_at(id, a, b)
         from knowtk.write.history import diff
 
         return diff(self.engine, id, a, b)
+
+    def lifecycle_over_time(self, freq: str = "M", *, since: str | None = None, until: str | None = None) -> Any:
+        """Active, superseded and withdrawn records at the end of each day, week, month, quarter or year
+        (``freq``: D, W, M, Q, Y) from ``since`` (default: the earliest instant known) to ``until`` (default:
+        now), as the store's files stood then (``at``): a DataFrame with ``at`` (UTC), the three counts,
+        ``total`` and ``commit``. ``knowtk.notebook.plot_lifecycle_over_time`` draws it on a date axis.
+        Each distinct past is read once (kept in the state folder); a long history costs one build per commit
+        asked."""
+        import pandas as pd  # imported when used: the command line never needs it
+
+        from knowtk.write.past import earliest_known
+
+        if freq not in PERIOD_ENDS:
+            raise InvalidArgument("freq", f"{freq!r} is no step", allowed=list(PERIOD_ENDS), value=freq)
+        start = parse_instant("since", since if since is not None else earliest_known(self.root) or "0001-01-01")
+        end = parse_instant("until", until) if until is not None else datetime.now(UTC)
+        if start > end:
+            raise InvalidArgument("since", "lies after until", allowed="an instant at or before until", value=since)
+        ends = pd.date_range(start.date(), end.date(), freq=PERIOD_ENDS[freq])
+        if len(ends) > MAX_STEPS:
+            raise InvalidArgument("freq", f"makes {len(ends)} steps", allowed=f"at most {MAX_STEPS}", value=freq)
+        asked = [format_utc(start), *(d.date().isoformat() for d in ends if start.date() <= d.date() < end.date())]
+        rows = [self.lifecycle_counts(when) for when in [*asked, format_utc(end)]]
+        frame = pd.DataFrame(rows, columns=["at", "active", "superseded", "withdrawn", "total", "commit"])
+        frame["at"] = pd.to_datetime(frame["at"], utc=True, format="ISO8601")
+        return frame
+
+    def lifecycle_counts(self, when: str) -> dict[str, Any]:
+        """The store at ``when``: ``{at, active, superseded, withdrawn, total, commit}``."""
+        past = self.at(when)
+        snap = past.snapshot()
+        counts = Counter(snap.lifecycle.get(rid, record.status) for rid, record in snap.records.items())
+        lifecycles = {name: counts.get(name, 0) for name in ("active", "superseded", "withdrawn")}
+        return {
+            "at": past.known_at["instant"],
+            **lifecycles,
+            "total": len(snap.records),
+            "commit": past.files.commit.sha,
+        }
+
+    def diff_at(self, id: str, a: str | None, b: str | None) -> str:
+        """A unified diff of record ``id`` between the store at instant ``a`` and at ``b`` (None: now), each side
+        the record's file as it stood then (nothing where the record was not)."""
+        sides = []
+        for name, when in (("a", a), ("b", b)):
+            store = self if when is None else self.at(when, argument=name)
+            record = store.snapshot().records.get(id)
+            stamp = "now" if not isinstance(store, PastStore) else f"{store.known_at['instant']}"
+            if record is None:
+                sides.append((f"{id} ({stamp}: no such record)", ""))
+                continue
+            with open(os.path.join(store.root, *record.path.split("/")), "rb") as f:
+                sides.append((f"{record.path} ({stamp})", f.read().decode("utf-8", "replace")))
+        if not sides[0][1] and not sides[1][1]:
+            raise RecordNotFound(id, f"{id!r} is a record at neither instant")
+        (old_name, old), (new_name, new) = sides
+        import difflib  # imported when used: a query process never diffs (tests/test_lean_process.py)
+
+        return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), old_name, new_name))
 
 
 class PastStore(Store):
@@ -432,4 +492,5 @@ class PastStore(Store):
         raise self.refuse("adopt")
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
+        """The present store's ``diff``: kept versions and instants are the store's, not of one instant."""
         return self.present.diff(id, a, b)

@@ -83,7 +83,7 @@ def git_state(top: Path) -> dict[str, Any]:
 
 
 def everything(store: knowtk.Store) -> dict[str, Any]:
-    """What a reader sees: every record whole (title, lifecycle, chain, dates, hash, citations), the counts, a search."""
+    """What a reader sees: every record whole (title, lifecycle, chain, dates, hash, citations), counts, a search."""
     ids = sorted(store.snapshot().records)
     records = {}
     for rid in ids:
@@ -196,7 +196,7 @@ def test_a_view_of_the_past_writes_nothing(tmp_path: Path) -> None:
             lambda: past.accept_safeguard_loss(),
         ]
         for refused in refusals:
-            with pytest.raises(knowtk.PastIsReadOnly, match="2026-02-28T23:59:59.999999Z"):
+            with pytest.raises(knowtk.PastIsReadOnly, match=r"2026-02-28T23:59:59\.999999Z"):
                 refused()
         assert markdown_digest(b.root) == before
         present = store.record("adr-4")["record"]  # the present store still writes
@@ -255,7 +255,8 @@ def test_mcp_takes_known_at_on_the_read_tools(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with Client(build_server(open_target(b.root))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert all("knownAt" in t.input_schema["properties"] for t in tools.values())
+            asked = {name for name, t in tools.items() if "knownAt" in t.input_schema["properties"]}
+            assert asked == set(tools) - {"knowledge_changes"}  # which compares two instants of its own
             res = await client.call_tool("knowledge_stats", {"knownAt": "2026-01-31"})
             assert not res.is_error and res.structured_content["total"] == 3
             assert res.structured_content["knownAt"]["committedAt"] == "2026-01-10T10:00:00Z"
@@ -271,3 +272,33 @@ def test_mcp_takes_known_at_on_the_read_tools(tmp_path: Path) -> None:
             assert now.structured_content["total"] == 7 and "knownAt" not in now.structured_content
 
     anyio.run(scenario)
+
+
+@pytest.mark.usefixtures("close_figures")
+def test_lifecycle_over_time_counts_each_step_and_draws_it(tmp_path: Path) -> None:
+    from knowtk.notebook import plot_lifecycle_over_time
+
+    b = build_history(tmp_path / "repo")
+    with b.open() as store:
+        frame = store.lifecycle_over_time("M", until="2026-04-30")
+        assert [t.isoformat()[:10] for t in frame["at"]] == [
+            "2026-01-10",  # the earliest instant known: the first commit
+            "2026-01-31",
+            "2026-02-28",
+            "2026-03-31",
+            "2026-04-30",
+        ]
+        counts = frame[["active", "superseded", "withdrawn", "total"]].values.tolist()
+        assert counts == [[3, 0, 0, 3], [3, 0, 0, 3], [3, 1, 0, 4], [3, 1, 1, 5], [3, 1, 1, 5]]
+        assert frame["commit"].nunique() == 3
+        weekly = store.lifecycle_over_time("W", since="2026-02-10", until="2026-02-20")
+        assert list(weekly["total"]) == [3, 4, 4]  # 10 Feb, Sunday 15 Feb (after the second commit), 20 Feb
+        with pytest.raises(knowtk.InvalidArgument) as err:
+            store.lifecycle_over_time("fortnight")
+        assert err.value.argument == "freq"
+        with pytest.raises(knowtk.InvalidArgument) as err:
+            store.lifecycle_over_time("D", since="2026-03-01", until="2026-02-01")
+        assert err.value.argument == "since"
+        ax = plot_lifecycle_over_time(frame)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["active", "superseded", "withdrawn"]
+        assert ax.get_ylim()[1] >= 5

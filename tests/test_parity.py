@@ -27,7 +27,7 @@ except ImportError as exc:  # CI installs every extra: there this fails rather t
     required_in_ci(f"the MCP SDK is not installed ({exc})")
     raise
 
-from knowtk.mcp.server import build_server, listed_input_schema, listed_tools
+from knowtk.mcp.server import AT_TWO_INSTANTS, build_server, listed_input_schema, listed_tools
 from knowtk.workspace import open_target
 
 
@@ -42,7 +42,7 @@ def test_every_registered_tool_is_on_every_surface() -> None:
     listed = {t.name: t for t in listed_tools(allow_writes=True)}
     assert set(listed) == set(TOOLS)
     for name, tool in TOOLS.items():
-        known_at = set() if tool.writes else {"knownAt"}  # every read tool may answer from the past
+        known_at = set() if tool.writes or name in AT_TWO_INSTANTS else {"knownAt"}  # a read may ask the past
         assert listed[name].input_schema["properties"].keys() == {p.name for p in tool.params} | known_at
 
 

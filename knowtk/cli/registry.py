@@ -84,7 +84,7 @@ def command(
 
 
 def common_options(*, top: bool) -> argparse.ArgumentParser:
-    """--store, --state-dir, --profile, --at and --json; at the top with defaults, after a subcommand only when given."""
+    """--store, --state-dir, --profile, --at, --json; at the top with defaults, after a subcommand only when given."""
     p = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
     default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")

@@ -89,12 +89,13 @@ def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[typ
 
 
 KNOWN_AT = "knownAt"  # every read tool's argument: answer from the store as its files stood then (docs/time.md)
+AT_TWO_INSTANTS = frozenset({"knowledge_changes"})  # compares two instants of its own: no knownAt
 
 
 def listed_input_schema(tool: str) -> dict[str, Any]:
     """The tool's ``inputSchema`` as listed: its arguments, and ``knownAt`` for a tool that only reads."""
     schema = input_schema(tool)
-    if not TOOLS[tool].writes:
+    if not TOOLS[tool].writes and tool not in AT_TWO_INSTANTS:
         schema["properties"][KNOWN_AT] = {"type": "string"}  # the listing's budget: the agents guide says more
     return schema
 
@@ -102,7 +103,7 @@ def listed_input_schema(tool: str) -> dict[str, Any]:
 def _call(target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The tool's answer, from the store as its files stood at ``knownAt`` when it is given."""
     when = arguments.get(KNOWN_AT)
-    if when is None or TOOLS.lookup(name).writes:  # a write tool's schema has no knownAt: Store.call refuses it
+    if when is None or TOOLS.lookup(name).writes or name in AT_TWO_INSTANTS:  # none in its schema: refused
         return target.call(name, arguments)
     rest = {k: v for k, v in arguments.items() if k != KNOWN_AT}
     return target.store.at(when, argument=KNOWN_AT).call(name, rest)

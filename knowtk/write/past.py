@@ -20,12 +20,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from knowtk.errors import InvalidArgument, NoKnownPast, StoreUnavailable
-from knowtk.model.datevalues import format_utc, parse_bound, parse_date_value, shown
+from knowtk.engine.engine import Engine
+from knowtk.errors import NoKnownPast, StoreUnavailable
+from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
+from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
 
-__all__ = ["PAST_DIR", "Commit", "PastFiles", "commits_between", "parse_instant", "past_files"]
+__all__ = ["PAST_DIR", "Commit", "PastFiles", "commits_touching", "earliest_known", "open_past", "past_files"]
 
 PAST_DIR = "past"  # under the state folder: one folder per past tree of the store
 STATE = ".state"  # the past store's own state.sqlite, inside it (its files: a folder named as the store's)
@@ -57,26 +59,6 @@ class PastFiles:
         """What an answer at this instant stands on: ``{instant, source, commit, committedAt}``."""
         instant, commit = format_utc(self.instant), self.commit
         return {"instant": instant, "source": "git", "commit": commit.sha, "committedAt": commit.when}
-
-
-def parse_instant(argument: str, value: Any, *, now: datetime | None = None) -> datetime:
-    """A known-time instant: a timestamp with seconds and an explicit offset, or a date (the end of that UTC day;
-    today's date: now). InvalidArgument naming ``argument`` for anything else or for an instant still to come."""
-    instant = parse_bound(argument, value, upper=True)
-    if instant is None:
-        raise InvalidArgument(argument, "is required", allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS with Z or ±HH:MM")
-    now = now or datetime.now(UTC)
-    if instant > now:
-        parsed = parse_date_value(value)
-        if parsed is None or not parsed.date_only or parsed.start > now:
-            raise InvalidArgument(
-                argument,
-                f"{shown(value)} lies in the future: the store's files are known up to now ({format_utc(now)})",
-                allowed="an instant at or before now",
-                value=value,
-            )
-        instant = now  # today's date: the day is not over, its end is now
-    return instant
 
 
 class GitPast:
@@ -218,10 +200,45 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
     return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
 
 
-def commits_between(root: str, since: datetime, until: datetime) -> list[Commit]:
-    """The commits of HEAD's first-parent line dated after ``since`` and at or before ``until``, oldest first."""
+def earliest_known(root: str) -> str | None:
+    """The earliest instant the store's past can be asked at (None: it has none)."""
     git = GitPast.of(root)
-    if git is None:
-        return []
-    low, high = since.timestamp(), until.timestamp()
-    return [c for c in reversed(git.line()) if low < c.at <= high]
+    return None if git is None else git.earliest(git.line())
+
+
+def open_past(present: Engine, files: PastFiles) -> Engine:
+    """An engine on the past files, read as the present store reads its own (profile, limits)."""
+    return Engine(
+        files.folder,
+        state_dir=files.state_dir,
+        change_source=StatWalk,  # the past files never change: nothing to watch
+        rebind_state=True,  # a cache of its files, wherever the state folder was moved
+        profile=present.profile,
+        max_files=getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES),
+        max_file_bytes=present.scanner.max_file_bytes,
+    )
+
+
+def commits_touching(root: str, old: str, new: str) -> dict[str, list[dict[str, str]]]:
+    """Path inside the store -> the first-parent commits after ``old`` up to ``new`` that changed it, oldest first
+    (``{commit, at, message}``)."""
+    git = GitPast.of(root)
+    if git is None or old == new:
+        return {}
+    limit = ["--", git.prefix] if git.prefix else []
+    form = "--format=%x1e%H%x1f%cI%x1f%s"
+    out = git.git(
+        "-c", "core.quotepath=off", "log", "--first-parent", "--reverse", form, "--name-only", f"{old}..{new}", *limit
+    )
+    touched: dict[str, list[dict[str, str]]] = {}
+    cut = len(git.prefix) + 1 if git.prefix else 0
+    for item in out.split("\x1e"):
+        head, _, names = item.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) != 3:
+            continue
+        commit = {"commit": parts[0], "at": parts[1], "message": parts[2]}
+        for name in names.splitlines():
+            if name.strip():
+                touched.setdefault(name.strip()[cut:], []).append(commit)
+    return touched
