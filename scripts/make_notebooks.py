@@ -1139,8 +1139,10 @@ IN_TIME: list[Cell] = [
     """),
     code("""
     counts = store.lifecycle_over_time("M", until="2025-12-31")
-    plot_lifecycle_over_time(counts);
     counts[["at", "active", "superseded", "withdrawn", "total"]].tail(4)
+    """),
+    code("""
+    plot_lifecycle_over_time(counts);
     """),
     md("""
     ## What changed between two releases

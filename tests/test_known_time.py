@@ -302,3 +302,46 @@ def test_lifecycle_over_time_counts_each_step_and_draws_it(tmp_path: Path) -> No
         ax = plot_lifecycle_over_time(frame)
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["active", "superseded", "withdrawn"]
         assert ax.get_ylim()[1] >= 5
+
+
+@pytest.mark.usefixtures("close_figures")
+def test_the_chain_widget_draws_the_chain_as_it_stood_and_steps_through_its_changes(tmp_path: Path) -> None:
+    from knowtk.notebook import ChainWidget
+
+    b = build_history(tmp_path / "repo")
+    with b.open() as store:
+        widget = ChainWidget(store, "adr-3")
+        assert widget.actions.children  # the present store: the record's actions
+        assert widget.steps() == ["2026-01-10T10:00:00+00:00", "2026-02-15T10:00:00+01:00"]  # its files' commits
+        assert widget.step(-1) == "2026-02-15T10:00:00+01:00"
+        assert set(widget.edges["from_id"]) == {"adr-1"} and "as the files stood at" in widget.note.value
+        assert not widget.actions.children  # the past writes nothing
+        widget.known_at.value = "2026-01-31"  # before the chain: adr-3 was no record yet
+        assert widget.error is not None and "adr-3" in widget.error and "REFUSED" in widget.note.value
+        widget.record.value = "(all chains)"
+        assert widget.edges.empty and widget.error is None
+        assert widget.step(1) == "2026-02-15T10:00:00+01:00"
+        assert widget.step(1) == ""  # past the last change: now
+        assert set(widget.edges["from_id"]) == {"adr-1"} and widget.note.value == ""
+        widget.known_at.value = "soon"
+        assert widget.error is not None and widget.error.startswith("known at: 'soon' is not a real date")
+
+
+def test_the_grep_widget_asks_the_store_as_it_stood(tmp_path: Path) -> None:
+    from knowtk.notebook import GrepWidget
+
+    b = build_history(tmp_path / "repo")
+    with b.open() as store:
+        widget = GrepWidget(store, "postgres")
+        assert [h["id"] for h in widget.result["hits"]] == ["adr-3"]
+        widget.rows.select("adr-3")
+        assert widget.actions.children  # the present store: the record's actions
+        widget.known_at.value = "2026-01-31"
+        assert widget.result is not None and widget.result["hits"] == []
+        widget.query.value = "sqlite"
+        assert [h["id"] for h in widget.result["hits"]] == ["adr-1"]
+        assert "as the files stood at 2026-01-31T23:59:59.999999Z" in widget.status.value
+        widget.rows.select("adr-1")
+        assert not widget.actions.children and "for the index" in widget.detail.value
+        widget.known_at.value = "2999-01-01"
+        assert widget.result is None and widget.error is not None and widget.error.startswith("known at: ")
