@@ -216,7 +216,7 @@ def test_damaged_or_missing_history_leaves_the_present_answering(tmp_path: Path)
         loose.write_bytes(b"not a git object")  # the first commit's version of one file is damaged
         with pytest.raises(knowtk.KnowtkError):
             store.at("2026-01-31")
-        assert not any(p.name.startswith(".writing") for p in (b.root / ".knowtk" / "past").iterdir())
+        assert not any(p.name.startswith(".writing") for p in (b.root / ".knowtk" / "past").rglob("*"))
         assert store.stats()["total"] == 7  # the present store still answers
         assert store.at("2026-03-31").stats()["total"] == 5  # and an intact past too
     (top / ".git" / "HEAD").unlink()  # no repository any more: no past at all
@@ -345,3 +345,15 @@ def test_the_grep_widget_asks_the_store_as_it_stood(tmp_path: Path) -> None:
         assert not widget.actions.children and "for the index" in widget.detail.value
         widget.known_at.value = "2999-01-01"
         assert widget.result is None and widget.error is not None and widget.error.startswith("known at: ")
+
+
+def test_a_moved_store_keeps_asking_its_past(tmp_path: Path) -> None:
+    """The past files are kept in a folder named as the store (its name); a store moved and renamed with its
+    state writes its pasts again under its new name, beside the old."""
+    build_history(tmp_path / "repo", folder="")
+    with knowtk.open_store(tmp_path / "repo") as store:
+        assert store.at("2026-01-31").name == "repo"
+    (tmp_path / "repo").rename(tmp_path / "renamed")
+    with knowtk.open_store(tmp_path / "renamed", rebind_state=True) as store:
+        past = store.at("2026-01-31")
+        assert past.name == "renamed" and past.stats()["total"] == 3

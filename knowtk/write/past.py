@@ -122,7 +122,7 @@ class GitPast:
         for entry in out.split("\0"):
             head, _, path = entry.partition("\t")
             parts = head.split()
-            if len(parts) == 3 and parts[0] in _BLOB_MODES and parts[1] == "blob" and path:
+            if len(parts) == 3 and parts[0] in _BLOB_MODES and parts[1] == "blob" and _plain(path):
                 yield path, parts[2]
 
     def contents(self, blobs: list[str]) -> dict[str, bytes]:
@@ -158,6 +158,11 @@ class GitPast:
                 f.write(data[blob])
 
 
+def _plain(path: str) -> bool:
+    """A path that stays inside the folder it is written to (Git refuses others; a crafted tree might not)."""
+    return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
+
+
 def _batch(top: str, out: bytes, code: int) -> dict[str, bytes]:
     """``git cat-file --batch``'s answer: ``SHA TYPE SIZE\\nBYTES\\n`` per object, ``SHA missing`` for a lost one."""
     found: dict[str, bytes] = {}
@@ -186,18 +191,27 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
     name = os.path.basename(os.path.abspath(root))  # the folder's name: a store's name unless knowtk.yaml gives one
     folder = os.path.join(home, name)
     if not os.path.isdir(folder):
-        os.makedirs(os.path.dirname(home), exist_ok=True)
-        work = tempfile.mkdtemp(prefix=".writing-", dir=os.path.dirname(home))
         try:
-            git.materialise(tree, os.path.join(work, name))
-            try:
-                os.rename(work, home)  # whole or not at all; another process may have put it there first
-            except OSError:
-                if not os.path.isdir(folder):
-                    raise
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+            _keep(git, tree, home, name)
+        except OSError as exc:  # the state folder is full or read-only: the present store still answers
+            raise StoreUnavailable(state_folder, f"the store's past files could not be kept: {exc}") from exc
     return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
+
+
+def _keep(git: GitPast, tree: str, home: str, name: str) -> None:
+    """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
+    is whole or absent (another process may have put it there first)."""
+    os.makedirs(home, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".writing-", dir=home)
+    try:
+        git.materialise(tree, os.path.join(work, name))
+        try:
+            os.rename(os.path.join(work, name), os.path.join(home, name))
+        except OSError:
+            if not os.path.isdir(os.path.join(home, name)):
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def earliest_known(root: str) -> str | None:
