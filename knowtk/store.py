@@ -162,9 +162,23 @@ class Store:
         FTS5 ``integrity-check`` and rows, temporal tables, embeddings) and rebuild what is wrong.
 
         Returns ``{"ok": bool, "state": path, "integrity": [lines], "found": [...], "repaired": [...],
-        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong.
+        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong. The past files ``at`` kept are
+        compared with Git's trees too; a folder that differs is removed (written again when asked), and the views
+        of the past open until then are closed.
         """
-        return self.engine.check()
+        from knowtk.write.past import PAST_DIR, check_past  # imported when used: a query never reads Git
+
+        report = self.engine.check()
+        if os.path.isdir(os.path.join(os.path.dirname(self.state_path), PAST_DIR)):
+            with self.past_lock:  # the views read the folders checked: closed first, opened again when asked
+                for engine, _ in self.past.values():
+                    engine.close()
+                self.past.clear()
+                found, repaired = check_past(self.root, os.path.dirname(self.state_path))
+            report["found"] += found
+            report["repaired"] += repaired
+            report["ok"] = report["ok"] and not found
+        return report
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
@@ -427,11 +441,13 @@ class Store:
     def diff_at(self, id: str, a: str | None, b: str | None) -> str:
         """A unified diff of record ``id`` between the store at instant ``a`` and at ``b`` (None: now), each side
         the record's file as it stood then (nothing where the record was not)."""
+        import difflib  # imported when used: a query process never diffs (tests/test_lean_process.py)
+
         sides = []
         for name, when in (("a", a), ("b", b)):
             store = self if when is None else self.at(when, argument=name)
             record = store.snapshot().records.get(id)
-            stamp = "now" if not isinstance(store, PastStore) else f"{store.known_at['instant']}"
+            stamp = store.known_at["instant"] if isinstance(store, PastStore) else "now"
             if record is None:
                 sides.append((f"{id} ({stamp}: no such record)", ""))
                 continue
@@ -440,8 +456,6 @@ class Store:
         if not sides[0][1] and not sides[1][1]:
             raise RecordNotFound(id, f"{id!r} is a record at neither instant")
         (old_name, old), (new_name, new) = sides
-        import difflib  # imported when used: a query process never diffs (tests/test_lean_process.py)
-
         return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), old_name, new_name))
 
 

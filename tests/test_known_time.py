@@ -357,3 +357,24 @@ def test_a_moved_store_keeps_asking_its_past(tmp_path: Path) -> None:
     with knowtk.open_store(tmp_path / "renamed", rebind_state=True) as store:
         past = store.at("2026-01-31")
         assert past.name == "renamed" and past.stats()["total"] == 3
+
+
+def test_check_finds_and_removes_past_files_that_differ_from_git(tmp_path: Path) -> None:
+    b = build_history(tmp_path / "repo")
+    with b.open() as store:
+        assert store.at("2026-01-31").stats()["total"] == 3
+        assert store.at("2026-02-28").stats()["total"] == 4
+        report = store.check()
+        assert report["ok"] and not [f for f in report["found"] if f.startswith("past/")]
+        kept = b.root / ".knowtk" / "past"
+        tampered = next(kept.glob("*/adr/0001-sqlite.md"))
+        tampered.write_text(tampered.read_text().replace("Use SQLite", "Use Oracle"))
+        report = store.check()
+        assert not report["ok"]
+        assert [f for f in report["found"] if f.startswith("past/")] == [
+            f"past/{tampered.parent.parent.name[:12]}: 1 file(s) differ from Git's, e.g. 0001-sqlite.md"
+        ]
+        assert not tampered.exists() and len(list(kept.iterdir())) == 1  # the other past is kept
+        titles = {store.at(when).record("adr-1")["record"]["title"] for when in ("2026-01-31", "2026-02-28")}
+        assert titles == {"Use SQLite"}  # written again from Git
+        assert store.check()["ok"]

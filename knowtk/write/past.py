@@ -13,6 +13,7 @@ one; once in place it is only read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -27,7 +28,16 @@ from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
 
-__all__ = ["PAST_DIR", "Commit", "PastFiles", "commits_touching", "earliest_known", "open_past", "past_files"]
+__all__ = [
+    "PAST_DIR",
+    "Commit",
+    "PastFiles",
+    "check_past",
+    "commits_touching",
+    "earliest_known",
+    "open_past",
+    "past_files",
+]
 
 PAST_DIR = "past"  # under the state folder: one folder per past tree of the store
 STATE = ".state"  # the past store's own state.sqlite, inside it (its files: a folder named as the store's)
@@ -212,6 +222,46 @@ def _keep(git: GitPast, tree: str, home: str, name: str) -> None:
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check_past(root: str, state_folder: str) -> tuple[list[str], list[str]]:
+    """Compare every kept past folder with its tree in Git; remove those that differ (or whose tree Git no longer
+    has): they are written again when asked. ``(found, repaired)``, as ``Store.check`` reports them."""
+    kept = os.path.join(state_folder, PAST_DIR)
+    homes = sorted(os.listdir(kept)) if os.path.isdir(kept) else []
+    git = GitPast.of(root) if homes else None
+    found, repaired = [], []
+    for tree in homes:
+        home = os.path.join(kept, tree)
+        wrong = _differs(git, tree, home)
+        if wrong:
+            found.append(f"past/{tree[:12]}: {wrong}")
+            shutil.rmtree(home, ignore_errors=True)
+            repaired.append(f"past/{tree[:12]}: removed, written again from Git when asked")
+    return found, repaired
+
+
+def _differs(git: GitPast | None, tree: str, home: str) -> str | None:
+    """Why the files kept in ``home`` are not ``tree``'s (None: they are)."""
+    if git is None:
+        return "no Git history to check it against"
+    try:
+        want = dict(git.blobs(tree))
+    except StoreUnavailable:
+        return "its tree is not in Git"
+    for name in (n for n in os.listdir(home) if not n.startswith(".")):
+        have = {}
+        for dirpath, _, names in os.walk(os.path.join(home, name)):
+            for file in names:
+                full = os.path.join(dirpath, file)
+                with open(full, "rb") as f:
+                    data = f.read()
+                blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+                have[os.path.relpath(full, os.path.join(home, name)).replace(os.sep, "/")] = blob
+        if have != want:
+            changed = sorted(p for p in {*have, *want} if have.get(p) != want.get(p))
+            return f"{len(changed)} file(s) differ from Git's, e.g. {changed[0]}"
+    return None
 
 
 def earliest_known(root: str) -> str | None:
