@@ -158,13 +158,13 @@ class GitPast:
         """Write every file of ``tree`` under ``dest``."""
         entries = list(self.blobs(tree))
         data = self.contents(sorted({blob for _, blob in entries}))
-        os.makedirs(dest)
+        lost = next(((path, blob) for path, blob in entries if blob not in data), None)
+        if lost is not None:
+            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
+        for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
+            os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
         for path, blob in entries:
-            if blob not in data:
-                raise StoreUnavailable(self.repo.top, f"git has no object {blob} ({path}): the history is damaged")
-            target = os.path.join(dest, *path.split("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
+            with open(os.path.join(dest, *path.split("/")), "wb") as f:
                 f.write(data[blob])
 
 
