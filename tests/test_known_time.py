@@ -378,3 +378,17 @@ def test_check_finds_and_removes_past_files_that_differ_from_git(tmp_path: Path)
         titles = {store.at(when).record("adr-1")["record"]["title"] for when in ("2026-01-31", "2026-02-28")}
         assert titles == {"Use SQLite"}  # written again from Git
         assert store.check()["ok"]
+
+
+def test_threads_asking_one_instant_at_once_share_one_past(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    b = build_history(tmp_path / "repo")
+    with b.open() as store:
+        with ThreadPoolExecutor(4) as pool:
+            views = list(pool.map(lambda _: store.at("2026-02-28"), range(8)))
+        assert len({id(view.engine) for view in views}) == 1
+        with ThreadPoolExecutor(4) as pool:
+            totals = list(pool.map(lambda view: view.stats()["total"], views))
+        assert totals == [4] * 8
+        assert len(list((b.root / ".knowtk" / "past").iterdir())) == 1
