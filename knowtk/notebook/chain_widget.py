@@ -147,8 +147,9 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
-        editable = rid and past is None  # the past is read only: no actions on it
-        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if editable else []
+        self.actions.children = []
+        if rid is not None and past is None:  # the past is read only: no actions on it
+            self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)]
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
