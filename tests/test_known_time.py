@@ -392,3 +392,12 @@ def test_threads_asking_one_instant_at_once_share_one_past(tmp_path: Path) -> No
             totals = list(pool.map(lambda view: view.stats()["total"], views))
         assert totals == [4] * 8
         assert len(list((b.root / ".knowtk" / "past").iterdir())) == 1
+
+
+@pytest.mark.parametrize("command", [["mcp"], ["serve"], ["serve", "--status"]])
+def test_the_servers_hold_the_present_store_and_refuse_at(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    b = build_history(tmp_path / "repo")
+    assert main(["--store", str(b.root), "--at", "2026-01-31", *command]) == 2
+    assert capsys.readouterr().err.startswith("knowtk: --at: ")
