@@ -8,7 +8,9 @@ store alike share it), from which a read-only store is opened. Git is read throu
 and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
 
 A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
-one; once in place it is only read.
+one; once in place its files are only read (the past store's index lives beside them, in ``.state``).
+``check_past`` compares the kept folders with their trees (``knowtk check``); ``commits_touching`` lists the
+commits between two that changed each file (``knowledge_changes``).
 """
 
 from __future__ import annotations
