@@ -270,6 +270,10 @@ def test_mcp_takes_known_at_on_the_read_tools(tmp_path: Path) -> None:
             assert early.is_error and early.content[0].text.startswith("no_known_past: ")
             now = await client.call_tool("knowledge_stats", {})
             assert now.structured_content["total"] == 7 and "knownAt" not in now.structured_content
+            unset = await client.call_tool("knowledge_stats", {"knownAt": None})  # null: the store as it is
+            assert unset.structured_content == now.structured_content
+            changes = await client.call_tool("knowledge_changes", {"since": "2026-01-31", "knownAt": "2026-02-28"})
+            assert changes.is_error and "knownAt" in changes.content[0].text  # it compares two instants of its own
 
     anyio.run(scenario)
 

@@ -102,11 +102,11 @@ def listed_input_schema(tool: str) -> dict[str, Any]:
 
 def _call(target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The tool's answer, from the store as its files stood at ``knownAt`` when it is given."""
-    when = arguments.get(KNOWN_AT)
-    if when is None or TOOLS.lookup(name).writes or name in AT_TWO_INSTANTS:  # none in its schema: refused
+    if TOOLS.lookup(name).writes or name in AT_TWO_INSTANTS:  # no knownAt in its schema: Store.call refuses one
         return target.call(name, arguments)
+    when = arguments.get(KNOWN_AT)
     rest = {k: v for k, v in arguments.items() if k != KNOWN_AT}
-    return target.store.at(when, argument=KNOWN_AT).call(name, rest)
+    return target.call(name, rest) if when is None else target.store.at(when, argument=KNOWN_AT).call(name, rest)
 
 
 GUIDE_RESOURCE = types.Resource(
