@@ -105,8 +105,8 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
-        self.past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
-        self.past_lock = threading.Lock()
+        self._past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
+        self._past_lock = threading.Lock()
         self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
         try:
             with self.engine.lock:
@@ -170,10 +170,10 @@ class Store:
 
         report = self.engine.check()
         if os.path.isdir(os.path.join(os.path.dirname(self.state_path), PAST_DIR)):
-            with self.past_lock:  # the views read the folders checked: closed first, opened again when asked
-                for engine, _ in self.past.values():
+            with self._past_lock:  # the views read the folders checked: closed first, opened again when asked
+                for engine, _ in self._past.values():
                     engine.close()
-                self.past.clear()
+                self._past.clear()
                 found, repaired = check_past(self.root, os.path.dirname(self.state_path))
             report["found"] += found
             report["repaired"] += repaired
@@ -193,10 +193,10 @@ class Store:
 
     def close(self) -> None:
         """Close the store, and the views of its past that ``at`` opened."""
-        with self.past_lock:
-            for engine, _ in self.past.values():
+        with self._past_lock:
+            for engine, _ in self._past.values():
                 engine.close()
-            self.past.clear()
+            self._past.clear()
         self.engine.close()
 
     # -- known time: the store as its files stood at an instant ----------------------------------
@@ -214,12 +214,12 @@ class Store:
         from knowtk.write.past import open_past, past_files  # imported when used: a query never reads Git
 
         files = past_files(self.root, os.path.dirname(self.state_path), parse_instant(argument, when))
-        with self.past_lock:
+        with self._past_lock:
             self.engine.ensure_open()
-            opened = self.past.get(files.tree)
+            opened = self._past.get(files.tree)
             if opened is None or opened[0].closed:
                 engine = open_past(self.engine, files)
-                opened = self.past[files.tree] = (engine, EvidenceVerifier(engine.root))
+                opened = self._past[files.tree] = (engine, EvidenceVerifier(engine.root))
         return PastStore(self, opened[0], opened[1], files)
 
     def __enter__(self) -> Store:
@@ -495,6 +495,10 @@ class PastStore(Store):
 
     def close(self) -> None:
         """Nothing: the view is closed with the store it came from."""
+
+    def check(self) -> dict[str, Any]:
+        """The view's own state checked and repaired (the present store's ``check`` checks its files)."""
+        return self.engine.check()
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         raise self.refuse("accept_safeguard_loss")
