@@ -17,6 +17,8 @@
      ├── PublicationConflict       a write found the file other than the caller read it: ``.path``,
      │                             ``.expected``, ``.actual`` (the two SHA-256); nothing was written
      ├── IdentityConflict          ``create`` of an id that a file of the store already claims: ``.id``, ``.path``
+     ├── NoKnownPast               ``store.at(when)`` before any past knowtk can answer: ``.instant``, ``.earliest``
+     ├── PastIsReadOnly            a write asked of ``store.at(when)``, a view of the past
      └── GoldSetError              (also ValueError; ``knowtk.lab.goldset``) a gold set that cannot be
                                    used as written: ``.path``, ``.line``, ``.case``, ``.field``
 
@@ -37,6 +39,8 @@ __all__ = [
     "InvalidArgument",
     "KnowtkError",
     "MissingDependency",
+    "NoKnownPast",
+    "PastIsReadOnly",
     "PublicationConflict",
     "RecordNotFound",
     "SafeguardLoss",
@@ -176,6 +180,25 @@ class IdentityConflict(KnowtkError):
         self.id = id
         self.path = path
         super().__init__(message or f"{id!r} already exists ({path}); use update, or choose another id")
+
+
+class NoKnownPast(KnowtkError):
+    """No past reaches back to the instant asked: ``.earliest`` is the earliest instant that can be answered
+    (None when there is none: the store lies in no Git work tree, or its history holds no commit of it)."""
+
+    code = "no_known_past"
+
+    def __init__(self, instant: str, earliest: str | None, message: str | None = None) -> None:
+        self.instant = instant
+        self.earliest = earliest
+        reach = f"the earliest instant known is {earliest}" if earliest else "no instant of its past is known"
+        super().__init__(f"{instant}: {message or 'the store is not known that far back'}; {reach}")
+
+
+class PastIsReadOnly(KnowtkError):
+    """A write (or a history of writes) asked of a view of the store in the past: only the present store writes."""
+
+    code = "past_is_read_only"
 
 
 def _describe(allowed: Any) -> str:

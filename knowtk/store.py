@@ -16,12 +16,18 @@ lock, inside one transaction of its state (docs/reliability.md).
 from __future__ import annotations
 
 import os
+import re
+import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
+from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound
+from knowtk.model.datevalues import format_utc, parse_instant
 from knowtk.query import TOOLS
-from knowtk.query.args import spelled_for, validate
+from knowtk.query.args import BOUND_PATTERN, spelled_for, validate
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.results import Result
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
@@ -30,12 +36,16 @@ from knowtk.write import journal
 
 if TYPE_CHECKING:
     from knowtk.snapshot.model import Snapshot
+    from knowtk.write.past import PastFiles
 
 # The write code, explain, diff, crash recovery and the tools' Python methods are imported where they are used:
 # a query process imports the journal alone (to mark receipts indexed and to see whether a mutation is
 # unfinished), and a command line never builds a method (inspect costs every process that imports it).
 
-__all__ = ["Store", "open_store"]
+__all__ = ["PastStore", "Store", "open_store"]
+
+PERIOD_ENDS = {"D": "D", "W": "W-SUN", "M": "ME", "Q": "QE", "Y": "YE"}  # lifecycle_over_time's steps (pandas)
+MAX_STEPS = 1000  # steps of lifecycle_over_time at most: each may be a past store read whole
 
 
 def open_store(
@@ -95,6 +105,8 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
+        self._past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
+        self._past_lock = threading.Lock()
         self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
         try:
             with self.engine.lock:
@@ -150,9 +162,23 @@ class Store:
         FTS5 ``integrity-check`` and rows, temporal tables, embeddings) and rebuild what is wrong.
 
         Returns ``{"ok": bool, "state": path, "integrity": [lines], "found": [...], "repaired": [...],
-        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong.
+        "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong. The past files ``at`` kept are
+        compared with Git's trees too; a folder that differs is removed (written again when asked), and the views
+        of the past open until then are closed.
         """
-        return self.engine.check()
+        from knowtk.write.past import PAST_DIR, check_past  # imported when used: a query never reads Git
+
+        report = self.engine.check()
+        if os.path.isdir(os.path.join(os.path.dirname(self.state_path), PAST_DIR)):
+            with self._past_lock:  # the views read the folders checked: closed first, opened again when asked
+                for engine, _ in self._past.values():
+                    engine.close()
+                self._past.clear()
+                found, repaired = check_past(self.root, os.path.dirname(self.state_path))
+            report["found"] += found
+            report["repaired"] += repaired
+            report["ok"] = report["ok"] and not found
+        return report
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
@@ -166,7 +192,35 @@ class Store:
             return self.engine.safeguards.accept_loss()
 
     def close(self) -> None:
+        """Close the store, and the views of its past that ``at`` opened."""
+        with self._past_lock:
+            for engine, _ in self._past.values():
+                engine.close()
+            self._past.clear()
         self.engine.close()
+
+    # -- known time: the store as its files stood at an instant ----------------------------------
+    def at(self, when: str, *, argument: str = "when") -> PastStore:
+        """The store as its files stood at ``when`` (a timestamp with seconds and an explicit offset, or a date:
+        the end of that UTC day), read-only: every read tool, method, frame and widget works on it, and each
+        answer carries ``knownAt`` (the instant and the commit it stands on). A write raises ``PastIsReadOnly``.
+
+        The past comes from Git, when the store lies in a Git work tree: its folder in the last commit of HEAD's
+        first-parent line committed at or before ``when`` (docs/time.md). ``NoKnownPast`` (naming the earliest
+        instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no date, or
+        still to come. The past files are kept in the state folder (``past/``); the view stays open until this
+        store closes.
+        """
+        from knowtk.write.past import open_past, past_files  # imported when used: a query never reads Git
+
+        files = past_files(self.root, os.path.dirname(self.state_path), parse_instant(argument, when))
+        with self._past_lock:
+            self.engine.ensure_open()
+            opened = self._past.get(files.tree)
+            if opened is None or opened[0].closed:
+                engine = open_past(self.engine, files)
+                opened = self._past[files.tree] = (engine, EvidenceVerifier(engine.root))
+        return PastStore(self, opened[0], opened[1], files)
 
     def __enter__(self) -> Store:
         return self
@@ -337,8 +391,125 @@ class Store:
         return Result("knowledge_mutation", answer, args)
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
-        """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id);
-        by default from the oldest version a receipt saw to the file now."""
+        """A unified diff of record ``id`` between two kept versions (SHA-256, a prefix, or a receipt id, or an
+        instant: the file as it stood then, as ``at`` reads it); by default from the oldest version a receipt saw
+        to the file now."""
+        if any(isinstance(ref, str) and re.fullmatch(BOUND_PATTERN, ref) for ref in (a, b)):
+            return self.diff_at(id, a, b)
         from knowtk.write.history import diff
 
         return diff(self.engine, id, a, b)
+
+    def lifecycle_over_time(self, freq: str = "M", *, since: str | None = None, until: str | None = None) -> Any:
+        """Active, superseded and withdrawn records at the end of each day, week, month, quarter or year
+        (``freq``: D, W, M, Q, Y) from ``since`` (default: the earliest instant known) to ``until`` (default:
+        now), as the store's files stood then (``at``): a DataFrame with ``at`` (UTC), the three counts,
+        ``total`` and ``commit``. ``knowtk.notebook.plot_lifecycle_over_time`` draws it on a date axis.
+        Each distinct past is read once (kept in the state folder); a long history costs one build per commit
+        asked."""
+        import pandas as pd  # imported when used: the command line never needs it
+
+        from knowtk.write.past import earliest_known
+
+        if freq not in PERIOD_ENDS:
+            raise InvalidArgument("freq", f"{freq!r} is no step", allowed=list(PERIOD_ENDS), value=freq)
+        start = parse_instant("since", since if since is not None else earliest_known(self.root) or "0001-01-01")
+        end = parse_instant("until", until) if until is not None else datetime.now(UTC)
+        if start > end:
+            raise InvalidArgument("since", "lies after until", allowed="an instant at or before until", value=since)
+        ends = pd.date_range(start.date(), end.date(), freq=PERIOD_ENDS[freq])
+        if len(ends) > MAX_STEPS:
+            raise InvalidArgument("freq", f"makes {len(ends)} steps", allowed=f"at most {MAX_STEPS}", value=freq)
+        asked = [format_utc(start), *(d.date().isoformat() for d in ends if start.date() <= d.date() < end.date())]
+        rows = [self.lifecycle_counts(when) for when in [*asked, format_utc(end)]]
+        frame = pd.DataFrame(rows, columns=["at", "active", "superseded", "withdrawn", "total", "commit"])
+        frame["at"] = pd.to_datetime(frame["at"], utc=True, format="ISO8601")
+        return frame
+
+    def lifecycle_counts(self, when: str) -> dict[str, Any]:
+        """The store at ``when``: ``{at, active, superseded, withdrawn, total, commit}``."""
+        past = self.at(when)
+        snap = past.snapshot()
+        counts = Counter(snap.lifecycle.get(rid, record.status) for rid, record in snap.records.items())
+        lifecycles = {name: counts.get(name, 0) for name in ("active", "superseded", "withdrawn")}
+        return {
+            "at": past.known_at["instant"],
+            **lifecycles,
+            "total": len(snap.records),
+            "commit": past.files.commit.sha,
+        }
+
+    def diff_at(self, id: str, a: str | None, b: str | None) -> str:
+        """A unified diff of record ``id`` between the store at instant ``a`` and at ``b`` (None: now), each side
+        the record's file as it stood then (nothing where the record was not)."""
+        import difflib  # imported when used: a query process never diffs (tests/test_lean_process.py)
+
+        sides = []
+        for name, when in (("a", a), ("b", b)):
+            store = self if when is None else self.at(when, argument=name)
+            record = store.snapshot().records.get(id)
+            stamp = store.known_at["instant"] if isinstance(store, PastStore) else "now"
+            if record is None:
+                sides.append((f"{id} ({stamp}: no such record)", ""))
+                continue
+            with open(os.path.join(store.root, *record.path.split("/")), "rb") as f:
+                sides.append((f"{record.path} ({stamp})", f.read().decode("utf-8", "replace")))
+        if not sides[0][1] and not sides[1][1]:
+            raise RecordNotFound(id, f"{id!r} is a record at neither instant")
+        (old_name, old), (new_name, new) = sides
+        return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), old_name, new_name))
+
+
+class PastStore(Store):
+    """The store as its files stood at an instant (``Store.at``): it reads as any store, and writes nothing.
+
+    Every answer carries ``knownAt``: ``{instant, source, commit, committedAt}``. It shares its engine with the
+    other views of the same past files and is closed with the store it came from (``close`` does nothing).
+    """
+
+    def __init__(self, present: Store, engine: Engine, verifier: EvidenceVerifier, files: PastFiles) -> None:
+        # no Store.__init__: the engine is open already, and a past state has no receipts to recover
+        self.present = present
+        self.engine = engine
+        self.verifier = verifier
+        self.files = files
+        self.known_at = files.known_at()
+
+    def __repr__(self) -> str:
+        return f"<Store {self.present.root!r} at {self.known_at['instant']} (commit {self.files.commit.sha[:12]})>"
+
+    def refuse(self, what: str) -> PastIsReadOnly:
+        return PastIsReadOnly(
+            f"{what}: this is the store as it stood at {self.known_at['instant']} (commit "
+            f"{self.files.commit.sha[:12]}), a view of the past that nothing writes; ask the present store"
+        )
+
+    def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:
+        spec = TOOLS.lookup(tool)
+        if spec.writes:
+            raise self.refuse(spec.name)
+        result = super()._run(tool, args, python=python)
+        return Result(result.tool, {**result.to_dict(), "knownAt": self.known_at}, result.args)
+
+    def at(self, when: str, *, argument: str = "when") -> PastStore:
+        return self.present.at(when, argument=argument)
+
+    def close(self) -> None:
+        """Nothing: the view is closed with the store it came from."""
+
+    def check(self) -> dict[str, Any]:
+        """The view's own state checked and repaired (the present store's ``check`` checks its files)."""
+        return self.engine.check()
+
+    def accept_safeguard_loss(self) -> dict[str, Any]:
+        raise self.refuse("accept_safeguard_loss")
+
+    def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
+        raise self.refuse(operation)
+
+    def adopt(self, **args: Any) -> Result:
+        raise self.refuse("adopt")
+
+    def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
+        """The present store's ``diff``: kept versions and instants are the store's, not of one instant."""
+        return self.present.diff(id, a, b)

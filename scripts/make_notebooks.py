@@ -1036,6 +1036,137 @@ ADR_FOLDER: list[Cell] = [
     """),
 ]
 
+IN_TIME: list[Cell] = [
+    md("""
+    # 09 · The store in time
+
+    "What did the store say on 1 March?" is known time: the store as its files stood at an instant.
+    When the store lies in a Git work tree, `store.at(when)` reads its folder in the commit in force then,
+    straight from Git's objects (nothing is checked out; the work tree, the index and HEAD stay as they
+    are), and answers every read tool, method, frame and plot from it (docs/time.md). This notebook builds a
+    small ADR repository with commits at set dates, then asks it at several instants.
+    """),
+    code("""
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import yaml
+
+    import knowtk
+    from knowtk.notebook import plot_chains, plot_lifecycle_over_time
+    from knowtk.query.chains import chain_edges
+
+    pd.set_option("display.max_colwidth", 60)
+    top = Path(tempfile.mkdtemp(prefix="knowtk-time-")) / "service"
+    adr = top / "docs" / "adr"
+    adr.mkdir(parents=True)
+
+
+    def git(*args, date=None):
+        env = {**os.environ, "GIT_AUTHOR_DATE": date or "", "GIT_COMMITTER_DATE": date or ""}
+        who = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
+        done = subprocess.run(["git", "-C", str(top), *who, *args], capture_output=True, text=True, env=env, check=True)
+        return done.stdout.strip()
+
+
+    def decide(number, title, body="", **fields):
+        meta = {"id": f"adr-{number}", "kind": "claim", "type": "decision", "title": title, **fields}
+        text = "---\\n" + yaml.safe_dump(meta, sort_keys=False) + "---\\n" + body + "\\n"
+        (adr / f"{number:04d}.md").write_text(text, encoding="utf-8")
+
+
+    def commit(message, date):
+        git("add", "-A")
+        git("commit", "-qm", message, date=date)
+
+
+    git("init", "-q", "-b", "main")
+    (top / ".gitignore").write_text(".knowtk/\\n")
+    decide(1, "Store orders in SQLite", "One file, no server.")
+    decide(2, "Expose a REST API", "JSON over HTTP for every client.")
+    decide(3, "Log to local files", "Rotated daily.")
+    commit("Release 1.0", "2025-01-15T10:00:00Z")
+    decide(1, "Store orders in SQLite", "One file, no server.", status="superseded", superseded_by="adr-4")
+    decide(4, "Store orders in Postgres", "Several writers now.", supersedes=["adr-1"])
+    commit("Move to Postgres", "2025-03-10T14:00:00Z")
+    decide(3, "Log to local files", "Rotated daily.", status="superseded", superseded_by="adr-5")
+    decide(5, "Ship logs to Loki", "One place to search.", supersedes=["adr-3"])
+    decide(2, "Expose a REST API to partners", "JSON over HTTP for partners only.")
+    commit("Release 2.0", "2025-05-20T09:00:00Z")
+    decide(2, "Expose a REST API to partners", "", status="withdrawn", withdrawn_reason="gRPC everywhere")
+    decide(6, "Use gRPC between services", "Typed contracts.")
+    commit("Drop REST", "2025-08-01T16:00:00Z")
+    decide(4, "Store orders in Postgres", "Several writers now.", status="superseded", superseded_by="adr-7",
+           supersedes=["adr-1"])
+    decide(7, "Postgres 16 with logical replication", "Read replicas per region.", supersedes=["adr-4"])
+    commit("Release 3.0", "2025-10-05T11:00:00Z")
+    print(git("log", "--format=%cs  %s"))
+    """),
+    md("""
+    ## The store now, and as it stood
+
+    `store.at(when)` takes a date (the end of that UTC day) or a timestamp with an offset. Every answer
+    from the past carries `knownAt`: the instant and the commit it stands on.
+    """),
+    code("""
+    head_before, status_before = git("rev-parse", "HEAD"), git("status", "--porcelain")
+    store = knowtk.open_store(adr)
+    march = store.at("2025-03-31")
+    print(march)
+    print(march.stats()["knownAt"])
+    march.records(lifecycle="all").to_frame()[["id", "title", "lifecycle"]]
+    """),
+    md("""
+    ## One chain at three instants
+
+    The storage decision was SQLite, then Postgres, then Postgres 16: the chain view of the store at
+    each release.
+    """),
+    code("""
+    fig, axes = plt.subplots(3, 1, figsize=(9.5, 7.5), layout="constrained")  # one instant under the other
+    for ax, when in zip(axes, ["2025-03-31", "2025-06-01", "2025-12-01"], strict=True):
+        plot_chains(chain_edges(store.at(when)), ax=ax, title=f"as the files stood on {when}")
+    """),
+    md("""
+    ## Lifecycle counts over time
+
+    `store.lifecycle_over_time("M")`: active, superseded and withdrawn records at each month's end, as the
+    files stood then (each distinct commit is read once).
+    """),
+    code("""
+    counts = store.lifecycle_over_time("M", until="2025-12-31")
+    counts[["at", "active", "superseded", "withdrawn", "total"]].tail(4)
+    """),
+    code("""
+    plot_lifecycle_over_time(counts);
+    """),
+    md("""
+    ## What changed between two releases
+
+    `store.changes(since, until=...)` (`knowledge_changes`): one row per record added, removed or changed,
+    the frontmatter fields that changed, the lifecycle before and after, and the commits that made it.
+    """),
+    code("""
+    store.changes("2025-01-15", until="2025-05-20").to_frame()
+    """),
+    code("""
+    print(store.diff("adr-2", "2025-01-15", "2025-08-01"))
+    """),
+    md("""
+    ## Git untouched
+
+    Nothing was checked out: HEAD, the index and the work tree are as they were.
+    """),
+    code("""
+    print("HEAD unchanged:", git("rev-parse", "HEAD") == head_before)
+    print("work tree and index unchanged:", git("status", "--porcelain") == status_before)
+    """),
+]
+
 BOOKS: dict[str, list[Cell]] = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_supersession_review.ipynb": SUPERSESSION,
@@ -1044,6 +1175,7 @@ BOOKS: dict[str, list[Cell]] = {
     "06_query_lab.ipynb": QUERY_LAB,
     "07_review_and_fix.ipynb": REVIEW,
     "08_adr_folder.ipynb": ADR_FOLDER,
+    "09_the_store_in_time.ipynb": IN_TIME,
 }
 
 

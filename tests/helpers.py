@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,17 @@ def copy_demo(out: Path) -> Path:
     """A copy of the bundled demo store at ``out``, without any knowtk state a run in place left in it."""
     shutil.copytree(DEMO, out, ignore=shutil.ignore_patterns(".knowtk"))
     return out
+
+
+def commit_all(root: Path, date: str = "2026-01-01T00:00:00Z") -> Path:
+    """``root`` made a Git repository with one commit of everything in it, dated ``date``: a store with a past
+    (``Store.at``, ``knowledge_changes``)."""
+    env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    who = ["-c", "user.name=knowtk tests", "-c", "user.email=tests@example.org"]
+    subprocess.run(["git", "-C", str(root), *who, "commit", "-qm", "a past", "--no-verify"], check=True, env=env)
+    return root
 
 
 def sha256_hex(data: bytes) -> str:

@@ -91,6 +91,7 @@ GREP_MODULES = {
     "knowtk.query.registry",
     "knowtk.query.schema",
     "knowtk.query.tools",
+    "knowtk.query.tools.changes",
     "knowtk.query.tools.chronicle_day",
     "knowtk.query.tools.chronicle_last_seen",
     "knowtk.query.tools.chronicle_since",

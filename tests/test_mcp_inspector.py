@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from knowtk.query import TOOLS
-from tests.helpers import REPO, VALID_CALLS, copy_demo, inspector_bin
+from tests.helpers import REPO, VALID_CALLS, commit_all, copy_demo, inspector_bin
 
 VALID = VALID_CALLS
 # one refused argument per tool: (arguments, the argument named, a word of the allowed values)
@@ -51,7 +51,7 @@ def inspector() -> Path:
 def inspector_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One copy of the demo for the module (each Inspector run costs a node process), in a folder of its own:
     the Inspector keeps its files under HOME, the copy's parent."""
-    return copy_demo(tmp_path_factory.mktemp("inspector") / "demo")
+    return commit_all(copy_demo(tmp_path_factory.mktemp("inspector") / "demo"))  # with a past: knowledge_changes
 
 
 def _inspect(bin_dir: Path, store: Path, *options: str) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,6 @@ from knowtk.cli import COMMANDS, main, parser
 from knowtk.query import TOOLS, Tool, register_tool
 from knowtk.query.args import Param, text
 from knowtk.query.inventory import one_record
-from knowtk.query.schema import input_schema
 from tests.helpers import required_in_ci
 
 try:
@@ -28,7 +27,7 @@ except ImportError as exc:  # CI installs every extra: there this fails rather t
     required_in_ci(f"the MCP SDK is not installed ({exc})")
     raise
 
-from knowtk.mcp.server import build_server, listed_tools
+from knowtk.mcp.server import AT_TWO_INSTANTS, build_server, listed_input_schema, listed_tools
 from knowtk.workspace import open_target
 
 
@@ -43,7 +42,8 @@ def test_every_registered_tool_is_on_every_surface() -> None:
     listed = {t.name: t for t in listed_tools(allow_writes=True)}
     assert set(listed) == set(TOOLS)
     for name, tool in TOOLS.items():
-        assert listed[name].input_schema["properties"].keys() == {p.name for p in tool.params}
+        known_at = set() if tool.writes or name in AT_TWO_INSTANTS else {"knownAt"}  # a read may ask the past
+        assert listed[name].input_schema["properties"].keys() == {p.name for p in tool.params} | known_at
 
 
 def _history(engine: Any, args: dict[str, Any], verifier: Any) -> dict[str, Any]:
@@ -96,7 +96,8 @@ def test_a_tool_registered_later_appears_on_python_cli_and_mcp(
         async with Client(build_server(open_target(demo_copy))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert tools["knowledge_revision"].description == HISTORY.summary
-            assert tools["knowledge_revision"].input_schema == input_schema("knowledge_revision")
+            assert tools["knowledge_revision"].input_schema == listed_input_schema("knowledge_revision")
+            assert tools["knowledge_revision"].input_schema["properties"].keys() == {"id", "knownAt"}
             assert tools["knowledge_revision"].input_schema["required"] == ["id"]
             res = await client.call_tool("knowledge_revision", {"id": "dec-2026-021"})
             assert not res.is_error and res.structured_content == mine

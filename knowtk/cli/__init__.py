@@ -58,7 +58,7 @@ from knowtk.query import TOOLS
 
 __all__ = ["COMMANDS", "Command", "answer", "command", "main", "message", "parser", "register", "store_of"]
 
-_VALUED = ("--store", "--state-dir", "--profile")  # the options before a subcommand that take a value
+_VALUED = ("--store", "--state-dir", "--profile", "--at")  # the options before a subcommand that take a value
 _LOADED: set[str] = set()  # plug-ins whose commands are registered
 _CORE = frozenset(COMMANDS)  # the core's own subcommands (knowtk.cli.commands), before any tool or plug-in
 
@@ -170,6 +170,9 @@ def answer(cmd: Command, options: argparse.Namespace) -> int:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:
         print(cmd.table(answer))
+        known = answer.get("knownAt")
+        if isinstance(known, dict):  # --at: what the answer stands on
+            print(f"known at {known['instant']}: commit {known['commit'][:12]} of {known['committedAt']}")
     sys.stdout.flush()
     index = answer.get("index")
     if isinstance(index, dict) and index.get("state") == "unavailable":

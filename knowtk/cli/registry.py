@@ -84,7 +84,7 @@ def command(
 
 
 def common_options(*, top: bool) -> argparse.ArgumentParser:
-    """--store, --state-dir and --json; at the top with defaults, after a subcommand only when given."""
+    """--store, --state-dir, --profile, --at, --json; at the top with defaults, after a subcommand only when given."""
     p = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
     default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
@@ -93,6 +93,12 @@ def common_options(*, top: bool) -> argparse.ArgumentParser:
         "--profile",
         default=default(None),
         help="read Markdown written for another tool: plain, adr, obsidian (default: knowtk.yaml's, else knowtk)",
+    )
+    p.add_argument(
+        "--at",
+        default=default(None),
+        metavar="WHEN",
+        help="ask the store as its files stood at WHEN (a date, or a timestamp with an offset; docs/time.md)",
     )
     p.add_argument(
         "--json", action="store_true", default=default(False), help="print the contract's JSON instead of a table"
@@ -104,6 +110,14 @@ def store_of(options: argparse.Namespace, *, one_query: bool = False) -> Store:
     """The store of the command line; ``one_query``: the process asks one read-only query and exits, so its
     store walks the files (``StatWalk``) rather than watching them: the first query walks either way, and
     the watches (an inotify instance, one per folder: ~20 ms at 100k records) would never be read."""
+    store = _present_store(options, one_query=one_query)
+    when = getattr(options, "at", None)
+    if when is None:
+        return store
+    return store.at(when, argument="--at")  # the store as its files stood then
+
+
+def _present_store(options: argparse.Namespace, *, one_query: bool) -> Store:
     held = getattr(options, "held_store", None)  # the store a ``knowtk serve`` server holds open (serve_request)
     if held is not None:
         return held

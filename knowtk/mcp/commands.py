@@ -54,6 +54,8 @@ def add_mcp_options(p: argparse.ArgumentParser) -> None:
 
 def run_mcp(options: argparse.Namespace) -> int:
     """Serve until the client closes the connection (or, over HTTP, until stopped); 1 without the MCP SDK."""
+    if getattr(options, "at", None) is not None:  # the server holds the present store; each call may ask the past
+        raise InvalidArgument("--at", "the MCP server answers the store as it is", allowed="each tool's knownAt")
     links = parse_links(options.link)
     bind = None if options.http is None else parse_bind(options.http)
     token = read_token(options.token_file) if bind is not None else None

@@ -42,6 +42,10 @@ def agents_guide() -> str:
         "Records are resources too: read `knowtk://record/{id}` for one record whole (the answer of "
         "knowledge_record). A refused call is a tool error whose text names the argument and its allowed "
         'values; `_meta["knowtk/error"]` holds the same as data.',
+        "",
+        "Every read tool also takes `knownAt`: a date (its end, UTC) or a timestamp with seconds and an offset. "
+        "It answers from the store as its files stood then (a store in Git: the commit in force), and the answer "
+        "carries `knownAt` {instant, source, commit, committedAt}.",
     ]
     for tool, spec in TOOLS.reads().items():
         guide = spec.guide or spec.agent_description

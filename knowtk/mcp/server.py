@@ -41,7 +41,17 @@ from knowtk.query import TOOLS, Tool
 from knowtk.query.schema import input_schema
 from knowtk.workspace import Target, open_target
 
-__all__ = ["ERROR_META", "RECORD_URI", "build_server", "listed_tools", "read_resource", "refusal", "serve"]
+__all__ = [
+    "ERROR_META",
+    "KNOWN_AT",
+    "RECORD_URI",
+    "build_server",
+    "listed_input_schema",
+    "listed_tools",
+    "read_resource",
+    "refusal",
+    "serve",
+]
 
 CONCURRENT_CALLS = 8  # calls answered at once (worker threads); more wait their turn
 RECORD_URI = "knowtk://record/"
@@ -69,13 +79,34 @@ def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[typ
         types.Tool(
             name=tool.name,
             description=tool_description(tool.name),
-            input_schema=input_schema(tool.name),
+            input_schema=listed_input_schema(tool.name),
             output_schema=output_schema(tool.name, complete=complete and not tool.writes),
             annotations=_annotations(tool),
         )
         for tool in tools
         if allow_writes or not tool.writes
     ]
+
+
+KNOWN_AT = "knownAt"  # every read tool's argument: answer from the store as its files stood then (docs/time.md)
+AT_TWO_INSTANTS = frozenset({"knowledge_changes"})  # compares two instants of its own: no knownAt
+
+
+def listed_input_schema(tool: str) -> dict[str, Any]:
+    """The tool's ``inputSchema`` as listed: its arguments, and ``knownAt`` for a tool that only reads."""
+    schema = input_schema(tool)
+    if not TOOLS[tool].writes and tool not in AT_TWO_INSTANTS:
+        schema["properties"][KNOWN_AT] = {"type": "string"}  # the listing's budget: the agents guide says more
+    return schema
+
+
+def _call(target: Target, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool's answer, from the store as its files stood at ``knownAt`` when it is given."""
+    if TOOLS.lookup(name).writes or name in AT_TWO_INSTANTS:  # no knownAt in its schema: Store.call refuses one
+        return target.call(name, arguments)
+    when = arguments.get(KNOWN_AT)
+    rest = {k: v for k, v in arguments.items() if k != KNOWN_AT}
+    return target.call(name, rest) if when is None else target.store.at(when, argument=KNOWN_AT).call(name, rest)
 
 
 GUIDE_RESOURCE = types.Resource(
@@ -145,12 +176,14 @@ def build_server(target: Target, *, complete: bool = False, allow_writes: bool =
         try:
             if name not in names:  # a write tool the server does not offer is refused, never run
                 raise InvalidArgument("tool", f"{name!r} is not offered by this server", allowed=sorted(names))
-            data = target.call(name, arguments or {})
+            data = _call(target, name, arguments or {})
         except Exception as exc:  # a refusal, or a failure of this one call: the server keeps answering
             if not isinstance(exc, KnowtkError):
                 log.exception("knowtk: %s failed", name)
             return refusal(exc)
         out = data if complete else compact(name, data)
+        if KNOWN_AT in data:  # what an answer from the past stands on, whatever the tool's view keeps
+            out = {**out, KNOWN_AT: data[KNOWN_AT]}
         return types.CallToolResult(content=_as_text(out), structured_content=out)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from knowtk.errors import InvalidArgument
 from knowtk.model.shapes import shape
 
-__all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "shown"]
+__all__ = ["LAST_INSTANT", "DateValue", "format_utc", "parse_bound", "parse_date_value", "parse_instant", "shown"]
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})")
@@ -115,6 +115,26 @@ def parse_bound(argument: str, value: object, *, upper: bool) -> datetime | None
     if parsed.date_only and upper:
         return parsed.end if parsed.end == LAST_INSTANT else parsed.end - timedelta(microseconds=1)
     return parsed.start
+
+
+def parse_instant(argument: str, value: object, *, now: datetime | None = None) -> datetime:
+    """A known-time instant: a timestamp with seconds and an explicit offset, or a date (the end of that UTC day;
+    today's date: now). InvalidArgument naming ``argument`` for anything else or for an instant still to come."""
+    instant = parse_bound(argument, value, upper=True)
+    if instant is None:
+        raise InvalidArgument(argument, "is required", allowed="YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SS with Z or ±HH:MM")
+    now = now or datetime.now(UTC)
+    if instant > now:
+        parsed = parse_date_value(value)
+        if parsed is None or not parsed.date_only or parsed.start > now:
+            raise InvalidArgument(
+                argument,
+                f"{shown(value)} lies in the future: the store's files are known up to now ({format_utc(now)})",
+                allowed="an instant at or before now",
+                value=value,
+            )
+        instant = now  # today's date: the day is not over, its end is now
+    return instant
 
 
 def shown(value: object, limit: int = 200) -> str:

@@ -11,13 +11,15 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from knowtk.errors import KnowtkError
 from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.base import text_control
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
 from knowtk.ui.front import Front
-from knowtk.ui.style import wrap
+from knowtk.ui.style import banner, escape, wrap
 
 __all__ = ["ALL_CHAINS", "ChainWidget", "readable_edges"]
 
@@ -45,6 +47,14 @@ def readable_edges(edges: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def _instant(text: str) -> pd.Timestamp:
+    """A known-time instant as a UTC timestamp: a date is the end of its UTC day (as ``store.at`` reads it)."""
+    stamp = pd.Timestamp(text)
+    if len(text) == 10:
+        return (stamp + pd.Timedelta(days=1, microseconds=-1)).tz_localize("UTC")
+    return stamp.tz_convert("UTC")
+
+
 def _png_size(png: bytes) -> tuple[int, int]:
     width, height = struct.unpack(">II", png[16:24])
     return width, height
@@ -55,28 +65,49 @@ class ChainWidget(Front):
 
     ``.edges`` is :func:`knowtk.query.chains.chain_edges` for the selection, ``.summary`` its
     :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
-    size and shown at its screen size: sharp, never stretched to the column).
+    size and shown at its screen size: sharp, never stretched to the column). The "known at" field (or
+    ``known_at=``: a date or a timestamp) draws the chains as the store's files stood then (``store.at``);
+    ``.error`` says why an instant was refused.
     """
 
-    def __init__(self, store: Store, id: str | None = None) -> None:
+    def __init__(self, store: Store, id: str | None = None, *, known_at: str | None = None) -> None:
         self.store = store
-        self.edges = chain_edges(store, id)  # raises RecordNotFound for an id the store does not know
+        self.error: str | None = None
+        self.edges = chain_edges(store.at(known_at) if known_at else store, id)  # RecordNotFound for an unknown id
         self.summary = chain_summary(self.edges)
         self.png = b""
         self._quiet = False
+        self.known_at = text_control("known at", "now, or YYYY-MM-DD", known_at or "", "260px")
         self.record = W.Dropdown(options=self._choices(id), value=id or ALL_CHAINS, description="chain of")
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
         self.image = W.Image(format="png")
         self.table = W.HTML()
         self.actions = W.VBox()  # Supersede by…, Withdraw, Reinstate, Edit fields for the selected record
-        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.actions, self.table])
+        self.note = W.HTML()
+        self.earlier_button = W.Button(description="◀ change", tooltip="the chain one change earlier")
+        self.later_button = W.Button(description="change ▶", tooltip="the chain one change later (then now)")
+        for button in (self.earlier_button, self.later_button):
+            button.layout = W.Layout(width="90px")
+        self.earlier_button.on_click(lambda _b: self.step(-1))
+        self.later_button.on_click(lambda _b: self.step(1))
+        controls = W.HBox([self.record, self.known_at, self.earlier_button, self.later_button, self.refresh_button])
+        super().__init__(children=[controls, self.note, self.image, self.actions, self.table])
         self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
+        self.known_at.observe(lambda _change: self.refresh(), "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
 
+    def viewed(self) -> Store:
+        """The store the widget draws: as its files stood at the "known at" instant, else as it is."""
+        when = self.known_at.value.strip()
+        return self.store.at(when, argument="known at") if when else self.store
+
     def _choices(self, keep: str | None) -> list[str]:
         """The menu: every record on a chain (and ``keep``, even when it is on none)."""
-        edges = chain_edges(self.store)
+        try:
+            edges = chain_edges(self.viewed())
+        except KnowtkError:  # a refused instant: draw() says why
+            edges = self.edges
         ids = set(edges["from_id"]) | set(edges["to_id"]) | ({keep} if keep and keep != ALL_CHAINS else set())
         return [ALL_CHAINS, *sorted(ids)]
 
@@ -97,9 +128,18 @@ class ChainWidget(Front):
     def draw(self) -> pd.DataFrame:
         """Read the selected chains from the current snapshot and draw them; returns the edges."""
         rid = None if self.record.value == ALL_CHAINS else self.record.value
-        self.edges = chain_edges(self.store, rid)
+        try:
+            store = self.viewed()
+            self.edges = chain_edges(store, rid)
+        except KnowtkError as exc:  # an instant refused, or a record the store did not hold then
+            self.error = str(exc)
+            self.note.value = wrap(banner("bad", "REFUSED", escape(exc)))
+            return self.edges
+        self.error, past = None, getattr(store, "known_at", None)
+        self.note.value = "" if past is None else wrap(f"as the files stood at {escape(past['instant'])}")
         self.summary = chain_summary(self.edges)
         title = f"Supersession chain of {rid}" if rid else f"Supersession chains of {self.store.name}"
+        title += "" if past is None else f" at {past['instant'][:10]}"
         ax = plot_chains(self.edges, title=title)
         fig = ax.get_figure(root=True)
         buffer = io.BytesIO()
@@ -107,7 +147,9 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
-        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
+        self.actions.children = []
+        if rid is not None and past is None:  # the past is read only: no actions on it
+            self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)]
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
@@ -132,6 +174,36 @@ class ChainWidget(Front):
         """The chain's revisions on a date axis (one lane per record); returns the Axes."""
         rid = None if self.record.value == ALL_CHAINS else self.record.value
         return plot_history(self.history(), title=f"Changes on the chain of {rid}" if rid else "Changes on the chains")
+
+    def steps(self) -> list[str]:
+        """The instants at which a file of a record on the selected chains (as they are now) changed: their Git
+        commits, oldest first."""
+        rid = None if self.record.value == ALL_CHAINS else self.record.value
+        try:
+            edges = chain_edges(self.store, rid)
+        except KnowtkError:  # a record the store no longer holds: the chains drawn
+            edges = self.edges
+        ids = sorted(set(edges["from_id"].dropna()) | set(edges["to_id"].dropna()))
+        stamps = {
+            entry["at"]
+            for rid in ids
+            for entry in self.store.history(rid, limit=1000)["receipts"]
+            if entry.get("source") == "git"
+        }
+        return sorted(stamps, key=_instant)
+
+    def step(self, by: int) -> str:
+        """Move "known at" to the next (``by`` 1) or the previous (-1) instant of ``steps``; past the last, to
+        now (an empty field). Returns the field's new value."""
+        steps, asked = self.steps(), self.known_at.value.strip()
+        now = _instant(asked) if asked else None
+        if by < 0:
+            earlier = [s for s in steps if now is None or _instant(s) < now]
+            self.known_at.value = earlier[-1] if earlier else asked
+        else:
+            later = [s for s in steps if now is not None and _instant(s) > now]
+            self.known_at.value = later[0] if later else ""
+        return self.known_at.value
 
     def html(self) -> str:
         picture = base64.b64encode(self.png).decode("ascii")

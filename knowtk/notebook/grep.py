@@ -227,11 +227,15 @@ class GrepWidget(Front):
     last two answers of the same query and arguments (None until a re-run). A refused argument
     replaces the answer: ``.error`` says why (so does the status line), ``.result`` is None and
     ``.frame`` empty; nothing is raised from a callback. Clicking a row (``.rows.select(id)``, or
-    setting ``.select.value``) shows that record and why it is there directly under the row.
+    setting ``.select.value``) shows that record and why it is there directly under the row. The "known at"
+    field (or ``known_at=``) asks the store as its files stood then (``store.at``); its rows have no actions.
     """
 
-    def __init__(self, store: Store, query: str = "", *, limit: int = 10, **grep_args: Any) -> None:
+    def __init__(
+        self, store: Store, query: str = "", *, limit: int = 10, known_at: str | None = None, **grep_args: Any
+    ) -> None:
         self.store = store
+        self.asked: Store = store  # the store the current answer came from: this one, or a view of its past
         self.result: Result | None = None
         self.explained: dict[str, Any] | None = None
         self.diff: dict[str, Any] | None = None
@@ -240,11 +244,12 @@ class GrepWidget(Front):
         self._answers: list[tuple[str, Result]] = []
         self._quiet = False
         self._build_query_controls(query, limit, grep_args)
+        self.known_at = text_control("known at", "now, or YYYY-MM-DD", known_at or "", "240px")
         self._build_answer_panes()
         super().__init__(
             children=[
                 W.HBox([self.query, self.search_button, self.rerun_button]),
-                W.HBox([self.mode, self.lifecycle]),
+                W.HBox([self.mode, self.lifecycle, self.known_at]),
                 W.HBox([self.kind, self.type, self.tag, self.scope]),
                 W.HBox([self.time_field, self.since, self.until, self.limit]),
                 self.status,
@@ -327,7 +332,7 @@ class GrepWidget(Front):
     def _wire(self) -> None:
         """A changed control searches again; the buttons page, re-run and search; the rows select."""
         controls = (self.query, self.mode, self.lifecycle, self.kind, self.type, self.tag, self.scope)
-        for control in (*controls, self.time_field, self.since, self.until, self.limit):
+        for control in (*controls, self.time_field, self.since, self.until, self.limit, self.known_at):
             control.observe(lambda _change: self.search(), "value")
         self.search_button.on_click(lambda _b: self.search())
         self.rerun_button.on_click(lambda _b: self.refresh())
@@ -368,7 +373,9 @@ class GrepWidget(Front):
             self._render()
             return None
         try:
-            result = self.store.grep(self.query.value, **self.args(), offset=offset)
+            when = self.known_at.value.strip()
+            self.asked = self.store.at(when, argument="known at") if when else self.store
+            result = self.asked.grep(self.query.value, **self.args(), offset=offset)
         except KnowtkError as exc:  # a refusal replaces the answer: no stale rows under a REFUSED banner
             self.result, self.error = None, str(exc)
             self._render()
@@ -399,7 +406,7 @@ class GrepWidget(Front):
             pane.value = wrap(banner("warn", "NO QUERY", "type words to search first: why is asked of a query"))
             return None
         try:
-            self.explained = self.store.explain(id, query=self.query.value, **self.args())
+            self.explained = self.asked.explain(id, query=self.query.value, **self.args())
         except KnowtkError as exc:
             self.explained = None
             pane.value = wrap(banner("bad", "UNKNOWN", escape(exc)))
@@ -436,7 +443,9 @@ class GrepWidget(Front):
                 banner("bad", "REFUSED", escape(self.error) + " — no answer is shown until the input is fixed.")
             )
         elif self.result is not None:
-            self.status.value = wrap(f"<p class='muted'>{escape(self.result.summary())}</p>{self._type_hint()}")
+            known = self.result.to_dict().get("knownAt")
+            summary = self.result.summary() + (f" · as the files stood at {known['instant']}" if known else "")
+            self.status.value = wrap(f"<p class='muted'>{escape(summary)}</p>{self._type_hint()}")
         else:
             self.status.value = wrap(
                 banner("warn", "NO QUERY", "Type one or more words and press Enter: an empty query has no answer.")
@@ -510,8 +519,9 @@ class GrepWidget(Front):
             self.detail.value = self.explanation.value = ""
             self.actions.children = []
             return
-        self.actions.children = [RecordActions(self.store, hit["id"], on_saved=self._saved)]
-        self.detail.value = record_html(self.store.record(hit["id"]).to_dict(), hit=hit, query=query)
+        present = self.asked is self.store  # the past is read only: no actions on it
+        self.actions.children = [RecordActions(self.store, hit["id"], on_saved=self._saved)] if present else []
+        self.detail.value = record_html(self.asked.record(hit["id"]).to_dict(), hit=hit, query=query)
         self.explain(hit["id"])
 
     def html(self) -> str:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from knowtk.errors import InvalidArgument
 from knowtk.serve.client import exchange, fingerprint, key, resolve, socket_path
 from knowtk.serve.server import DEFAULT_IDLE_TIMEOUT, Server
 
@@ -37,6 +38,8 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
 
 def run_serve(options: argparse.Namespace) -> int:
     """Serve in the foreground, or ask the running server for its status or to stop."""
+    if getattr(options, "at", None) is not None:  # the server holds the present store; a command may ask the past
+        raise InvalidArgument("--at", "knowtk serve holds the store as it is", allowed="--at on each command")
     if not (options.status or options.stop):
         return Server(
             options.store, state_dir=options.state_dir, profile=options.profile, idle_timeout=options.idle_timeout

@@ -1,0 +1,310 @@
+"""Known time: the store's folder as its files stood at an instant, read from Git's objects.
+
+``past_files(root, state_folder, instant)`` finds the commit in force at ``instant`` (the last commit of HEAD's
+first-parent line whose committer date is at or before it) and writes the store's folder of that commit into a
+cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the folder's tree: commits that left the
+store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
+(``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index
+and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
+
+A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
+one; once in place its files are only read (the past store's index lives beside them, in ``.state``).
+``check_past`` compares the kept folders with their trees (``knowtk check``); ``commits_touching`` lists the
+commits between two that changed each file (``knowledge_changes``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from knowtk.engine.engine import Engine
+from knowtk.errors import NoKnownPast, StoreUnavailable
+from knowtk.model.datevalues import format_utc
+from knowtk.model.shapes import shape
+from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
+from knowtk.write.checkpoint import GitFailed, Repo, find_repo
+
+__all__ = [
+    "PAST_DIR",
+    "Commit",
+    "PastFiles",
+    "check_past",
+    "commits_touching",
+    "earliest_known",
+    "open_past",
+    "past_files",
+]
+
+PAST_DIR = "past"  # under the state folder: one folder per past tree of the store
+STATE = ".state"  # the past store's own state.sqlite, inside it (its files: a folder named as the store's)
+_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
+_BLOB_MODES = ("100644", "100755")  # regular files; links and submodules are no record
+
+
+@shape(frozen=True)
+class Commit:
+    sha: str
+    at: int  # committer date, seconds since the epoch
+
+    @property
+    def when(self) -> str:
+        return format_utc(datetime.fromtimestamp(self.at, UTC))
+
+
+@shape(frozen=True)
+class PastFiles:
+    """The store's files at ``instant``: ``folder`` holds them, ``state_dir`` the past store's state."""
+
+    instant: datetime
+    commit: Commit
+    tree: str
+    folder: str
+    state_dir: str
+
+    def known_at(self) -> dict[str, Any]:
+        """What an answer at this instant stands on: ``{instant, source, commit, committedAt}``."""
+        instant, commit = format_utc(self.instant), self.commit
+        return {"instant": instant, "source": "git", "commit": commit.sha, "committedAt": commit.when}
+
+
+class GitPast:
+    """The first-parent line of HEAD of the Git work tree holding the store, and the store's folder in it."""
+
+    def __init__(self, repo: Repo, prefix: str) -> None:
+        self.repo, self.prefix = repo, prefix
+
+    @classmethod
+    def of(cls, root: str) -> GitPast | None:
+        repo = find_repo(root, required=False)
+        if repo is None:
+            return None
+        rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
+        if rel == ".." or rel.startswith("../"):
+            return None
+        return cls(repo, "" if rel == "." else rel.replace(os.sep, "/"))
+
+    def git(self, *args: str, data: bytes | None = None) -> str:
+        try:
+            return self.repo.run(*args, data=data, env=_ENV)
+        except GitFailed as exc:
+            raise StoreUnavailable(self.repo.top, f"git {args[0]} failed: {exc}") from exc
+
+    def line(self) -> list[Commit]:
+        """HEAD's first-parent line, newest first (empty before the first commit)."""
+        if self.repo.head() is None:
+            return []
+        out = self.git("log", "--first-parent", "--format=%H %ct", "HEAD")
+        return [Commit(sha, int(at)) for sha, at in (row.split() for row in out.splitlines() if row.strip())]
+
+    def tree(self, commit: str) -> str | None:
+        """The tree of the store's folder in ``commit``; None when the folder was not there."""
+        if not self.prefix:
+            return self.git("rev-parse", "--verify", "-q", f"{commit}^{{tree}}") or None
+        found = self.git("ls-tree", "-d", "-z", commit, "--", self.prefix).split("\0")[0].split()
+        return found[2] if len(found) >= 3 and found[1] == "tree" else None
+
+    def in_force(self, instant: datetime) -> tuple[Commit, str]:
+        """The commit in force at ``instant`` and the store's tree in it; NoKnownPast before the store's first."""
+        line = self.line()
+        seconds = instant.timestamp()
+        for commit in line:
+            if commit.at <= seconds:
+                tree = self.tree(commit.sha)
+                if tree is not None:
+                    return commit, tree
+                break
+        raise NoKnownPast(format_utc(instant), self.earliest(line))
+
+    def earliest(self, line: list[Commit]) -> str | None:
+        """The committer date of the oldest commit of the line that holds the store's folder."""
+        args = ["log", "--first-parent", "--format=%H %ct", "HEAD"] + (["--", self.prefix] if self.prefix else [])
+        rows = self.git(*args).splitlines() if line else []
+        dated = [int(row.split()[1]) for row in rows if row.strip()]
+        return None if not dated else format_utc(datetime.fromtimestamp(min(dated), UTC))
+
+    def blobs(self, tree: str) -> Iterator[tuple[str, str]]:
+        """(path inside the store's folder, blob) of every regular file of ``tree``."""
+        out = self.git("ls-tree", "-r", "-z", "--full-tree", tree)
+        for entry in out.split("\0"):
+            head, _, path = entry.partition("\t")
+            parts = head.split()
+            if len(parts) == 3 and parts[0] in _BLOB_MODES and parts[1] == "blob" and _plain(path):
+                yield path, parts[2]
+
+    def contents(self, blobs: list[str]) -> dict[str, bytes]:
+        """Each blob's bytes, by one ``git cat-file --batch``."""
+        if not blobs:
+            return {}
+        try:
+            import subprocess  # imported when used: a query process never reads Git
+
+            proc = subprocess.run(
+                [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
+                input="".join(f"{b}\n" for b in blobs).encode(),
+                capture_output=True,
+                timeout=600,
+                env={**os.environ, **_ENV},
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
+        return _batch(self.repo.top, proc.stdout, proc.returncode)
+
+    def materialise(self, tree: str, dest: str) -> None:
+        """Write every file of ``tree`` under ``dest``."""
+        entries = list(self.blobs(tree))
+        data = self.contents(sorted({blob for _, blob in entries}))
+        lost = next(((path, blob) for path, blob in entries if blob not in data), None)
+        if lost is not None:
+            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
+        for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
+            os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
+        for path, blob in entries:
+            with open(os.path.join(dest, *path.split("/")), "wb") as f:
+                f.write(data[blob])
+
+
+def _plain(path: str) -> bool:
+    """A path that stays inside the folder it is written to (Git refuses others; a crafted tree might not)."""
+    return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def _batch(top: str, out: bytes, code: int) -> dict[str, bytes]:
+    """``git cat-file --batch``'s answer: ``SHA TYPE SIZE\\nBYTES\\n`` per object, ``SHA missing`` for a lost one."""
+    found: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        head = out[at:end].decode("ascii", "replace").split()
+        if len(head) == 3:
+            size = int(head[2])
+            found[head[0]] = out[end + 1 : end + 1 + size]
+            at = end + 2 + size
+        else:  # "SHA missing": the object is gone
+            at = end + 1
+    if code != 0 and not found:
+        raise StoreUnavailable(top, "git cat-file failed: the history is damaged")
+    return found
+
+
+def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
+    """The store's files at ``instant``, written into the cache once (NoKnownPast when no past reaches back to it)."""
+    git = GitPast.of(root)
+    if git is None:
+        raise NoKnownPast(format_utc(instant), None, "the store lies in no Git work tree: knowtk knows no past of it")
+    commit, tree = git.in_force(instant)
+    home = os.path.join(state_folder, PAST_DIR, tree)
+    name = os.path.basename(os.path.abspath(root))  # the folder's name: a store's name unless knowtk.yaml gives one
+    folder = os.path.join(home, name)
+    if not os.path.isdir(folder):
+        try:
+            _keep(git, tree, home, name)
+        except OSError as exc:  # the state folder is full or read-only: the present store still answers
+            raise StoreUnavailable(state_folder, f"the store's past files could not be kept: {exc}") from exc
+    return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
+
+
+def _keep(git: GitPast, tree: str, home: str, name: str) -> None:
+    """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
+    is whole or absent (another process may have put it there first)."""
+    os.makedirs(home, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".writing-", dir=home)
+    try:
+        git.materialise(tree, os.path.join(work, name))
+        try:
+            os.rename(os.path.join(work, name), os.path.join(home, name))
+        except OSError:
+            if not os.path.isdir(os.path.join(home, name)):
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_past(root: str, state_folder: str) -> tuple[list[str], list[str]]:
+    """Compare every kept past folder with its tree in Git; remove those that differ (or whose tree Git no longer
+    has): they are written again when asked. ``(found, repaired)``, as ``Store.check`` reports them."""
+    kept = os.path.join(state_folder, PAST_DIR)
+    homes = sorted(os.listdir(kept)) if os.path.isdir(kept) else []
+    git = GitPast.of(root) if homes else None
+    found, repaired = [], []
+    for tree in homes:
+        home = os.path.join(kept, tree)
+        wrong = _differs(git, tree, home)
+        if wrong:
+            found.append(f"past/{tree[:12]}: {wrong}")
+            shutil.rmtree(home, ignore_errors=True)
+            repaired.append(f"past/{tree[:12]}: removed, written again from Git when asked")
+    return found, repaired
+
+
+def _differs(git: GitPast | None, tree: str, home: str) -> str | None:
+    """Why the files kept in ``home`` are not ``tree``'s (None: they are)."""
+    if git is None:
+        return "no Git history to check it against"
+    try:
+        want = dict(git.blobs(tree))
+    except StoreUnavailable:
+        return "its tree is not in Git"
+    for name in (n for n in os.listdir(home) if not n.startswith(".")):
+        have = {}
+        for dirpath, _, names in os.walk(os.path.join(home, name)):
+            for file in names:
+                full = os.path.join(dirpath, file)
+                with open(full, "rb") as f:
+                    data = f.read()
+                blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+                have[os.path.relpath(full, os.path.join(home, name)).replace(os.sep, "/")] = blob
+        if have != want:
+            changed = sorted(p for p in {*have, *want} if have.get(p) != want.get(p))
+            return f"{len(changed)} file(s) differ from Git's, e.g. {changed[0]}"
+    return None
+
+
+def earliest_known(root: str) -> str | None:
+    """The earliest instant the store's past can be asked at (None: it has none)."""
+    git = GitPast.of(root)
+    return None if git is None else git.earliest(git.line())
+
+
+def open_past(present: Engine, files: PastFiles) -> Engine:
+    """An engine on the past files, read as the present store reads its own (profile, limits)."""
+    return Engine(
+        files.folder,
+        state_dir=files.state_dir,
+        change_source=StatWalk,  # the past files never change: nothing to watch
+        rebind_state=True,  # a cache of its files, wherever the state folder was moved
+        profile=present.profile,
+        max_files=getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES),
+        max_file_bytes=present.scanner.max_file_bytes,
+    )
+
+
+def commits_touching(root: str, old: str, new: str) -> dict[str, list[dict[str, str]]]:
+    """Path inside the store -> the first-parent commits after ``old`` up to ``new`` that changed it, oldest first
+    (``{commit, at, message}``)."""
+    git = GitPast.of(root)
+    if git is None or old == new:
+        return {}
+    limit = ["--", git.prefix] if git.prefix else []
+    form = "--format=%x1e%H%x1f%cI%x1f%s"
+    out = git.git(
+        "-c", "core.quotepath=off", "log", "--first-parent", "--reverse", form, "--name-only", f"{old}..{new}", *limit
+    )
+    touched: dict[str, list[dict[str, str]]] = {}
+    cut = len(git.prefix) + 1 if git.prefix else 0
+    for item in out.split("\x1e"):
+        head, _, names = item.partition("\n")
+        parts = head.split("\x1f")
+        if len(parts) != 3:
+            continue
+        commit = {"commit": parts[0], "at": parts[1], "message": parts[2]}
+        for name in names.splitlines():
+            if name.strip():
+                touched.setdefault(name.strip()[cut:], []).append(commit)
+    return touched
