@@ -29,14 +29,14 @@ from knowtk.mcp.agent import error_payload
 from knowtk.query import TOOLS, Tool
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
-from tests.helpers import copy_demo
+from tests.helpers import commit_all, copy_demo
 from tests.test_fuzz import fuzz_settings, time_limit
 
 EXAMPLES = int(os.environ.get("KNOWTK_ARG_EXAMPLES", "100"))  # per tool
 
 # refusals about what the store holds, not about an argument's form: an id no record has (knowl_query),
-# a hash other than the file's (a write), an id another file claims (create)
-STORE_REFUSALS = (knowtk.RecordNotFound, knowtk.PublicationConflict, knowtk.IdentityConflict)
+# a hash other than the file's (a write), an id another file claims (create), an instant before its past
+STORE_REFUSALS = (knowtk.RecordNotFound, knowtk.PublicationConflict, knowtk.IdentityConflict, knowtk.NoKnownPast)
 
 HOSTILE = st.one_of(
     st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**30, -(10**30), 10**5000]),
@@ -149,9 +149,10 @@ _store: list[knowtk.Store] = []
 
 
 def demo_store() -> knowtk.Store:
-    """One copy of the demo store for every case (writes land in the copy, never in the checkout)."""
+    """One copy of the demo store for every case (writes land in the copy, never in the checkout), committed to
+    Git so that the tools of known time have a past to answer from."""
     if not _store:
-        root = copy_demo(Path(tempfile.mkdtemp(prefix="knowtk-args-")) / "demo")
+        root = commit_all(copy_demo(Path(tempfile.mkdtemp(prefix="knowtk-args-")) / "demo"))
         _store.append(knowtk.open_store(root))
     return _store[0]
 
