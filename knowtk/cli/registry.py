@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,10 +22,12 @@ __all__ = [
     "COMMANDS",
     "Command",
     "Formatter",
+    "Parser",
     "Run",
     "Setup",
     "Table",
     "command",
+    "close_words",
     "common_options",
     "register",
     "store_of",
@@ -141,3 +144,46 @@ def _terminal_width() -> int:
         except (AttributeError, ValueError, OSError):
             columns = 80
     return columns if columns > 0 else 80
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: (.+?) \(choose from (.*)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of an unknown choice (a mistyped command, ``--mode fuzzy``) names the
+    allowed values closest to it: ``did you mean 'grep'?`` for ``grpe``."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            given = found.group(1).strip("'\"")
+            close = close_words(given, [c.strip().strip("'\"") for c in found.group(2).split(",")])
+            if close:
+                message += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+        super().error(message)
+
+
+def close_words(word: str, choices: list[str]) -> list[str]:
+    """The choices ``word`` is most likely a typing slip of: the fewest edits (a swap of two neighbouring
+    letters is one), at most a third of its length (and at least one), or those it begins."""
+    if not word:
+        return []
+    scored = [(_edits(word.lower(), c.lower()), c) for c in choices]
+    best = min((d for d, _ in scored), default=None)
+    if best is not None and best <= max(1, len(word) // 3):
+        return [c for d, c in scored if d == best]
+    return [c for c in choices if c.lower().startswith(word.lower())][:3]
+
+
+def _edits(a: str, b: str) -> int:
+    """The optimal string alignment distance: insertions, deletions, substitutions and neighbour swaps."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(rows[i - 1][j] + 1, row[j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[i - 2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]

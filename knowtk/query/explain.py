@@ -28,7 +28,7 @@ from knowtk.query.tools.grep import MAX_OFFSET
 from knowtk.query.tools.grep import PARAMS as GREP_PARAMS
 from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
 
-__all__ = ["STATUSES", "Searchable", "explain"]
+__all__ = ["STATUSES", "Searchable", "exclusions", "explain"]
 
 #: ``status`` values: a query answer, or ``eligible`` when no query was given.
 STATUSES = ("hit", "replacement", "not_matched", "excluded", "eligible")
@@ -323,6 +323,12 @@ def _file_issue(snap: Snapshot, path: str) -> Issue:
 
 
 # -- eligibility, in the order the query applies it ------------------------------------------------
+
+
+def exclusions(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:
+    """Every rule that keeps the valid record ``rid`` out of a grep with these checked ``args`` (snake_case)
+    and their filter, in the order the query applies them, as ``explain``'s ``reasons``; [] when none does."""
+    return _eligibility(snap, flt, args, rid)
 
 
 def _eligibility(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:

@@ -151,13 +151,18 @@ def table(answer: dict[str, Any]) -> str:
         return "\n".join([f"index unavailable: {answer['index'].get('error', 'retry')}", *footer(answer)])
     shown = len(answer["hits"])
     lines = [f"{answer['total']} hit(s); showing {shown} from {answer['offset']}  (snapshot {answer['snapshot']})"]
+    if answer.get("why"):
+        lines.append(f"why: {answer['why']}")
     for i, hit in enumerate(answer["hits"], answer["offset"] + 1):
-        score = "superseded" if hit["score"] is None else f"{hit['score']:.3f}"
+        # a replacement has no score of its own: the column stays empty, the line under it says why it is here
+        score = "  -  " if hit["score"] is None else f"{hit['score']:.3f}"
         where = f"{hit['path']}:{hit['citation']['lineStart']}-{hit['citation']['lineEnd']}"
         lines.append(f"{i:>3}. [{score}] {hit['id']}  {hit['title'] or ''}  ({where})")
         if hit["via"]:
             via = hit["via"]
-            lines.append(f"       via {via['id']} (revision {via['revision']}): {via['title']}")
+            lines.append(
+                f"       current record; matched via superseded {via['id']} (revision {via['revision']}): {via['title']}"
+            )
         lines.append(wrapped(hit["snippet"]["text"], "       "))
     return "\n".join(lines + footer(answer))
 
@@ -165,7 +170,7 @@ def table(answer: dict[str, Any]) -> str:
 TOOL = Tool(
     "knowledge_grep",
     PARAMS,
-    "knowtk.query.grep:grep",
+    "knowtk.query.why:grep",
     summary="keyword search",
     description=(
         "Keyword search (BM25; title counts most). mode all needs every word, any one, phrase them adjacent. "
