@@ -161,7 +161,7 @@ def table(answer: dict[str, Any]) -> str:
         if hit["via"]:
             via = hit["via"]
             lines.append(
-                f"       current record; matched via superseded {via['id']} (revision {via['revision']}): {via['title']}"
+                f"       current record; matched via superseded {via['id']} (r{via['revision']}): {via['title']}"
             )
         lines.append(wrapped(hit["snippet"]["text"], "       "))
     return "\n".join(lines + footer(answer))

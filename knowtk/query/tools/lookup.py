@@ -91,8 +91,8 @@ TOOL = Tool(
         "never fuzzy). status is found (record set), ambiguous (several candidates share the name; pick by id) "
         "or missing. A missing answer lists suggestions (ids or names that differ in case or separators, a "
         "record the lifecycle or scope leaves out, names holding every word): they are not matches, and status "
-        "stays missing; look one up by its id. Use it when you know what a thing is called; use knowledge_grep to search words. "
-        "It does not depend on the keyword index."
+        "stays missing; look one up by its id. Use it when you know what a thing is called; use knowledge_grep "
+        "to search words. It does not depend on the keyword index."
     ),
     hints={"query": "exact id, full title or alias", "scope": "folder prefixes"},
     output=OUTPUT,
