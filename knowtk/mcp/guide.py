@@ -43,7 +43,7 @@ def agents_guide() -> str:
         "knowledge_record). A refused call is a tool error whose text names the argument and its allowed "
         'values; `_meta["knowtk/error"]` holds the same as data.',
     ]
-    for tool, spec in TOOLS.reads().items():
+    for tool, spec in TOOLS.read_only().items():
         guide = spec.guide or spec.agent_description
         parts += ["", f"## {tool}", "", guide, "", "Arguments (no others are accepted):", ""]
         parts += _arguments(tool)
