@@ -86,12 +86,15 @@ def _hit(hit: dict[str, Any]) -> dict[str, Any]:
 
 def compact(answer: dict[str, Any]) -> dict[str, Any]:
     hits = [_hit(h) for h in answer["hits"]]
-    return {
+    out = {
         "hits": hits,
         **page(answer),
         "index": answer.get("index"),
         "coverage": coverage_summary(answer.get("coverage")),
     }
+    if answer.get("why"):  # no hit, or scores that say nothing: the one line that says why
+        out["why"] = answer["why"]
+    return out
 
 
 OUTPUT = obj(
@@ -113,7 +116,9 @@ OUTPUT = obj(
         **PAGE_SCHEMA,
         "index": INDEX_SCHEMA,
         "coverage": COVERAGE_SCHEMA,
-    }
+        "why": {"type": "string"},
+    },
+    required=("hits", *PAGE_SCHEMA, "index", "coverage"),
 )
 
 COLUMNS = (
@@ -191,7 +196,10 @@ TOOL = Tool(
         "superseded records themselves. Scores compare only within one query, filter set and snapshot. Ranked "
         "search never proves that something is absent or that a list is complete: use knowledge_records for the "
         "exhaustive inventory. index.state 'unavailable' with total null is a failed search, not an empty one: "
-        f"retry, or use knowledge_lookup / knowledge_records, which do not need the index. {GUIDE_ROWS} {GUIDE_PAGING}"
+        "retry, or use knowledge_lookup / knowledge_records, which do not need the index. An answer with no hit, "
+        "or whose every score is near 0, carries why: one line saying whether any record holds the words and which "
+        "rule (lifecycle, a dead-end chain, scope, a filter) left them out, or that the words are in most records "
+        f"and rank nothing. {GUIDE_ROWS} {GUIDE_PAGING}"
     ),
     hints={"query": "words as written", **HINT_FILTERS, **HINT_PAGE},
     output=OUTPUT,
