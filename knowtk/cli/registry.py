@@ -86,9 +86,9 @@ def command(
     return decorate
 
 
-def common_options(*, top: bool) -> argparse.ArgumentParser:
+def common_options(*, top: bool) -> Parser:
     """--store, --state-dir and --json; at the top with defaults, after a subcommand only when given."""
-    p = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
+    p = Parser(add_help=False, formatter_class=Formatter)
     default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
     p.add_argument("--state-dir", default=default(None), help="where to keep state.sqlite (default: STORE/.knowtk)")
