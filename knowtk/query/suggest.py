@@ -1,11 +1,12 @@
 """Names close to one that named nothing: what a ``missing`` lookup or record answer suggests beside it.
 
 The answer itself stays exact (the contract forbids fuzzy matching): suggestions are a separate list, computed
-only when nothing was found, from the snapshot's id set and name map (no record is built to find them). Each
-says why it is offered:
+only when nothing was found, from the snapshot's id set and name map (no record is built to find them): the
+query's other spellings are looked up (a few dict lookups), and the names are read once for whole words, a
+substring test first. Each says why it is offered:
 
-- ``id_form``: an id that differs only in case or in the separators between its words (``dec 2026 021``,
-  ``DEC-2026-021`` for ``dec-2026-021``);
+- ``id_form``: an id written in lower or upper case, or with other separators between its words
+  (``dec 2026 021``, ``DEC-2026-021`` for ``dec-2026-021``);
 - ``name_form``: a title or alias that differs only in its separators (``ADR 6`` for the alias ``ADR-6``);
 - ``lifecycle``, ``scope``: the exact name or id of a record the query's ``lifecycle`` or ``scope`` leaves out;
 - ``words``: a title or alias holding every word of the query as a whole word (``guido`` for
@@ -25,11 +26,19 @@ __all__ = ["MAX_SUGGESTIONS", "suggestions"]
 MAX_SUGGESTIONS = 5
 _SEPARATORS = re.compile(r"[\s_.:/-]+")
 _WORD = re.compile(r"\w+")
+_JOINERS = ("-", "_", " ", ":", ".", "")  # what may stand between the words of an id or a name
 
 
-def _squashed(text: str) -> str:
-    """``text`` without case or separators between its words: ``ADR 6``, ``adr_6``, ``ADR-6`` read alike."""
-    return _SEPARATORS.sub("", normalize_name(text))
+def _spellings(text: str) -> list[str]:
+    """``text`` with its words joined every way an id or a name joins them, as written, lower- and upper-case:
+    ``ADR 6`` -> ``ADR-6``, ``adr-6``, ``ADR_6`` ... (a few dict lookups each, whatever the store's size)."""
+    words = [w for w in _SEPARATORS.split(text.strip()) if w]
+    out: dict[str, None] = {}
+    for joiner in _JOINERS:
+        joined = joiner.join(words)
+        for form in (joined, joined.lower(), joined.upper()):
+            out.setdefault(form, None)
+    return [form for form in out if form]
 
 
 def suggestions(
@@ -55,18 +64,23 @@ def suggestions(
     for rid in [*exact, *sorted(snap.lookup_names(query))]:
         if not eligible(rid) and snap.available(rid):
             _left_out(snap, rid, lifecycles, scope, offer)
-    squashed = _squashed(query)
-    if squashed:
-        for rid in sorted(rid for rid in snap.records if _squashed(rid) == squashed and rid != query):
-            if eligible(rid):
-                offer(rid, "id_form", f"the id is {rid!r}")
-        for name in sorted(n for n in snap.names if _squashed(n) == squashed and n != normalize_name(query)):
-            for rid in sorted(snap.names[name]):
+    key = normalize_name(query)
+    for form in _spellings(query):
+        if form != query and form in snap.records and eligible(form):
+            offer(form, "id_form", f"the id is {form!r}")
+    for form in _spellings(key):
+        if form != key and form in snap.names:
+            for rid in sorted(snap.names[form]):
                 if eligible(rid):
-                    offer(rid, "name_form", f"a title or alias reads {name!r}")
-    words = set(_WORD.findall(normalize_name(query)))
+                    offer(rid, "name_form", f"a title or alias reads {form!r}")
+    words = set(_WORD.findall(key))
     if words and len(found) < MAX_SUGGESTIONS:
-        holding = [n for n in snap.names if words <= set(_WORD.findall(n)) and n != normalize_name(query)]
+        # a substring test first (fast, in C), the whole words only for the names it lets through
+        holding = [
+            name
+            for name in snap.names
+            if all(w in name for w in words) and words <= set(_WORD.findall(name)) and name != key
+        ]
         for name in sorted(holding, key=lambda n: (len(n), n)):
             for rid in sorted(snap.names[name]):
                 if eligible(rid):

@@ -15,17 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.engine.engine import Engine, KeywordIndex
+from knowtk.index.bm25 import Source, top_matches
 from knowtk.index.fts_tables import QueryTerms
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
 from knowtk.query.explain import exclusions
 from knowtk.query.grep import grep as keyword_grep
-from knowtk.query.grep import parse_terms, ranked_matches
-from knowtk.snapshot.model import Snapshot
+from knowtk.query.grep import parse_terms
 
 __all__ = ["FLOORED_SCORE", "grep", "why"]
 
 FLOORED_SCORE = 0.0005  # below this every score prints as 0.000: only a floored IDF gives BM25 so little
+JUDGED = 100  # records that hold the words judged one by one, the best-ranked first: the rest are only counted
 _NAMED = 3  # records named in the line for each rule
 # what each rule is called in the line, and the argument that returns what it left out
 _RULES = {
@@ -66,17 +67,17 @@ def _no_hit(engine: Engine, args: dict[str, Any]) -> str:
     index = engine.keyword(snap)
     if index.error:
         return "the keyword index is unavailable; retry"
-    anywhere = ranked_matches(snap, RecordFilter(), "all", terms, index.main, index.history)
-    if not anywhere:
-        return _held_by_none(snap, terms, index)
+    held, best = top_matches([Source(index.main, None), Source(index.history, None)], terms, JUDGED)
+    if not held:
+        return _held_by_none(terms, index)
     flt = RecordFilter.from_args(snap, args)
     left_out: dict[str, list[str]] = {}
-    for match, _ in anywhere:
+    for match in best:
         rule = _rule(exclusions(snap, flt, args, match.id))
         if rule is not None:
             left_out.setdefault(rule, []).append(match.id)
     if not left_out:
-        return f"{len(anywhere)} record(s) hold the words, yet none is returned; Store.explain(id, query) says why"
+        return f"{held} record(s) hold the words, yet none is returned; Store.explain(id, query) says why"
     parts = []
     for rule, ids in sorted(left_out.items(), key=lambda item: -len(item[1])):
         named = ", ".join(ids[:_NAMED]) + (", …" if len(ids) > _NAMED else "")
@@ -87,8 +88,9 @@ def _no_hit(engine: Engine, args: dict[str, Any]) -> str:
             remedy.replace("the filter", f"the {which} filter"),
         )
         parts.append(f"{len(ids)} {label} ({named}): {remedy}")
-    total = sum(len(ids) for ids in left_out.values())
-    return f"{total} record(s) hold the words but are left out: " + "; ".join(parts)
+    if held > len(best):  # a common word: the best-ranked are judged, the others only counted
+        return f"{held} record(s) hold the words but are left out; of the best {len(best)}: " + "; ".join(parts)
+    return f"{held} record(s) hold the words but are left out: " + "; ".join(parts)
 
 
 def _rule(reasons: list[dict[str, Any]]) -> str | None:
@@ -102,14 +104,15 @@ def _rule(reasons: list[dict[str, Any]]) -> str | None:
     return f"filter:{first['detail']['filter']}" if first["rule"] == "filter" else str(first["rule"])
 
 
-def _held_by_none(snap: Snapshot, terms: QueryTerms, index: KeywordIndex) -> str:
-    """No searchable record holds the words: say so, and whether some hold part of them."""
+def _held_by_none(terms: QueryTerms, index: KeywordIndex) -> str:
+    """No searchable record holds the words: say so, and whether some hold part of them (counted, not ranked)."""
     words = ", ".join(dict.fromkeys(terms.tokens))
     if terms.mode != "any" and len(set(terms.tokens)) > 1:
-        some = ranked_matches(snap, RecordFilter(), "all", QueryTerms(terms.tokens, "any"), index.main, index.history)
+        any_word = QueryTerms(terms.tokens, "any")
+        some = index.main.match_count(any_word) + index.history.match_count(any_word)
         if some:
             how = "every word" if terms.mode == "all" else "the words adjacent and in order"
-            return f"no record holds {how} of {words} (mode {terms.mode}); {len(some)} hold some of them: try mode any"
+            return f"no record holds {how} of {words} (mode {terms.mode}); {some} hold some of them: try mode any"
     return (
         f"no searchable record holds {words} (withdrawn and unavailable records are never searched; "
         "there is no stemming or prefix matching: search the word as written)"
