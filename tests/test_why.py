@@ -95,6 +95,13 @@ def test_scores_near_zero_say_the_idf_floor(builder: StoreBuilder) -> None:
     assert rare["total"] == 1 and "why" not in rare  # a rare word ranks: nothing to explain
 
 
+def test_why_in_the_results_summary(store: StoreBuilder) -> None:
+    s = store.open()
+    assert repr(s.grep("giraffe")).endswith("lifecycle all returns them>")
+    assert "\nwhy:" not in repr(s.grep("zebra"))
+    assert s.lookup("guido").summary().endswith("\nnot a match, but close: person-guido")
+
+
 def test_why_on_the_command_line_and_over_mcp(store: StoreBuilder, capsys: pytest.CaptureFixture[str]) -> None:
     before = markdown_digest(store.root)
     assert main(["--store", str(store.root), "grep", "giraffe"]) == 0
