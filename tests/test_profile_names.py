@@ -43,6 +43,9 @@ def test_templates_indexes_and_readmes_are_no_records_and_no_defects(builder: St
     ]
     assert store.grep("representative")["total"] == 0  # the template's words are in no record
     assert snap.issues == []  # and it is no coverage issue: a template is not a defect
+    told = store.explain("docs/adr/adr-template.md")
+    assert told["status"] == "excluded" and told["rule"] == "not_a_record"
+    assert "does not read a file of this name as a record (not_records" in told["message"]
     assert markdown_digest(builder.root) == before
 
 

@@ -26,7 +26,7 @@ from knowtk.query.common import RecordFilter
 from knowtk.query.grep import grep, parse_terms, ranked_matches
 from knowtk.query.tools.grep import MAX_OFFSET
 from knowtk.query.tools.grep import PARAMS as GREP_PARAMS
-from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
+from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, NOT_RECORD_NAME, Snapshot, in_scope
 
 __all__ = ["STATUSES", "Searchable", "exclusions", "explain"]
 
@@ -319,6 +319,9 @@ def _file_issue(snap: Snapshot, path: str) -> Issue:
     dup = [i for i in mine if i.code == "id_duplicate"]
     if dup:
         return dup[0]
+    if not mine and snap.excluded[path] == NOT_RECORD_NAME:
+        message = "its profile does not read a file of this name as a record (not_records, docs/profiles.md)"
+        return Issue(path, None, NOT_RECORD_NAME, message)
     return mine[-1] if mine else Issue(path, None, snap.excluded[path], "the file is not a record")
 
 
