@@ -136,6 +136,15 @@ def test_suggestions_for_an_id_in_another_case_or_spelling(store: StoreBuilder) 
         assert [(s["id"], s["why"]) for s in answer["suggestions"]][:1] == [("dec-new", "id_form")], query
 
 
+def test_suggestions_for_a_slip_of_the_keys(store: StoreBuilder) -> None:
+    answer = _lookup(store, "Guido van Rosum")
+    assert answer["status"] == "missing"
+    assert [(s["id"], s["why"]) for s in answer["suggestions"]] == [("person-guido", "typo")]
+    assert answer["suggestions"][0]["message"] == "a title or alias reads 'guido van rossum', 1 letter(s) away"
+    assert _lookup(store, "Zebra crosisng")["suggestions"][0]["id"] == "dec-new"  # two letters swapped: one
+    assert _lookup(store, "Xebra crossing")["suggestions"] == []  # the first letter is not looked for
+
+
 def test_suggestions_for_a_record_the_lifecycle_leaves_out(store: StoreBuilder) -> None:
     answer = _lookup(store, "Striped pedestrian stripes")
     assert answer["status"] == "missing"
@@ -194,7 +203,10 @@ def test_a_missing_id_exits_1_with_a_hint(builder: StoreBuilder, capsys) -> None
     assert main(["--store", str(builder.root), "record", "dec-2026-21"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("missing: no record has this id")
+    assert "did you mean dec-2026-021  Keep the index  (the id is 'dec-2026-021', 1 letter(s) away)" in out
     assert "knowtk grep" in out and "knowtk lookup" in out
+    assert main(["--store", str(builder.root), "record", "dec-2026-022"]) == 1  # another number: no slip
+    assert "did you mean" not in capsys.readouterr().out
     assert main(["--store", str(builder.root), "record", "DEC-2026-021"]) == 1
     assert "did you mean dec-2026-021  Keep the index" in capsys.readouterr().out
     assert main(["--store", str(builder.root), "--json", "record", "nope"]) == 1

@@ -165,6 +165,8 @@ def _coverage_table(r: dict[str, Any]) -> str:
         return "coverage complete: every file in scope is a valid record"
     lines = [f"{len(r['issues'])} coverage issue(s): these files are left out of answers, or read in part"]
     lines += [f"  {i['path']}: {i['code']}: {i['message']}" for i in r["issues"]]
+    if r.get("hint"):  # a folder written for another tool: which profile reads it
+        lines.append(f"hint: {r['hint']}")
     return "\n".join(lines)
 
 

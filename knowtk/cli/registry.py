@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from knowtk.model.shapes import field, shape
+from knowtk.query.suggest import edits
 from knowtk.scan.changes import StatWalk
 from knowtk.store import Store, open_store
 
@@ -168,22 +169,8 @@ def close_words(word: str, choices: list[str]) -> list[str]:
     letters is one), at most a third of its length (and at least one), or those it begins."""
     if not word:
         return []
-    scored = [(_edits(word.lower(), c.lower()), c) for c in choices]
+    scored = [(edits(word.lower(), c.lower()), c) for c in choices]
     best = min((d for d, _ in scored), default=None)
     if best is not None and best <= max(1, len(word) // 3):
         return [c for d, c in scored if d == best]
     return [c for c in choices if c.lower().startswith(word.lower())][:3]
-
-
-def _edits(a: str, b: str) -> int:
-    """The optimal string alignment distance: insertions, deletions, substitutions and neighbour swaps."""
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            row[j] = min(rows[i - 1][j] + 1, row[j - 1] + 1, rows[i - 1][j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[i - 2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
