@@ -90,6 +90,7 @@ GREP_MODULES = {
     "knowtk.query.grep",
     "knowtk.query.registry",
     "knowtk.query.schema",
+    "knowtk.query.suggest",  # its edit distance: the command line's did-you-mean for a mistyped command
     "knowtk.query.tools",
     "knowtk.query.tools.chronicle_day",
     "knowtk.query.tools.chronicle_last_seen",
