@@ -72,7 +72,7 @@ def test_filters_scope_and_lifecycle_are_named(store: StoreBuilder) -> None:
     tagged = s.call("knowledge_grep", {"query": "zebra", "tag": "sky"})["why"]
     assert "1 left out by the tag filter (dec-new): loosen or drop the tag filter" in tagged
     scoped = s.call("knowledge_grep", {"query": "zebra", "scope": "people"})["why"]
-    assert "1 outside the scope (dec-new)" in scoped
+    assert scoped.startswith("no searchable record in people holds zebra")  # what lies outside is not looked at
     superseded = s.call("knowledge_grep", {"query": "zebra", "lifecycle": "superseded"})["why"]
     assert "1 left out by the lifecycle asked (dec-new): lifecycle all returns them" in superseded
 
@@ -81,6 +81,15 @@ def test_a_replacement_whose_current_record_fails_the_filter_is_counted_by_that_
     """okapi is in dec-old alone; its current record dec-new lacks the tag: the tag filter is what left it out."""
     why = store.open().call("knowledge_grep", {"query": "okapi", "tag": "sky"})["why"]
     assert "1 left out by the tag filter (dec-old)" in why
+
+
+def test_records_outside_the_scope_change_no_answer_of_it(store: StoreBuilder) -> None:
+    s = store.open()
+    before = s.call("knowledge_grep", {"query": "walrus", "scope": "notes"})
+    store.page("walrus", "Walrus", "A walrus.", path="elsewhere/walrus.md")
+    after = s.call("knowledge_grep", {"query": "walrus", "scope": "notes"})
+    assert after["why"] == before["why"] and after["snapshot"] == before["snapshot"]
+    assert "1 record(s) hold" not in after["why"]
 
 
 def test_scores_near_zero_say_the_idf_floor(builder: StoreBuilder) -> None:

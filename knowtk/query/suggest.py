@@ -8,7 +8,7 @@ substring test first. Each says why it is offered:
 - ``id_form``: an id written in lower or upper case, or with other separators between its words
   (``dec 2026 021``, ``DEC-2026-021`` for ``dec-2026-021``);
 - ``name_form``: a title or alias that differs only in its separators (``ADR 6`` for the alias ``ADR-6``);
-- ``lifecycle``, ``scope``: the exact name or id of a record the query's ``lifecycle`` or ``scope`` leaves out;
+- ``lifecycle``: the exact name or id of a record of the scope the query's ``lifecycle`` leaves out;
 - ``words``: a title or alias holding every word of the query as a whole word (``guido`` for
   ``Guido van Rossum``);
 - ``typo``: an id, title or alias a few letters away (``dec-2026-21`` for ``dec-2026-021``, ``Ada Okafr``
@@ -56,8 +56,8 @@ def suggestions(
 ) -> list[dict[str, Any]]:
     """Up to ``MAX_SUGGESTIONS`` records ``query`` may have meant: ``[{"id", "title", "why", "message"}]``.
 
-    ``eligible(rid)`` says whether the answer could have returned a record; the others are offered only when
-    the query names them exactly (``lifecycle``, ``scope``) and the rule that left them out is named.
+    ``eligible(rid)`` says whether the answer could have returned a record; another is offered only when the
+    query names it exactly, it lies in ``scope``, and its lifecycle is what left it out (``lifecycle``).
     """
     found: dict[str, dict[str, Any]] = {}
 
@@ -154,9 +154,8 @@ def _left_out(
     scope: tuple[str, ...],
     offer: Callable[[str, str, str], None],
 ) -> None:
-    """Offer a record the query names exactly but its lifecycle or scope leaves out, naming that rule."""
+    """Offer a record of the scope the query names exactly but its lifecycle leaves out, naming that rule (a
+    record outside the scope is never offered: what lies outside a scope changes no answer of it)."""
     life = snap.lifecycle.get(rid)
-    if life is not None and life not in lifecycles:
+    if life is not None and life not in lifecycles and in_scope(snap.records[rid].path, scope):
         offer(rid, "lifecycle", f"it is {life}: lifecycle 'all' returns it")
-    elif not in_scope(snap.records[rid].path, scope):
-        offer(rid, "scope", f"{snap.records[rid].path} is outside the scope {', '.join(scope)}")

@@ -4,9 +4,10 @@ An empty answer is not evidence of absence, and an answer whose every score roun
 nothing; both look alike to a reader who is not told. ``grep`` answers as ``knowtk.query.grep.grep`` does and adds
 ``why`` in those two cases only (every other answer is left as it is, at no cost):
 
-- no hit: whether any record of the store holds the words at all, and if some do, which rules left them out (the
-  lifecycle, a chain that ends in nothing, the scope, a filter), counted from the rules ``explain`` applies to one
-  record (``knowtk.query.explain.exclusions``), with the argument that would return them;
+- no hit: whether any record of the query's scope holds the words at all, and if some do, which rules left them
+  out (the lifecycle, a chain that ends in nothing, a filter), counted from the rules ``explain`` applies to one
+  record (``knowtk.query.explain.exclusions``), with the argument that would return them. Records outside the
+  scope are never looked at: they change no answer of the scope, as they change none of its snapshot;
 - every score near 0: each word is in half or more of the records searched, where BM25 floors its weight (IDF).
 """
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowtk.engine.engine import Engine, KeywordIndex
+from knowtk.engine.engine import Engine
 from knowtk.index.bm25 import Source, top_matches
+from knowtk.index.filtered import allowed_rows
 from knowtk.index.fts_tables import QueryTerms
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
@@ -32,7 +34,6 @@ _NAMED = 3  # records named in the line for each rule
 _RULES = {
     "chain_dead_end": ("superseded, with a chain that ends in nothing", "lifecycle all returns them"),
     "lifecycle": ("left out by the lifecycle asked", "lifecycle all returns them"),
-    "scope": ("outside the scope", "widen or drop scope"),
     "filter": ("left out by a filter", "loosen or drop the filter"),
 }
 
@@ -67,10 +68,13 @@ def _no_hit(engine: Engine, args: dict[str, Any]) -> str:
     index = engine.keyword(snap)
     if index.error:
         return "the keyword index is unavailable; retry"
-    held, best = top_matches([Source(index.main, None), Source(index.history, None)], terms, JUDGED)
-    if not held:
-        return _held_by_none(terms, index)
     flt = RecordFilter.from_args(snap, args)
+    # the records in the query's scope alone: what lies outside it never changes an answer (nor its snapshot)
+    in_scope = RecordFilter(scope=flt.scope)
+    sources = [Source(proj, allowed_rows(proj, snap, in_scope)) for proj in (index.main, index.history)]
+    held, best = top_matches(sources, terms, JUDGED)
+    if not held:
+        return _held_by_none(terms, sources, flt.scope)
     left_out: dict[str, list[str]] = {}
     for match in best:
         rule = _rule(exclusions(snap, flt, args, match.id))
@@ -104,16 +108,18 @@ def _rule(reasons: list[dict[str, Any]]) -> str | None:
     return f"filter:{first['detail']['filter']}" if first["rule"] == "filter" else str(first["rule"])
 
 
-def _held_by_none(terms: QueryTerms, index: KeywordIndex) -> str:
-    """No searchable record holds the words: say so, and whether some hold part of them (counted, not ranked)."""
+def _held_by_none(terms: QueryTerms, sources: list[Source], scope: tuple[str, ...]) -> str:
+    """No searchable record (of the scope) holds the words: say so, and whether some hold part of them."""
     words = ", ".join(dict.fromkeys(terms.tokens))
+    where = f" in {', '.join(scope)}" if scope else ""
     if terms.mode != "any" and len(set(terms.tokens)) > 1:
-        any_word = QueryTerms(terms.tokens, "any")
-        some = index.main.match_count(any_word) + index.history.match_count(any_word)
+        some, _ = top_matches(sources, QueryTerms(terms.tokens, "any"), 1)
         if some:
             how = "every word" if terms.mode == "all" else "the words adjacent and in order"
-            return f"no record holds {how} of {words} (mode {terms.mode}); {some} hold some of them: try mode any"
+            return (
+                f"no record{where} holds {how} of {words} (mode {terms.mode}); {some} hold some of them: try mode any"
+            )
     return (
-        f"no searchable record holds {words} (withdrawn and unavailable records are never searched; "
+        f"no searchable record{where} holds {words} (withdrawn and unavailable records are never searched; "
         "there is no stemming or prefix matching: search the word as written)"
     )

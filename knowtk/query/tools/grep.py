@@ -198,7 +198,7 @@ TOOL = Tool(
         "exhaustive inventory. index.state 'unavailable' with total null is a failed search, not an empty one: "
         "retry, or use knowledge_lookup / knowledge_records, which do not need the index. An answer with no hit, "
         "or whose every score is near 0, carries why: one line saying whether any record holds the words and which "
-        "rule (lifecycle, a dead-end chain, scope, a filter) left them out, or that the words are in most records "
+        "rule (lifecycle, a dead-end chain, a filter) left them out, or that the words are in most records "
         f"and rank nothing. {GUIDE_ROWS} {GUIDE_PAGING}"
     ),
     hints={"query": "words as written", **HINT_FILTERS, **HINT_PAGE},
