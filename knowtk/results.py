@@ -103,7 +103,10 @@ class Result:
     def summary(self) -> str:
         d = self._data
         if "status" in d and "candidates" in d:
-            return f"{self.tool}: {d['status']} ({len(d['candidates'])} candidate(s))"
+            close = ", ".join(x["id"] for x in d.get("suggestions") or [])
+            return f"{self.tool}: {d['status']} ({len(d['candidates'])} candidate(s))" + (
+                f"\nnot a match, but close: {close}" if close else ""
+            )
         if "status" in d and "record" in d:
             return f"{self.tool}: {d['status']}"
         items = d.get("hits", d.get("rows", d.get("results", []))) or []
@@ -118,6 +121,8 @@ class Result:
             text += f" — coverage incomplete ({len(coverage['issues'])} issue(s))"
             if coverage.get("hint"):
                 text += f"\nhint: {coverage['hint']}"
+        if d.get("why"):  # an empty answer, or one ranked by nothing: why
+            text += f"\nwhy: {d['why']}"
         return text
 
     def __repr__(self) -> str:

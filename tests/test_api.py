@@ -172,6 +172,8 @@ def test_every_tool_is_reachable_by_call_and_by_method(builder: StoreBuilder) ->
 
 def test_complete_shapes_have_every_key(builder: StoreBuilder) -> None:
     builder.page("a", "Zebra")
+    builder.page("b", "Okapi")
+    builder.page("c", "Giraffe")
     store = builder.open()
     grep = store.call("knowledge_grep", {"query": "zebra"})
     assert set(grep) == {"hits", "total", "offset", "nextOffset", "snapshot", "index", "coverage", "freshness"}

@@ -68,7 +68,9 @@ def test_grep_table_json_both_positions_and_superseded_wording(store: Path, caps
     code, out, _ = run(capsys, "--store", str(store), "grep", "zebra")
     assert code == 0 and "1 hit(s)" in out and "dec-new  Zebra crossing" in out and "decisions/dec-new.md:" in out
     code, out, _ = run(capsys, "--store", str(store), "grep", "pedestrian", "stripes")  # words need no quotes
-    assert code == 0 and "[superseded] dec-new" in out and "via dec-old" in out
+    # the current record's score column stays empty: "superseded" is said of the earlier record, on its own line
+    assert code == 0 and "[  -  ] dec-new" in out and "matched via superseded dec-old" in out
+    assert "[superseded]" not in out
     before = json.loads(run(capsys, "--json", "--store", str(store), "grep", "zebra", "--lifecycle", "all")[1])
     after = json.loads(run(capsys, "grep", "zebra", "--lifecycle", "all", "--json", "--store", str(store))[1])
     assert before["hits"] == after["hits"] and [h["id"] for h in before["hits"]] == ["dec-new"]
@@ -89,7 +91,7 @@ def test_lookup_records_record(store: Path, capsys) -> None:
     code, out, _ = run(capsys, "--store", str(store), "record", "dec-new")
     assert code == 0 and "Zebra crossing" in out and "The zebra body." in out and "sha256" in out
     code, out, _ = run(capsys, "--store", str(store), "--json", "record", "nope")
-    assert code == 0 and json.loads(out)["status"] == "missing"  # an answer, not a refusal
+    assert code == 1 and json.loads(out)["status"] == "missing"  # the answer is printed; the exit code says none
 
 
 def test_dates_and_chronicle(store: Path, capsys) -> None:

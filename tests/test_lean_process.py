@@ -81,15 +81,17 @@ GREP_MODULES = {
     "knowtk.model.records",
     "knowtk.model.shapes",
     # the plug-in manager and the tools' declarations (their arguments, wording, columns; each runner's
-    # module, knowtk.query.grep here, is imported at its first call)
+    # module, knowtk.query.why and knowtk.query.grep here, is imported at its first call)
     "knowtk.plugins",
     "knowtk.query",
     "knowtk.query.args",
     "knowtk.query.citations",
     "knowtk.query.common",
+    "knowtk.query.explain",  # knowledge_grep's runner (knowtk.query.why) names the rules that left records out
     "knowtk.query.grep",
     "knowtk.query.registry",
     "knowtk.query.schema",
+    "knowtk.query.suggest",  # its edit distance: the command line's did-you-mean for a mistyped command
     "knowtk.query.tools",
     "knowtk.query.tools.changes",
     "knowtk.query.tools.chronicle_day",
@@ -106,6 +108,7 @@ GREP_MODULES = {
     "knowtk.query.tools.stats",
     "knowtk.query.tools.timeline",
     "knowtk.query.views",
+    "knowtk.query.why",
     "knowtk.query.wording",
     "knowtk.results",
     "knowtk.scan",

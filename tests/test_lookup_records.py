@@ -110,6 +110,8 @@ def test_record_returns_the_record_whole(builder: StoreBuilder) -> None:
         "reason": None,
         "coverage": {"complete": True, "issues": []},
         "freshness": None,
+        "file": None,
+        "suggestions": [],  # no id is close to "nope"
     }
 
 

@@ -244,7 +244,7 @@ def test_server_answers_every_tool_and_survives_refusals(demo_copy: Path, tmp_pa
         async with stdio_client(_server(demo_copy)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert set(tools) == set(TOOLS.reads())
+            assert set(tools) == set(TOOLS.read_only()) == {*TOOLS.reads(), "knowledge_history"}
             for name, tool in tools.items():
                 assert tool.input_schema == listed_input_schema(name) and tool.output_schema == output_schema(name)
                 known_at = {} if name in AT_TWO_INSTANTS else {"knownAt": ANY_TEXT}  # a read may ask the past

@@ -74,7 +74,7 @@ def test_tools_list_is_portable_under_strict(inspector: Path, inspector_demo: Pa
     assert out.returncode == 0, out.stderr
     assert "Warning" not in out.stderr and "Error" not in out.stderr and "warnings across" not in out.stderr
     tools = json.loads(out.stdout)["result"]["tools"]
-    assert sorted(t["name"] for t in tools) == sorted(TOOLS.reads())
+    assert sorted(t["name"] for t in tools) == sorted(TOOLS.read_only())
 
 
 @pytest.mark.parametrize("tool", sorted(TOOLS.reads()))
@@ -134,7 +134,7 @@ def test_the_inspector_over_http_with_a_token(inspector: Path, inspector_demo: P
     with http_server(inspector_demo, token) as url:
         listed = run("--strict", "--method", "tools/list")
         assert listed.returncode == 0 and "Warning" not in listed.stderr, listed.stderr
-        assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS.reads())
+        assert len(json.loads(listed.stdout)["result"]["tools"]) == len(TOOLS.read_only())
         found = run("--method", "tools/call", "--tool-name", "knowledge_lookup", "--tool-args-json", '{"query": "Sam"}')
         assert (
             found.returncode == 0 and json.loads(found.stdout)["result"]["structuredContent"]["status"] == "ambiguous"

@@ -20,9 +20,12 @@ def test_the_default_server_stays_read_only(demo_copy: Path) -> None:
     async def scenario() -> None:
         async with stdio_client(_server(demo_copy)) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            assert {t.name for t in (await s.list_tools()).tools} == set(TOOLS.reads())
+            # the change log is a read: offered without --allow-writes; the change itself is not
+            assert {t.name for t in (await s.list_tools()).tools} == {*TOOLS.reads(), "knowledge_history"}
             res = await s.call_tool("knowledge_mutation", {"operation": "withdraw", "id": "dec-2026-021"})
             _refused(res, "tool")
+            history = await s.call_tool("knowledge_history", {"id": "dec-2026-021"})
+            assert not history.is_error and history.structured_content["receipts"] == []
 
     anyio.run(scenario)
     assert (demo_copy / "decisions/dec-2026-021.md").read_bytes() == before

@@ -38,7 +38,8 @@ def _cli_tools() -> dict[str, str]:
 
 def test_every_registered_tool_is_on_every_surface() -> None:
     assert set(_cli_tools()) == set(TOOLS)
-    assert {t.name for t in listed_tools()} == set(TOOLS.reads())  # the write tools: with --allow-writes only
+    # the tool that changes files: with --allow-writes only; the change log is offered read-only too
+    assert {t.name for t in listed_tools()} == set(TOOLS.read_only()) == {*TOOLS.reads(), "knowledge_history"}
     listed = {t.name: t for t in listed_tools(allow_writes=True)}
     assert set(listed) == set(TOOLS)
     for name, tool in TOOLS.items():
@@ -128,7 +129,8 @@ def test_the_write_tools_are_on_python_cli_and_mcp_with_allow_writes(
 
     async def scenario() -> None:
         async with Client(build_server(open_target(demo_copy))) as client:  # the default server is read-only
-            assert not {t.name for t in (await client.list_tools()).tools} & set(write_tools)
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert listed & set(write_tools) == {"knowledge_history"}  # it reads; the tool that changes is held back
             refused = await client.call_tool("knowledge_mutation", stale)
             assert refused.is_error and "not offered" in refused.content[0].text
         async with Client(build_server(open_target(demo_copy), allow_writes=True)) as client:

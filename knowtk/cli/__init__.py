@@ -51,15 +51,28 @@ from knowtk.cli import (
     commands,  # noqa: F401 - importing it registers the core's other subcommands
     lint,  # noqa: F401 - importing it registers `knowtk lint`
 )
-from knowtk.cli.registry import COMMANDS, Command, Formatter, command, common_options, register, store_of
+from knowtk.cli.registry import COMMANDS, Command, Formatter, Parser, command, common_options, register, store_of
 from knowtk.cli.tools import add_tool_commands, command_words
 from knowtk.errors import InvalidArgument, KnowtkError
 from knowtk.query import TOOLS
 
-__all__ = ["COMMANDS", "Command", "answer", "command", "main", "message", "parser", "register", "store_of"]
+__all__ = [
+    "COMMANDS",
+    "INDEX_RETRY",
+    "Command",
+    "answer",
+    "command",
+    "main",
+    "message",
+    "parsed",
+    "parser",
+    "register",
+    "store_of",
+]
 
 _VALUED = ("--store", "--state-dir", "--profile", "--at")  # the options before a subcommand that take a value
 _LOADED: set[str] = set()  # plug-ins whose commands are registered
+_USAGE: dict[str, argparse.ArgumentParser] = {}  # a subcommand's name -> its parser, for its usage on an error
 _CORE = frozenset(COMMANDS)  # the core's own subcommands (knowtk.cli.commands), before any tool or plug-in
 
 
@@ -90,7 +103,7 @@ def parser(*, command: str | None = None, with_plugins: bool = True, outside: bo
     if with_plugins and command not in _built_in_words():
         _load_plugins(outside=outside)
     names = [name for name in COMMANDS if name.split(" ")[0] == command] or list(COMMANDS)
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="knowtk",
         description="Query a Markdown knowledge store.",
         parents=[common_options(top=True)],
@@ -114,7 +127,19 @@ def parser(*, command: str | None = None, with_plugins: bool = True, outside: bo
         if cmd.setup is not None:
             cmd.setup(sp)
         sp.set_defaults(handler=cmd)
+        _USAGE[name] = sp
     return p
+
+
+def parsed(p: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` parsed; an argument no option takes is refused with the subcommand's own usage (argparse would
+    print the top level's)."""
+    options, extra = p.parse_known_args(list(argv))
+    if extra:
+        handler = getattr(options, "handler", None)
+        where = _USAGE.get(handler.name, p) if handler is not None else p
+        where.error(f"unrecognized arguments: {' '.join(extra)}")
+    return options
 
 
 def _command_at(argv: Sequence[str]) -> int | None:
@@ -160,8 +185,13 @@ def message(cmd: Command, exc: InvalidArgument) -> str:
     return text
 
 
+INDEX_RETRY = "knowtk: the keyword index was unavailable; retry"  # on stderr, with exit code 1
+_ABSENT = ("missing", "unavailable")  # a lookup's or a record's status when the name or id gives no record
+
+
 def answer(cmd: Command, options: argparse.Namespace) -> int:
-    """Run the command and print its answer; the exit code (1 when the keyword index was unavailable)."""
+    """Run the command and print its answer; the exit code: 1 when the keyword index was unavailable, or when
+    the name or id asked for gives no record (``status`` missing or unavailable); else 0."""
     answer = cmd.run(options)
     if isinstance(answer, int):  # the command printed its own answer
         sys.stdout.flush()
@@ -173,12 +203,14 @@ def answer(cmd: Command, options: argparse.Namespace) -> int:
         known = answer.get("knownAt")
         if isinstance(known, dict):  # --at: what the answer stands on
             print(f"known at {known['instant']}: commit {known['commit'][:12]} of {known['committedAt']}")
+        for note in getattr(options, "notes", None) or ():  # what the command line adds (knowtk.cli.tools)
+            print(f"note: {note}")
     sys.stdout.flush()
     index = answer.get("index")
     if isinstance(index, dict) and index.get("state") == "unavailable":
-        print("knowtk: the keyword index was unavailable; retry", file=sys.stderr)
+        print(INDEX_RETRY, file=sys.stderr)
         return 1
-    return 0
+    return 1 if cmd.tool is not None and answer.get("status") in _ABSENT else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``knowtk serve`` server for its store, when there is one: docs/server.md)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        options = parser(command=_parsed_word(argv), with_plugins=_with_plugins(argv)).parse_args(argv)
+        options = parsed(parser(command=_parsed_word(argv), with_plugins=_with_plugins(argv)), argv)
     except SystemExit as exc:  # --help and --version (0); bad usage, already explained on stderr (2)
         return exc.code if isinstance(exc.code, int) else 2
     cmd: Command = options.handler

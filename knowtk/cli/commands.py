@@ -1,4 +1,5 @@
-"""The subcommands that are not a tool's: ``call``, ``check``, ``state``, ``diff`` and ``adopt``."""
+"""The subcommands that are not a tool's: ``call``, ``check``, ``state``, ``diff``, ``adopt``, ``export`` and
+``coverage``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from knowtk.cli.registry import command, store_of
 from knowtk.errors import InvalidArgument, SafeguardLoss
 from knowtk.query import TOOLS
+from knowtk.query.common import coverage
 from knowtk.query.tools.mutation import table as receipt_table
 from knowtk.store import open_store
 
@@ -132,3 +134,49 @@ def _adopt(options: argparse.Namespace) -> dict[str, Any]:
         checkpoint=options.checkpoint,
     )
     return answer.to_dict()
+
+
+def _export_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", help="the folder to write the tables into (created if missing)")
+    p.add_argument("--format", default="parquet", help="the files' format: parquet (the default, and the only one)")
+
+
+def _export_table(r: dict[str, Any]) -> str:
+    return "\n".join(f"{table}: {file}" for table, file in r["written"].items())
+
+
+@command(
+    "export",
+    "write the snapshot's tables (records, dates, chains, coverage issues) as Parquet files (docs/export.md)",
+    setup=_export_setup,
+    table=_export_table,
+    flags={"path": "FOLDER", "format": "--format"},
+)
+def _export(options: argparse.Namespace) -> dict[str, Any]:
+    return {"written": store_of(options).export(options.folder, format=options.format)}
+
+
+def _coverage_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scope", action="append", metavar="FOLDER", help="only the files under this folder (repeat)")
+
+
+def _coverage_table(r: dict[str, Any]) -> str:
+    if not r["issues"]:
+        return "coverage complete: every file in scope is a valid record"
+    lines = [f"{len(r['issues'])} coverage issue(s): these files are left out of answers, or read in part"]
+    lines += [f"  {i['path']}: {i['code']}: {i['message']}" for i in r["issues"]]
+    if r.get("hint"):  # a folder written for another tool: which profile reads it
+        lines.append(f"hint: {r['hint']}")
+    return "\n".join(lines)
+
+
+@command(
+    "coverage",
+    "list every coverage issue: the files left out of answers, or read in part, and why",
+    setup=_coverage_setup,
+    table=_coverage_table,
+)
+def _coverage(options: argparse.Namespace) -> dict[str, Any]:
+    store = store_of(options, one_query=True)
+    snap = store.snapshot()
+    return coverage(snap, snap.normalize_scope(options.scope or []))

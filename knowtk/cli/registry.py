@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from knowtk.model.shapes import field, shape
+from knowtk.query.suggest import edits
 from knowtk.scan.changes import StatWalk
 from knowtk.store import Store, open_store
 
@@ -21,9 +23,11 @@ __all__ = [
     "COMMANDS",
     "Command",
     "Formatter",
+    "Parser",
     "Run",
     "Setup",
     "Table",
+    "close_words",
     "command",
     "common_options",
     "register",
@@ -83,9 +87,9 @@ def command(
     return decorate
 
 
-def common_options(*, top: bool) -> argparse.ArgumentParser:
+def common_options(*, top: bool) -> Parser:
     """--store, --state-dir, --profile, --at, --json; at the top with defaults, after a subcommand only when given."""
-    p = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
+    p = Parser(add_help=False, formatter_class=Formatter)
     default = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p.add_argument("--store", default=default("."), help="the store folder (default: the current folder)")
     p.add_argument("--state-dir", default=default(None), help="where to keep state.sqlite (default: STORE/.knowtk)")
@@ -155,3 +159,32 @@ def _terminal_width() -> int:
         except (AttributeError, ValueError, OSError):
             columns = 80
     return columns if columns > 0 else 80
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: (.+?) \(choose from (.*)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of an unknown choice (a mistyped command, ``--mode fuzzy``) names the
+    allowed values closest to it: ``did you mean 'grep'?`` for ``grpe``."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            given = found.group(1).strip("'\"")
+            close = close_words(given, [c.strip().strip("'\"") for c in found.group(2).split(",")])
+            if close:
+                message += "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+        super().error(message)
+
+
+def close_words(word: str, choices: list[str]) -> list[str]:
+    """The choices ``word`` is most likely a typing slip of: the fewest edits (a swap of two neighbouring
+    letters is one), at most a third of its length (and at least one), or those it begins."""
+    if not word:
+        return []
+    scored = [(edits(word.lower(), c.lower()), c) for c in choices]
+    best = min((d for d, _ in scored), default=None)
+    if best is not None and best <= max(1, len(word) // 3):
+        return [c for d, c in scored if d == best]
+    return [c for c in choices if c.lower().startswith(word.lower())][:3]

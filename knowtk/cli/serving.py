@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from knowtk.cli import answer, message, parser
+from knowtk.cli import INDEX_RETRY, answer, message, parser
 from knowtk.cli.registry import COMMANDS, Command
 from knowtk.errors import InvalidArgument, KnowtkError, RecordNotFound
 from knowtk.state import STATE_DIR
@@ -69,9 +69,9 @@ def serve_request(
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            if answer(cmd, options) != 0:
+            code = answer(cmd, options)
+            if code != 0 and INDEX_RETRY in err.getvalue():
                 return None  # the keyword index was unavailable: the CLI retries it itself
-            code = 0
         except InvalidArgument as exc:
             print(f"knowtk: {message(cmd, exc)}", file=sys.stderr)
             code = 2

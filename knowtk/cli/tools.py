@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from knowtk.cli.registry import COMMANDS, Command, store_of
-from knowtk.query import Tool, ToolCommand
+from knowtk.query import TOOLS, Tool, ToolCommand
 from knowtk.query.args import snake
 from knowtk.query.schema import param_schema
 
@@ -45,8 +45,17 @@ def _add_param(p: argparse.ArgumentParser, tool: str, param: Any, *, positional:
             nargs = "+" if param.required else "*"
         p.add_argument(param.name, nargs=nargs, **kw)
         return param.name
-    p.add_argument(_flag(param.name), dest=param.name, **kw)
+    p.add_argument(_flag(param.name), *_also(tool, param, schema), dest=param.name, **kw)
     return _flag(param.name)
+
+
+def _also(tool: str, param: Any, schema: dict[str, Any]) -> tuple[str, ...]:
+    """Other spellings of an option: a free-text ``kind`` of a tool without ``type`` is the record's exact type
+    (the dated tools': ``timeline --type decision``), so ``--type`` names it too."""
+    names = {p.name for p in TOOLS[tool].params} if tool in TOOLS else set()
+    if param.name == "kind" and "type" not in names and "enum" not in schema and "anyOf" not in schema:
+        return ("--type",)
+    return ()
 
 
 def _made_command(tool: Tool) -> Command:
@@ -76,10 +85,23 @@ def _made_command(tool: Tool) -> Command:
                 options.store, state_dir=options.state_dir, links=parse_links(options.link), profile=options.profile
             )
             return target.call(tool.name, args)
-        return store_of(options, one_query=not tool.writes).call(tool.name, args)
+        answer = store_of(options, one_query=not tool.writes).call(tool.name, args)
+        options.notes = _cut_page(answer, args.get("limit"))
+        return answer
 
     helptext = f"{tool.summary or tool.name} ({tool.name})"
     return Command(tool.command_name, helptext, run, setup, tool.table, tool.name, flags, tool.serve)
+
+
+def _cut_page(answer: dict[str, Any], limit: Any) -> list[str]:
+    """A note when a page holds fewer rows than asked and more follow: the response budget ended it."""
+    rows, after = answer.get("rows"), answer.get("nextOffset")
+    if not isinstance(rows, list) or not isinstance(limit, int) or after is None or len(rows) >= limit:
+        return []
+    return [
+        f"{len(rows)} of the {limit} rows asked fit the page's 24 KiB response budget; "
+        f"the rest follow with --offset {after}"
+    ]
 
 
 def _hand_made(tool: Tool, made: ToolCommand) -> Command:

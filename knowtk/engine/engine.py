@@ -169,7 +169,7 @@ class Engine:
 
     def profile_map(self) -> ProfileMap:
         """Which profile reads which file: the one asked for (or knowtk.yaml's) and knowtk.yaml's folders."""
-        return ProfileMap(self.profile or self.config.profile, self.config.profiles)
+        return ProfileMap(self.profile or self.config.profile, self.config.profiles, self.config.not_records)
 
     def _align_projections(self) -> None:
         """Drop the projections when state.sqlite's were built under other profiles (the safeguards stay)."""

@@ -47,7 +47,7 @@ def agents_guide() -> str:
         "It answers from the store as its files stood then (a store in Git: the commit in force), and the answer "
         "carries `knownAt` {instant, source, commit, committedAt}.",
     ]
-    for tool, spec in TOOLS.reads().items():
+    for tool, spec in TOOLS.read_only().items():
         guide = spec.guide or spec.agent_description
         parts += ["", f"## {tool}", "", guide, "", "Arguments (no others are accepted):", ""]
         parts += _arguments(tool)

@@ -3,8 +3,8 @@
     knowtk mcp --store data/fixtures/demo [--state-dir DIR] [--profile NAME] [--link NAME=PATH ...]
                [--complete] [--http [HOST:]PORT] [--allow-writes]
 
-The server lists the nine contract tools (and, with ``--allow-writes``, knowledge_mutation and
-knowledge_history) with the ``inputSchema`` of
+The server lists the contract's read tools and knowledge_history, the change log (and, with
+``--allow-writes``, knowledge_mutation) with the ``inputSchema`` of
 ``knowtk.query.schema`` and the descriptions and output schemas of
 ``knowtk.mcp.agent``. A call runs ``Store.call`` (``Workspace.call`` for
 ``knowl_query`` when stores are linked), which scans the store first, so edits
@@ -73,8 +73,9 @@ def _annotations(tool: Tool) -> types.ToolAnnotations:
 
 def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[types.Tool]:
     """Every registered tool as tools/list carries it (the listing whose size a test keeps within budget): the
-    tools that write (``Tool.writes``) only when the server offers them, first."""
-    tools = sorted(TOOLS.values(), key=lambda tool: not tool.writes)
+    tools that change files (``Tool.destructive``) only when the server offers them, and then first."""
+    offered = TOOLS.read_only()
+    tools = sorted(TOOLS.values(), key=lambda tool: not tool.destructive)
     return [
         types.Tool(
             name=tool.name,
@@ -84,7 +85,7 @@ def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[typ
             annotations=_annotations(tool),
         )
         for tool in tools
-        if allow_writes or not tool.writes
+        if allow_writes or tool.name in offered
     ]
 
 
@@ -166,7 +167,8 @@ def _as_text(data: Any) -> list[types.ContentBlock]:
 
 def build_server(target: Target, *, complete: bool = False, allow_writes: bool = False) -> Server[Any]:
     """The MCP server of ``target``; ``complete`` answers with the contract's complete dicts instead of list rows;
-    ``allow_writes`` offers knowledge_mutation and knowledge_history (the default server is read-only)."""
+    ``allow_writes`` offers knowledge_mutation (the default server is read-only: it offers knowledge_history,
+    which reads the change log, but no tool that changes a file)."""
     tools = listed_tools(complete, allow_writes)
     names = {t.name for t in tools}
     # calls run at once in worker threads (a Store answers each as a single caller would), at most this many

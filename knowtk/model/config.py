@@ -1,5 +1,5 @@
-"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology, its profiles and
-Git checkpoints."""
+"""``knowtk.yaml``: the store's name, whether linked workspaces may read it, its type ontology, its profiles (and
+the file names they do not read as records) and Git checkpoints."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ class StoreConfig:
     profiles: tuple[tuple[str, str], ...] = ()  # (folder prefix, profile): how the files under it are read
     exists: bool = False  # the store has a knowtk.yaml (a newcomer's hint is given only without one)
     checkpoint: str = "never"  # "always": every knowtk mutation is committed to Git (docs/mutations.md)
+    # file names (``*`` for any characters) a profile does not read as records; None: the profile's own list
+    not_records: tuple[str, ...] | None = None
 
     def expand_type(self, value: str) -> frozenset[str]:
         return self.type_groups.get(value, frozenset((value,)))
@@ -57,6 +59,12 @@ def load_config(root: str) -> StoreConfig:
         share = False
     profile, profiles = _profiles(data, problems)
     checkpoint = _checkpoint(data, problems)
+    not_records = data.get("not_records")
+    if not_records is not None and (
+        not isinstance(not_records, list) or not all(isinstance(n, str) and n.strip() for n in not_records)
+    ):
+        problems.append("not_records must be a list of file names (* for any characters)")
+        not_records = None
     return StoreConfig(
         name=name.strip(),
         share=share,
@@ -65,6 +73,7 @@ def load_config(root: str) -> StoreConfig:
         checkpoint=checkpoint,
         profile=profile,
         profiles=profiles,
+        not_records=None if not_records is None else tuple(n.strip() for n in not_records),
         exists=True,
     )
 

@@ -21,10 +21,12 @@ from knowtk import plugins
 from knowtk.model.shapes import field, shape
 
 __all__ = [
+    "DEFAULT_NOT_RECORDS",
     "DEFAULT_PROFILE",
     "DERIVED_KEY",
     "KINDS",
     "KNOWTK_KEYS",
+    "NOT_A_RECORD",
     "RECORD_KEYS",
     "Derivation",
     "Profile",
@@ -32,12 +34,17 @@ __all__ = [
     "Source",
     "derive_meta",
     "has_profile",
+    "not_record_pattern",
     "path_id",
     "profile_names",
     "register",
 ]
 
 DEFAULT_PROFILE = "knowtk"
+NOT_A_RECORD = "@not-a-record"  # ProfileMap.for_path's answer for a file no profile reads as a record
+# the file names that are not records beside the records a profile reads (knowtk.yaml's ``not_records`` replaces
+# them): a template, an index, a README in an ADR folder
+DEFAULT_NOT_RECORDS: dict[str, tuple[str, ...]] = {"adr": ("*template*.md", "index.md", "readme.md")}
 DERIVED_KEY = "@derived"  # in a derived mapping: {"profile", "keys", "frontmatter", "issues"}
 # The frontmatter keys of a record (STORE.md section 1), in the order a record file writes them: the one
 # list of them (the demo store and the tests write and check frontmatter in this order).
@@ -160,12 +167,21 @@ def profile_names() -> tuple[str, ...]:
     return (DEFAULT_PROFILE, *sorted({*_registered, *_plugin_profiles(outside=True)}))
 
 
+def not_record_pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """File-name patterns (``*`` for any characters, case ignored) as one expression; None for none."""
+    if not patterns:
+        return None
+    return re.compile("|".join(".*".join(map(re.escape, p.lower().split("*"))) for p in patterns))
+
+
 @shape(frozen=True)
 class ProfileMap:
-    """Which profile reads which file: ``default`` for the store, ``prefixes`` (folder, name) for folders."""
+    """Which profile reads which file: ``default`` for the store, ``prefixes`` (folder, name) for folders, and
+    ``not_records``: the file names no profile reads as a record (None: each profile's ``DEFAULT_NOT_RECORDS``)."""
 
     default: str = DEFAULT_PROFILE
     prefixes: tuple[tuple[str, str], ...] = ()
+    not_records: tuple[str, ...] | None = None
 
     @property
     def plain_contract(self) -> bool:
@@ -173,19 +189,37 @@ class ProfileMap:
         return self.default == DEFAULT_PROFILE and all(name == DEFAULT_PROFILE for _, name in self.prefixes)
 
     def key(self) -> str:
-        return "|".join([self.default, *(f"{p}={n}" for p, n in self.prefixes)])
+        parts = [self.default, *(f"{p}={n}" for p, n in self.prefixes)]
+        if not self.plain_contract or self.not_records is not None:  # which files are no records changes what
+            # the files make
+            given = self.not_records
+            parts.append("not_records=" + ("default-1" if given is None else ",".join(given)))
+        return "|".join(parts)
+
+    def skipped(self, profile: str) -> tuple[str, ...]:
+        """The file-name patterns ``profile`` does not read as records: knowtk.yaml's ``not_records``, else the
+        profile's own (``DEFAULT_NOT_RECORDS``; knowtk's format has none: its files say what they are)."""
+        return DEFAULT_NOT_RECORDS.get(profile, ()) if self.not_records is None else self.not_records
 
     def for_path(self, path: str) -> str:
-        """The profile of one file: the longest folder prefix that holds it, else the store's."""
+        """The profile of one file: the longest folder prefix that holds it, else the store's; ``NOT_A_RECORD``
+        when that profile does not read a file of this name as a record (a template beside the ADRs)."""
         best, name = -1, self.default
         for prefix, profile in self.prefixes:
             if (path.startswith(prefix + "/") or not prefix) and len(prefix) > best:
                 best, name = len(prefix), profile
+        skipped = not_record_pattern(self.skipped(name))
+        if skipped is not None and skipped.fullmatch(path.rpartition("/")[2].lower()):
+            return NOT_A_RECORD
         return name
 
 
 def derive_meta(name: str, src: Source) -> dict[str, Any]:
-    """The frontmatter as the profile ``name`` reads the file: written keys, derived ones, ``DERIVED_KEY``."""
+    """The frontmatter as the profile ``name`` reads the file: written keys, derived ones, ``DERIVED_KEY``.
+
+    ``NOT_A_RECORD``: a mapping that says the file is no record (``DERIVED_KEY``'s ``notRecord``)."""
+    if name == NOT_A_RECORD:
+        return {DERIVED_KEY: {"profile": name, "notRecord": True, "keys": [], "frontmatter": src.meta or {}}}
     profile = _profile(name)  # in a parse worker too: a new process has read no plug-in yet
     if profile is None:
         raise KeyError(name)

@@ -361,6 +361,8 @@ def build_record(path: str, sha256: str, meta: dict[str, Any], body_line: int) -
     derivation, derived_meta = meta.get(DERIVED_KEY), meta
     if derivation is not None:
         meta = {k: v for k, v in meta.items() if k != DERIVED_KEY}
+    if isinstance(derivation, dict) and derivation.get("notRecord"):
+        return None, []  # a name the profile does not read as a record (a template): no record, and no defect
     rid = _record_id(path, meta)
     if isinstance(rid, Issue):
         return None, [rid]

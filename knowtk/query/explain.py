@@ -26,9 +26,9 @@ from knowtk.query.common import RecordFilter
 from knowtk.query.grep import grep, parse_terms, ranked_matches
 from knowtk.query.tools.grep import MAX_OFFSET
 from knowtk.query.tools.grep import PARAMS as GREP_PARAMS
-from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot, in_scope
+from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, NOT_RECORD_NAME, Snapshot, in_scope
 
-__all__ = ["STATUSES", "Searchable", "explain"]
+__all__ = ["STATUSES", "Searchable", "exclusions", "explain"]
 
 #: ``status`` values: a query answer, or ``eligible`` when no query was given.
 STATUSES = ("hit", "replacement", "not_matched", "excluded", "eligible")
@@ -319,10 +319,19 @@ def _file_issue(snap: Snapshot, path: str) -> Issue:
     dup = [i for i in mine if i.code == "id_duplicate"]
     if dup:
         return dup[0]
+    if not mine and snap.excluded[path] == NOT_RECORD_NAME:
+        message = "its profile does not read a file of this name as a record (not_records, docs/profiles.md)"
+        return Issue(path, None, NOT_RECORD_NAME, message)
     return mine[-1] if mine else Issue(path, None, snap.excluded[path], "the file is not a record")
 
 
 # -- eligibility, in the order the query applies it ------------------------------------------------
+
+
+def exclusions(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:
+    """Every rule that keeps the valid record ``rid`` out of a grep with these checked ``args`` (snake_case)
+    and their filter, in the order the query applies them, as ``explain``'s ``reasons``; [] when none does."""
+    return _eligibility(snap, flt, args, rid)
 
 
 def _eligibility(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:

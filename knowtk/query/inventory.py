@@ -24,6 +24,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
+from knowtk.query.suggest import suggestions
 from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
@@ -384,4 +385,15 @@ def one_record(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier)
         "reason": reason,
         "coverage": coverage(snap, ()),
         "freshness": freshness(snap, queried_at),
+        # what a withdrawn or hidden record's file is, never its content: a reinstate names this sha256
+        "file": _file_of(snap, rid) if status == "unavailable" else None,
+        "suggestions": suggestions(snap, rid, snap.available) if status == "missing" else [],
     }
+
+
+def _file_of(snap: Snapshot, rid: str) -> dict[str, Any] | None:
+    """The path, revision, written status and sha256 of an unavailable record's file (None: no valid file)."""
+    if rid not in snap.records:
+        return None
+    r = snap.records[rid]
+    return {"path": r.path, "revision": r.revision, "status": r.status, "sha256": r.sha256}

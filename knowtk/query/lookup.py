@@ -3,8 +3,10 @@
 An exact (case-sensitive) ID wins. Otherwise the query is normalised (NFKC,
 lowercase, trimmed, whitespace collapsed) and compared with every eligible
 record's normalised title and aliases: one record is ``found``, several are
-``ambiguous`` (all of them listed), none is ``missing``. Lookup does not use
-FTS5, so it answers while the keyword index is unavailable.
+``ambiguous`` (all of them listed), none is ``missing``. A ``missing`` answer
+lists ``suggestions`` (``knowtk.query.suggest``): close ids and names,
+which never change its ``status``. Lookup does not use FTS5, so it answers
+while the keyword index is unavailable.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from knowtk.engine.engine import Engine
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import coverage, freshness, record_summary
+from knowtk.query.suggest import suggestions
 from knowtk.snapshot.model import Snapshot, in_scope, normalize_name
 from knowtk.state import now_utc
 
@@ -59,11 +62,16 @@ def lookup(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | No
             matched_by = "title" if r.title and normalize_name(r.title) == key else "alias"
         elif ids:
             status, matched_by = "ambiguous", "name"
-    return {
+    answer = {
         "status": status,
         "matchedBy": matched_by,
         "record": record,
         "candidates": candidates,
         "coverage": coverage(snap, scope),
         "freshness": freshness(snap, queried_at),
+        # beside the exact answer, never instead of it; looked for only when nothing was found
+        "suggestions": suggestions(snap, query, eligible, lifecycles=wanted, scope=scope)
+        if status == "missing"
+        else [],
     }
+    return answer

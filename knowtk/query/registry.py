@@ -72,8 +72,8 @@ class Tool:
       by position, and its table (None: JSON); ``commands`` replaces the made one with hand-made ones.
     - ``method``: the ``Store`` method (default: the command's name, ``-`` and spaces as ``_``);
       ``""`` for none.
-    - ``writes``: runs outside a query's transaction and is offered to agents only with
-      ``--allow-writes``; ``destructive``: it changes files (MCP's annotation says so);
+    - ``writes``: runs outside a query's transaction; ``destructive``: it changes files (MCP's annotation
+      says so) and is offered to agents only with ``--allow-writes``;
       ``serve``: a ``knowtk serve`` server may answer its command.
     - ``workspace``: the command line also takes linked stores (``--link``).
     - ``example``: a valid call on the bundled demo store (the docs and the tests make it).
@@ -223,8 +223,13 @@ class ToolRegistry(MutableMapping[str, Tool]):
         return f"ToolRegistry({list(self)})"
 
     def reads(self) -> dict[str, Tool]:
-        """The tools that only read: a read-only MCP server offers these."""
+        """The tools that only read, each inside a query's transaction (every one but the ``writes`` tools)."""
         return {name: tool for name, tool in self._load(outside=True).items() if not tool.writes}
+
+    def read_only(self) -> dict[str, Tool]:
+        """The tools a read-only MCP server offers: every tool that changes nothing (not ``destructive``), the
+        change log (``knowledge_history``, a ``writes`` tool only because it reads outside a query) too."""
+        return {name: tool for name, tool in self._load(outside=True).items() if not tool.destructive}
 
     def lookup(self, name: Any) -> Tool:
         """The tool called ``name``, or ``InvalidArgument`` naming ``tool`` with every tool's name."""

@@ -63,9 +63,8 @@ def footer(answer: dict[str, Any]) -> list[str]:
     if isinstance(cov, dict) and cov.get("hint"):
         lines.append(f"hint: {cov['hint']}")
     if isinstance(cov, dict) and not cov.get("complete", True):
-        issues = cov.get("issues") or []
-        lines.append(f"coverage incomplete: {len(issues)} issue(s), e.g.")
-        lines += [f"  {i.get('path')}: {i.get('code')}: {i.get('message')}" for i in issues[:5]]
+        count = cov.get("issueCount", len(cov.get("issues") or []))
+        lines.append(f"coverage incomplete: {count} file issue(s) left out or read in part; list them: knowtk coverage")
     if answer.get("nextOffset") is not None:
         lines.append(f"more: --offset {answer['nextOffset']}")
     return lines

@@ -30,6 +30,7 @@ from knowtk.snapshot.model import (
     DEPENDENCY_UNAVAILABLE,
     DIGEST_MOD,
     EXPIRED,
+    NOT_RECORD_NAME,
     WITHDRAWN,
     ChainEnd,
     Snapshot,
@@ -143,7 +144,8 @@ class _Build:
             if entry.issues:
                 ix.file_issues[path] = tuple(entry.issues)
             if entry.record is None:
-                excluded[path] = entry.issues[-1].code if entry.issues else "invalid"  # the refusal comes last
+                # the refusal comes last; no issue: a name its profile reads as no record (a template)
+                excluded[path] = entry.issues[-1].code if entry.issues else NOT_RECORD_NAME
             else:
                 rid = id_at[path] = entry.record.id
                 self.claims.add(rid, path)

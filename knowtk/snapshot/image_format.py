@@ -60,6 +60,8 @@ def config_key(config: StoreConfig) -> str:
     data: list[object] = [config.name, config.share, groups, config.problem]
     if config.profile != "knowtk" or config.profiles:  # (the key of a knowtk-format store is unchanged)
         data.append([config.profile, [list(p) for p in config.profiles]])
+    if config.not_records is not None:
+        data.append(["not_records", list(config.not_records)])
     return json.dumps(data, ensure_ascii=False)
 
 

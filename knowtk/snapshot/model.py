@@ -23,6 +23,7 @@ __all__ = [
     "DEPENDENCY_UNAVAILABLE",
     "DIGEST_MOD",
     "EXPIRED",
+    "NOT_RECORD_NAME",
     "WITHDRAWN",
     "ChainEnd",
     "Snapshot",
@@ -36,6 +37,8 @@ __all__ = [
 # reasons a record is unavailable, most fundamental first
 WITHDRAWN, EXPIRED = "withdrawn", "expired"
 DEPENDENCY_MISSING, DEPENDENCY_UNAVAILABLE = "dependency_missing", "dependency_unavailable"
+# ``Snapshot.excluded``'s code for a file whose name its profile does not read as a record (no issue: no defect)
+NOT_RECORD_NAME = "not_record_name"
 
 
 def normalize_name(text: str) -> str:

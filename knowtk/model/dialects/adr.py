@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from knowtk.model.datevalues import parse_date_value
-from knowtk.model.dialects.markdown import first_heading, headings, prose_lines, stem
+from knowtk.model.dialects.markdown import first_heading, headings, prose_lines, reader_text, stem
 from knowtk.model.dialects.plain import page
 from knowtk.model.profile import Derivation, Source, path_id
 
@@ -73,7 +73,8 @@ def adr(src: Source) -> Derivation:
     out.values["id"] = adr_id(src.path)
     heading = first_heading(src.body, src.body_line)
     if heading is not None:
-        out.values["title"] = _TITLE_NUMBER.sub("", heading[1]) or heading[1]
+        text = reader_text(heading[1]) or heading[1]  # the text a reader sees: a link as its words
+        out.values["title"] = _TITLE_NUMBER.sub("", text) or text
     _read_status(src, statuses, out)
     _read_date(src, out)
     meta = src.meta or {}

@@ -1,4 +1,5 @@
-"""The Markdown reading the profiles share: a body's lines with their file line numbers, outside code, and headings."""
+"""The Markdown reading the profiles share: a body's lines with their file line numbers, outside code, headings,
+and a heading's text as a reader sees it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import posixpath
 import re
 from collections.abc import Iterator
 
-__all__ = ["first_heading", "headings", "prose_lines", "stem"]
+__all__ = ["first_heading", "headings", "prose_lines", "reader_text", "stem"]
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -42,6 +43,46 @@ def first_heading(body: str, body_line: int, level: int = 1) -> tuple[int, str] 
         if found == level:
             return number, text
     return None
+
+
+_IMAGE = re.compile(r"!\[([^\[\]]*)\]\([^()\s]*(?:\s+\"[^\"]*\")?\)")
+_LINK = re.compile(r"\[([^\[\]]*)\](?:\([^()\s]*(?:\s+\"[^\"]*\")?\)|\[[^\[\]]*\])")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s]+)>")
+_CODE = re.compile(r"(`+)(.+?)\1")
+_EMPHASIS = re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<!\w)([*_])(?=\S)(.+?)(?<=\S)\3(?!\w)")
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!~<>|])")
+
+
+def reader_text(text: str) -> str:
+    """Inline Markdown as a reader sees it: a link or an image as its text, emphasis and code marks dropped.
+
+    ``[Superseded by [ADR-0019](0019-push.md)] Push Metrics`` reads ``[Superseded by ADR-0019] Push Metrics``
+    (brackets that make no link stay); ``**Use** `uv` `` reads ``Use uv``.
+    """
+    codes: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:  # code is literal: set aside before anything else is read
+        return keep_escaped(match.group(2).strip())
+
+    def keep_escaped(literal: str) -> str:  # so is an escaped mark (\*)
+        codes.append(literal)
+        return f"\x00{len(codes) - 1}\x00"
+
+    out = _CODE.sub(keep, text)
+    out = _ESCAPED.sub(lambda m: keep_escaped(m.group(1)), out)
+    for _ in range(4):  # a link inside a link's text: the inner one first
+        changed = _LINK.sub(r"\1", _IMAGE.sub(r"\1", out))
+        if changed == out:
+            break
+        out = changed
+    out = _AUTOLINK.sub(r"\1", out)
+    for _ in range(3):  # ***both*** and nested emphasis
+        changed = _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), out)
+        if changed == out:
+            break
+        out = changed
+    out = re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], out)
+    return " ".join(out.split())
 
 
 def stem(path: str) -> str:

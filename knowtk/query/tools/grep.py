@@ -86,12 +86,15 @@ def _hit(hit: dict[str, Any]) -> dict[str, Any]:
 
 def compact(answer: dict[str, Any]) -> dict[str, Any]:
     hits = [_hit(h) for h in answer["hits"]]
-    return {
+    out = {
         "hits": hits,
         **page(answer),
         "index": answer.get("index"),
         "coverage": coverage_summary(answer.get("coverage")),
     }
+    if answer.get("why"):  # no hit, or scores that say nothing: the one line that says why
+        out["why"] = answer["why"]
+    return out
 
 
 OUTPUT = obj(
@@ -113,7 +116,9 @@ OUTPUT = obj(
         **PAGE_SCHEMA,
         "index": INDEX_SCHEMA,
         "coverage": COVERAGE_SCHEMA,
-    }
+        "why": {"type": "string"},
+    },
+    required=("hits", *PAGE_SCHEMA, "index", "coverage"),
 )
 
 COLUMNS = (
@@ -151,13 +156,18 @@ def table(answer: dict[str, Any]) -> str:
         return "\n".join([f"index unavailable: {answer['index'].get('error', 'retry')}", *footer(answer)])
     shown = len(answer["hits"])
     lines = [f"{answer['total']} hit(s); showing {shown} from {answer['offset']}  (snapshot {answer['snapshot']})"]
+    if answer.get("why"):
+        lines.append(f"why: {answer['why']}")
     for i, hit in enumerate(answer["hits"], answer["offset"] + 1):
-        score = "superseded" if hit["score"] is None else f"{hit['score']:.3f}"
+        # a replacement has no score of its own: the column stays empty, the line under it says why it is here
+        score = "  -  " if hit["score"] is None else f"{hit['score']:.3f}"
         where = f"{hit['path']}:{hit['citation']['lineStart']}-{hit['citation']['lineEnd']}"
         lines.append(f"{i:>3}. [{score}] {hit['id']}  {hit['title'] or ''}  ({where})")
         if hit["via"]:
             via = hit["via"]
-            lines.append(f"       via {via['id']} (revision {via['revision']}): {via['title']}")
+            lines.append(
+                f"       current record; matched via superseded {via['id']} (r{via['revision']}): {via['title']}"
+            )
         lines.append(wrapped(hit["snippet"]["text"], "       "))
     return "\n".join(lines + footer(answer))
 
@@ -165,7 +175,7 @@ def table(answer: dict[str, Any]) -> str:
 TOOL = Tool(
     "knowledge_grep",
     PARAMS,
-    "knowtk.query.grep:grep",
+    "knowtk.query.why:grep",
     summary="keyword search",
     description=(
         "Keyword search (BM25; title counts most). mode all needs every word, any one, phrase them adjacent. "
@@ -186,7 +196,10 @@ TOOL = Tool(
         "superseded records themselves. Scores compare only within one query, filter set and snapshot. Ranked "
         "search never proves that something is absent or that a list is complete: use knowledge_records for the "
         "exhaustive inventory. index.state 'unavailable' with total null is a failed search, not an empty one: "
-        f"retry, or use knowledge_lookup / knowledge_records, which do not need the index. {GUIDE_ROWS} {GUIDE_PAGING}"
+        "retry, or use knowledge_lookup / knowledge_records, which do not need the index. An answer with no hit, "
+        "or whose every score is near 0, carries why: one line saying whether any record holds the words and which "
+        "rule (lifecycle, a dead-end chain, a filter) left them out, or that the words are in most records "
+        f"and rank nothing. {GUIDE_ROWS} {GUIDE_PAGING}"
     ),
     hints={"query": "words as written", **HINT_FILTERS, **HINT_PAGE},
     output=OUTPUT,

@@ -8,7 +8,7 @@ from knowtk.frames import RECEIPT, receipt_rows
 from knowtk.query.args import MAX_PAGE_OFFSET, Param, bound, integer, text
 from knowtk.query.registry import Tool
 from knowtk.query.views import NINT
-from knowtk.query.wording import AGENT_PAGING, PAGE_LIMIT, SINCE, UNTIL
+from knowtk.query.wording import AGENT_PAGING, HINT_PAGE, HINT_UNTIL, PAGE_LIMIT, SINCE, UNTIL
 
 __all__ = ["PARAMS", "TOOL"]
 
@@ -42,9 +42,14 @@ TOOL = Tool(
     "knowtk.query.mutations:run_history",
     summary="receipts of the changes made through knowtk, newest first",
     description=(
-        "Receipts of the changes made through knowledge_mutation, newest first (of one record with id, with its Git "
-        f"commits when the store is in a work tree). {AGENT_PAGING}"
+        "Receipts of the changes made through knowtk, newest first; with id, one record's (and its Git commits). "
+        "Follow nextOffset."
     ),
+    guide=(
+        "Receipts of the changes made through knowledge_mutation, newest first (of one record with id, with its "
+        f"Git commits when the store is in a work tree). It reads the change log and changes nothing. {AGENT_PAGING}"
+    ),
+    hints={"id": "one record's receipts", "since": "inclusive", "until": HINT_UNTIL, **HINT_PAGE},
     output={
         "type": "object",
         "properties": {
@@ -59,6 +64,7 @@ TOOL = Tool(
     rows=lambda answer: receipt_rows(answer["receipts"]),
     positional=("id",),
     table=table,
-    # the change log is offered to agents with the changes (--allow-writes), and read outside a query's transaction
+    # read outside a query's transaction (the receipts, not the snapshot); it changes nothing, so a read-only
+    # MCP server offers it (TOOLS.read_only)
     writes=True,
 )

@@ -163,14 +163,22 @@ def rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 def table(answer: dict[str, Any]) -> str:
     results = answer["results"]
-    groups = results.items() if isinstance(results, dict) else [(None, results)]
-    lines = [f"{answer.get('total')} item(s)"]
+    groups = list(results.items() if isinstance(results, dict) else [(None, results)])
+    shown = sum(len(items) for _, items in groups)
+    total = answer.get("total")
+    head = f"{total} item(s) match; showing {shown}"
+    if isinstance(total, int) and total > shown:
+        head += " (the best-ranked: --limit N shows more)"
+    lines = [head]
+    said = {str(it.get("score")) for _, items in groups for it in items if isinstance(it.get("score"), str)}
+    if len(said) == 1:  # one reason for every row: said once, above them
+        lines.append(f"scores: {said.pop()}: ranked in this order, with no measure of strength")
     for repo, items in groups:
         if repo is not None:
             lines.append(f"[{repo}]")
-        for it in items:
+        for rank, it in enumerate(items, 1):
             score = it.get("score")
-            score_text = f"{score:.2f}" if isinstance(score, float | int) else str(score or "-")
+            score_text = f"{score:.2f}" if isinstance(score, float | int) else f"#{rank}"
             cos = f" cosine {it['cosine']:.2f}" if isinstance(it.get("cosine"), float | int) else ""
             cut = "  (truncated: knowtk knowl --id " + it["id"] + ")" if it.get("truncated") else ""
             lines.append(f"  [{score_text}{cos}] {it['id']}  {it.get('title') or ''}{cut}")

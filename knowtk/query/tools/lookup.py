@@ -37,6 +37,7 @@ def compact(answer: dict[str, Any]) -> dict[str, Any]:
         "matchedBy": answer.get("matchedBy"),
         "record": None if record is None else _candidate(record),
         "candidates": [_candidate(c) for c in answer.get("candidates") or []],
+        "suggestions": [pick(x, ("id", "title", "why")) for x in answer.get("suggestions") or []],
         "coverage": coverage_summary(answer.get("coverage")),
     }
 
@@ -48,8 +49,10 @@ OUTPUT = obj(
         "matchedBy": NSTR,
         "record": nullable(_CANDIDATE),
         "candidates": {"type": "array", "items": _CANDIDATE},
+        "suggestions": {"type": "array", "items": obj({"id": {"type": "string"}, "title": NSTR, "why": NSTR})},
         "coverage": COVERAGE_SCHEMA,
-    }
+    },
+    required=("status", "matchedBy", "record", "candidates", "coverage"),
 )
 
 COLUMNS = (
@@ -67,6 +70,10 @@ def rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
 def table(answer: dict[str, Any]) -> str:
     head = f"{answer['status']}" + (f" by {answer['matchedBy']}" if answer["matchedBy"] else "")
     found = [f"  {c['id']}  {c['title'] or ''}  ({c['path']}, {c['lifecycle']})" for c in answer["candidates"]]
+    close = answer.get("suggestions") or []
+    if close:
+        found.append("not a match, but close (lookup never guesses: ask again by id):")
+        found += [f"  {x['id']}  {x['title'] or ''}  ({x['message']})" for x in close]
     return "\n".join([head, *found])
 
 
@@ -77,13 +84,15 @@ TOOL = Tool(
     summary="exact id, title or alias",
     description=(
         "Exact lookup of an id, full title or alias (never fuzzy): status found, ambiguous (pick a candidate by "
-        "id) or missing."
+        "id) or missing (suggestions: close names, not matches)."
     ),
     guide=(
         "Exact lookup of one name: an id (case-sensitive), a full title or an alias (case and spacing ignored, "
         "never fuzzy). status is found (record set), ambiguous (several candidates share the name; pick by id) "
-        "or missing. Use it when you know what a thing is called; use knowledge_grep to search words. "
-        "It does not depend on the keyword index."
+        "or missing. A missing answer lists suggestions (ids or names that differ in case or separators, a "
+        "record the lifecycle or scope leaves out, names holding every word): they are not matches, and status "
+        "stays missing; look one up by its id. Use it when you know what a thing is called; use knowledge_grep "
+        "to search words. It does not depend on the keyword index."
     ),
     hints={"query": "exact id, full title or alias", "scope": "folder prefixes"},
     output=OUTPUT,

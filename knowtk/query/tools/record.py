@@ -16,7 +16,11 @@ PARAMS = (Param("id", text(200), required=True, doc="The record id (case-sensiti
 
 
 OUTPUT = obj(
-    {"status": {"enum": ["found", "missing"]}, "record": nullable({"type": "object"}), "coverage": COVERAGE_SCHEMA}
+    {
+        "status": {"enum": ["found", "missing", "unavailable"]},
+        "record": nullable({"type": "object"}),
+        "coverage": COVERAGE_SCHEMA,
+    }
 )
 
 COLUMNS = (
@@ -37,10 +41,27 @@ COLUMNS = (
 )
 
 
+def _absent(answer: dict[str, Any]) -> str:
+    """A record not shown: why (a withdrawn one's status and sha256, never its content), or close ids."""
+    reason, file = answer.get("reason") or {}, answer.get("file")
+    if answer["status"] == "unavailable":
+        lines = [f"unavailable: {reason.get('code')}" + (f" ({reason['detail']})" if reason.get("detail") else "")]
+        if file is not None:
+            lines.append(f"  {file['path']}: status {file['status']}, revision {file['revision']}")
+            lines.append(f"  sha256 {file['sha256']}")
+        return "\n".join(lines)
+    lines = ["missing: no record has this id (ids are case-sensitive)"]
+    lines += [
+        f"  did you mean {x['id']}  {x['title'] or ''}  ({x['message']})" for x in answer.get("suggestions") or []
+    ]
+    lines.append("  find one by words: knowtk grep WORDS; by name: knowtk lookup NAME; every id: knowtk records")
+    return "\n".join(lines)
+
+
 def table(answer: dict[str, Any]) -> str:
     rec = answer.get("record")
     if rec is None:
-        return f"{answer['status']}" + (f": {answer['reason']}" if answer.get("reason") else "")
+        return _absent(answer)
     c = rec["citation"] or {}
     lines = [
         f"{rec['id']}  {rec['title'] or ''}",
