@@ -256,7 +256,7 @@ def test_mcp_takes_known_at_on_the_read_tools(tmp_path: Path) -> None:
         async with Client(build_server(open_target(b.root))) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             asked = {name for name, t in tools.items() if "knownAt" in t.input_schema["properties"]}
-            assert asked == set(tools) - {"knowledge_changes"}  # which compares two instants of its own
+            assert asked == set(tools) - {"knowledge_changes", "knowledge_history"}  # their own since/until
             res = await client.call_tool("knowledge_stats", {"knownAt": "2026-01-31"})
             assert not res.is_error and res.structured_content["total"] == 3
             assert res.structured_content["knownAt"]["committedAt"] == "2026-01-10T10:00:00Z"

@@ -90,7 +90,9 @@ def listed_tools(complete: bool = False, allow_writes: bool = False) -> list[typ
 
 
 KNOWN_AT = "knownAt"  # every read tool's argument: answer from the store as its files stood then (docs/time.md)
-AT_TWO_INSTANTS = frozenset({"knowledge_changes"})  # compares two instants of its own: no knownAt
+# tools whose own since/until are instants of the store's past (the changes between two, the receipts and commits
+# within two): no knownAt
+AT_TWO_INSTANTS = frozenset({"knowledge_changes", "knowledge_history"})
 
 
 def listed_input_schema(tool: str) -> dict[str, Any]:
