@@ -11,7 +11,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.actions import panel_in, record_actions
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
@@ -53,13 +53,15 @@ def _png_size(png: bytes) -> tuple[int, int]:
 class ChainWidget(Front):
     """Supersession chains of the store, or of one record: the picture, a summary per chain, the edges.
 
+    ``read_only=True`` (or a store opened read-only) shows no change actions.
     ``.edges`` is :func:`knowtk.query.chains.chain_edges` for the selection, ``.summary`` its
     :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
     size and shown at its screen size: sharp, never stretched to the column).
     """
 
-    def __init__(self, store: Store, id: str | None = None) -> None:
+    def __init__(self, store: Store, id: str | None = None, *, read_only: bool = False) -> None:
         self.store = store
+        self.read_only = read_only  # True: no change actions under the selected record (so for a read-only store)
         self.edges = chain_edges(store, id)  # raises RecordNotFound for an id the store does not know
         self.summary = chain_summary(self.edges)
         self.png = b""
@@ -107,7 +109,9 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
-        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
+        self.actions.children = record_actions(
+            self.store, rid, on_saved=self._saved, read_only=self.read_only, keep=panel_in(self.actions)
+        )
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
