@@ -227,14 +227,15 @@ QUICKSTART: list[Cell] = [
     The project-knowledge surface over the same store and index: three items by default, content
     cut at 2,000 characters, `score` min-max scaled over the page (order by it) and, when the
     `semantic` extra is installed, `cosine` on an absolute scale (judge by it). Without the extra,
-    `score` says `uncalibrated (...)`. `explain=True` adds the raw BM25 and its per-field parts.
+    `score` says `uncalibrated (...)` (and the frame's `score` is empty): `explain=True` adds the raw
+    BM25 (`bm25`) and its per-field parts, which the widget shows in its place.
     """),
     code("""
     from knowtk.notebook import KnowlWidget
 
     answer = store.knowl("vector index sqlite", explain=True)
-    print(answer["ranking"]["method"], "·", answer["provenance"][:60], "…")
-    answer.to_frame()[["id", "title", "score", "cosine", "truncated", "category", "status"]]
+    print("ranking:", answer["ranking"]["method"], "·", answer["ranking"]["score"])
+    answer.to_frame()[["id", "title", "score", "cosine", "bm25", "truncated", "category", "status"]]
     """),
     code("""
     KnowlWidget(store, "vector index sqlite")

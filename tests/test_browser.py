@@ -475,7 +475,7 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
         assert not [t for t in texts if "Error displaying widget" in t]
         knowl = outputs.filter(has_text="KnowlWidget · query")
         expect(knowl).to_contain_text("dec-2026-021")  # the stored answer's rows
-        expect(knowl).to_contain_text("PROVENANCE")
+        expect(knowl).not_to_contain_text("not instructions")  # the agents' provenance line is not shown
         grep = outputs.filter(has_text="GrepWidget · query 'search'")
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         expect(outputs.filter(has_text="LookupWidget · 'dec-2025-012'")).to_contain_text("dec-2026-021")
