@@ -61,3 +61,58 @@ def test_a_long_id_is_shown_whole_over_two_lines() -> None:
     heads = [t.get_text() for t in ax.texts if t.get_text().startswith("docs:")]
     assert "docs:decisions:archive:0003" in [h.replace("\n", "") for h in heads]
     assert not any("…" in h for h in heads)
+
+
+def test_a_timeline_label_is_whole_where_its_track_has_room() -> None:
+    from knowtk.notebook.timeline import plot_timeline
+
+    title = "Keep the vector index in SQLite next to FTS5, as decided at the March sync"  # 74 characters
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "title": [title, "Short"],
+            "type": ["decision", "decision"],
+            "start": pd.to_datetime(["2026-03-01T10:00:00Z", "2026-06-01T10:00:00Z"], utc=True),
+            "date_only": [False, False],
+        }
+    )
+    ax = plot_timeline(frame, lanes="type")
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "label"]
+    assert title in labels  # not cut at 28 characters: nothing else is on its track until June
+
+
+def test_a_quiet_chronicle_week_is_not_a_tall_empty_grid() -> None:
+    from knowtk.notebook.chronicle import plot_chronicle
+
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "title": ["Budget call", "Release retro with the whole team"],
+            "type": ["meeting", "meeting"],
+            "start": pd.to_datetime(["2026-03-23T09:00:00Z", "2026-03-27T15:00:00Z"], utc=True),
+            "date_only": [False, False],
+        }
+    )
+    ax = plot_chronicle(frame)
+    assert ax.figure.get_figheight() <= 5.5
+    labels = [t.get_text() for t in ax.texts if "Release" in t.get_text()]
+    assert labels and "…" not in labels[0]  # three lines of its day's column hold the whole title
+
+
+def test_rank_change_labels_are_legible(close_figures: None) -> None:
+    from knowtk.lab.plots import plot_rank_changes
+
+    table = pd.DataFrame(
+        {
+            "case": [f"case-{i}" for i in range(8)],
+            "change": ["worse"] * 4 + ["better"] * 4,
+            "rank_left": [1, 1, 2, 2, 5, 5, 6, 6],
+            "rank_right": [3, 3, 3, 3, 1, 1, 1, 1],
+        }
+    )
+    ax = plot_rank_changes(table)
+    names = [t for t in ax.texts if t.get_text().startswith("case-")]
+    assert len(names) == 8 and min(t.get_fontsize() for t in names) >= 9
+    # four labels stacked on one rank stay within that rank's height
+    per_rank = ax.figure.get_figheight() / (ax.get_ylim()[0] - ax.get_ylim()[1])
+    assert per_rank >= 4 * 11 / 72
