@@ -116,3 +116,17 @@ def test_a_read_only_store_or_widget_offers_no_change_action(builder: StoreBuild
     assert grep.select.value is not None and grep.actions.children == ()
     assert ChainWidget(writable, "old", read_only=True).actions.children == ()
     assert LookupWidget(writable, "old", read_only=True).actions.children == ()
+
+
+def test_an_edit_that_changes_nothing_says_so_and_offers_no_undo(builder: StoreBuilder) -> None:
+    store = _store(builder)
+    actions = RecordActions(store, "new")
+    actions.fields.value = "title: New budget"  # what the file says already
+    shown = actions.preview()
+    assert shown is not None and not shown["changes"] and actions.confirm() is None  # nothing to confirm
+    actions.fields.value = "summary: S"
+    actions.preview()
+    actions.confirm()
+    assert not actions.undo_button.disabled
+    actions.preview()  # a new preview: the last receipt's Undo is no longer offered
+    assert actions.undo_button.disabled and actions.undo_button.layout.display == "none"
