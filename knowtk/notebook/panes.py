@@ -36,7 +36,7 @@ def _issues_table(issues: list[dict[str, Any]]) -> str:
     # one line with the count; the list opens on a click (the demo's defects would fill the view otherwise)
     return wrap(
         f"<details class='box warn issues'><summary><b>COVERAGE INCOMPLETE</b>: {count} in this scope "
-        f"<span class='muted'>(click to list them)</span></summary><table>{head}{rows}</table></details>"
+        f"(click to list them)</summary><table>{head}{rows}</table></details>"
     )
 
 
