@@ -8,8 +8,8 @@ caught up (``indexed``). The receipt stays until the next preview, with an **Und
 (``Store.undo``: conditioned on the hashes the change left, with a receipt of its own, itself undoable).
 Everything is plain widget state: ``preview()``, ``confirm()`` and ``undo()`` are what the buttons do.
 
-A store opened with ``read_only=True`` (or ``RecordActions(..., read_only=True)``) offers no action:
-``record_actions`` gives the widgets nothing to show under a record then.
+A store opened with ``read_only=True`` offers no action (the panel says so in one line), and
+``record_actions`` gives a widget nothing to show under a record when the store or the widget is read-only.
 
 The panel offers what the record's effective lifecycle allows (Supersede by… and Withdraw for an active record,
 Reinstate for a withdrawn or superseded one, Edit fields for both) and shows only the input the chosen action
