@@ -42,8 +42,9 @@ def _short_hash(value: Any) -> str:
     return f"<span title='{html.escape(text)}'>{html.escape(text[:_HASH_DIGITS])}…</span>"
 
 
-def tidy_html(frame: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
-    """``frame`` as an HTML table for reading (see the module); rows past ``max_rows`` summarised in one line."""
+def tidy_html(frame: pd.DataFrame, *, max_rows: int = MAX_ROWS, index: bool = True) -> str:
+    """``frame`` as an HTML table for reading (see the module); rows past ``max_rows`` summarised in one line;
+    ``index=False`` leaves the row labels out."""
     shown = frame.head(max_rows)
     names = [str(c) for c in shown.columns]
     # a table id from its columns, not random: a notebook run again stores the same HTML
@@ -65,6 +66,8 @@ def tidy_html(frame: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
     )
     if rules:
         styler = styler.set_table_styles(rules, overwrite=False)
+    if not index:
+        styler = styler.hide(axis="index")
     table = styler.to_html()
     if len(frame) > len(shown):
         table += f"<p>… {len(frame) - len(shown)} more rows ({len(frame)} in all; the frame holds every one)</p>"

@@ -55,7 +55,7 @@ def receipt_html(store: Store, receipt: dict[str, Any], *, title: str = "saved")
     """A receipt as a reader checks it: the operation, when and why, each file with its diff, whether it is indexed."""
     if not receipt.get("id"):  # an update that changes nothing writes nothing and keeps no receipt
         return wrap(
-            f"<div class='box'><b>NOTHING CHANGED</b> · {escape(receipt['operation'])}: the file says that already</div>"
+            f"<div class='box'><b>NOTHING CHANGED</b> · {escape(receipt['operation'])}: the file says so already</div>"
         )
     indexed = "indexed" if receipt.get("indexed") else "not indexed yet (the next query indexes it)"
     reason = f" · reason: {escape(receipt['reason'])}" if receipt.get("reason") else ""

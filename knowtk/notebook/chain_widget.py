@@ -16,6 +16,7 @@ from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
+from knowtk.tidy import tidy_html
 from knowtk.ui.front import Front
 from knowtk.ui.style import wrap
 
@@ -117,9 +118,9 @@ class ChainWidget(Front):
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
         self.table.value = wrap(
             "<b>chains, dead ends first</b>"
-            + self.summary.to_html(index=False, na_rep="—")
+            + tidy_html(self.summary, index=False)
             + "<b>edges</b>"
-            + readable_edges(self.edges).to_html(index=False, na_rep="—")
+            + tidy_html(readable_edges(self.edges), index=False)
         )
         return self.edges
 
