@@ -762,6 +762,7 @@ QUERY_LAB: list[Cell] = [
     import yaml
 
     from knowtk.lab import parse_gold
+    from knowtk.notebook import find_path
 
     PEPS = find_path(None, env="KNOWTK_PEPS", default="shared/corpora/peps", required=False)  # as notebook 05
     if PEPS is not None:
