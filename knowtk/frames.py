@@ -60,7 +60,10 @@ def listed(name: str) -> Getter:
 
 
 def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFrame:
+    """The rows as a DataFrame of these columns: a ``knowtk.tidy.TidyFrame``, which reads well in a notebook."""
     import pandas as pd
+
+    from knowtk.tidy import TidyFrame  # it needs pandas: imported with the first frame, as pandas is
 
     data = {}
     for name, dtype, get in columns:
@@ -76,7 +79,7 @@ def build_frame(rows: list[dict[str, Any]], columns: list[Column]) -> pd.DataFra
             data[name] = series
         else:
             data[name] = pd.Series(values, dtype=dtype)
-    return pd.DataFrame(data, columns=[c[0] for c in columns])
+    return TidyFrame(data, columns=[c[0] for c in columns])
 
 
 SUMMARY: list[Column] = [

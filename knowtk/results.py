@@ -132,7 +132,9 @@ class Result:
         frame = self.to_frame()
         import html  # a notebook's: never a command line's
 
-        return f"<p><b>{html.escape(self.summary())}</b></p>" + frame.to_html(max_rows=50, max_cols=20)
+        from knowtk.tidy import tidy_html  # pandas is here already: the frame above imported it
+
+        return f"<p><b>{html.escape(self.summary())}</b></p>" + tidy_html(frame, max_rows=50)
 
 
 _LEAVES = (str, int, float, bool, type(None))

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound
+from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound, StoreUnavailable
 from knowtk.model.datevalues import format_utc, parse_instant
 from knowtk.query import TOOLS
 from knowtk.query.args import BOUND_PATTERN, spelled_for, validate
@@ -58,6 +58,7 @@ def open_store(
     accept_safeguard_loss: bool = False,
     rebind_state: bool = False,
     profile: str | None = None,
+    read_only: bool = False,
 ) -> Store:
     """Open the store at ``path``; its state goes to ``path/.knowtk/`` unless ``state_dir`` says otherwise.
 
@@ -68,6 +69,9 @@ def open_store(
     learns what changed from inotify on Linux and from a walk elsewhere (``Store.freshness_mode``);
     ``change_source=StatWalk`` forces the walk. ``profile`` reads Markdown written for another tool
     (``plain``, ``adr``, ``obsidian``; docs/profiles.md); by default knowtk.yaml's ``profile``, else ``knowtk``.
+    ``read_only=True`` refuses every change of a Markdown file (``create``, ``update``, ``supersede``,
+    ``withdraw``, ``reinstate``, ``undo``, ``preview``, ``adopt``: ``StoreUnavailable``) and the notebook widgets
+    offer no change action; open a copy to change it (docs/notebooks.md).
     """
     return Store(
         path,
@@ -78,6 +82,7 @@ def open_store(
         accept_safeguard_loss=accept_safeguard_loss,
         rebind_state=rebind_state,
         profile=profile,
+        read_only=read_only,
     )
 
 
@@ -93,7 +98,10 @@ class Store:
         accept_safeguard_loss: bool = False,
         rebind_state: bool = False,
         profile: str | None = None,
+        read_only: bool = False,
     ) -> None:
+        #: True: every write method raises StoreUnavailable, and the widgets hide their change actions
+        self.read_only = bool(read_only)
         self.engine = Engine(
             path,
             state_dir=state_dir,
@@ -111,7 +119,7 @@ class Store:
         try:
             with self.engine.lock:
                 unfinished = journal.intents(self.engine.state)
-            if unfinished:  # a mutation a crash interrupted: finished or rolled back now
+            if unfinished and not self.read_only:  # a mutation a crash interrupted: finished or rolled back now
                 from knowtk.write.mutation import recover
 
                 recover(self.engine)
@@ -154,7 +162,16 @@ class Store:
         return {name: str(file) for name, file in written.items()}
 
     def __repr__(self) -> str:
-        return f"<Store {self.root!r}>"
+        return f"<Store {self.root!r}{' read-only' if self.read_only else ''}>"
+
+    def refuse_writes(self, what: str) -> None:
+        """``StoreUnavailable`` when the store was opened with ``read_only=True``; ``what`` names the change."""
+        if self.read_only:
+            raise StoreUnavailable(
+                self.root,
+                f"{what} refused: the store was opened read-only (open_store(..., read_only=True)); "
+                "open a copy of it to change files",
+            )
 
     # -- state ---------------------------------------------------------------------------------
     def check(self) -> dict[str, Any]:
@@ -237,6 +254,8 @@ class Store:
         spec = TOOLS.lookup(tool)
         checked = validate(spec.name, spec.params, args, python=python)
         run = spec.runner()
+        if spec.destructive:
+            self.refuse_writes(f"{spec.name} ({checked.get('operation', 'a change')})")
         with spelled_for(spec.params, python=python):
             if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
                 return Result(spec.name, run(self.engine, checked, self.verifier), checked)
@@ -344,12 +363,36 @@ class Store:
         """Make ``id`` active again, lifting its withdrawal or supersession safeguard: the only way to lift one."""
         return self._method("knowledge_mutation", {"operation": "reinstate", **locals()})
 
+    def undo(
+        self,
+        receipt: str | Mapping[str, Any],
+        *,
+        expected_sha256: str | None = None,
+        reason: str | None = None,
+        actor: str | None = None,
+        checkpoint: bool = False,
+    ) -> Result:
+        """Undo a change: every file ``receipt`` wrote back to its bytes before (a file it created removed), the
+        safeguards as those bytes say, judged and conflict-checked like every change (``PublicationConflict`` when a
+        file is no longer as the receipt left it). ``receipt``: its id, the receipt dict, or the ``Result`` of the
+        change. ``expected_sha256``: the hash you read, for a receipt of one file. Leaves its own receipt (operation
+        ``undo``), which can be undone in turn (docs/mutations.md, Undo)."""
+        from knowtk.write.undo import undo_receipt
+
+        rid = _receipt_id(receipt)
+        self.refuse_writes(f"undo of {rid}")
+        answer = undo_receipt(
+            self.engine, rid, expected_sha256=expected_sha256, reason=reason, actor=actor, checkpoint=checkpoint
+        )
+        return Result("knowledge_mutation", answer, {"operation": "undo", "receipt": rid})
+
     def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
         """What ``knowledge_mutation`` would do with these arguments (snake_case, as the methods take them), refused
         the same way but writing nothing: ``{"records": [{id, path, sha256Before, diff}], "safeguards", "lifts",
         "changes"}``. The notebook's confirm step shows it."""
         from knowtk.write.mutation import preview
 
+        self.refuse_writes(f"a preview of {operation}")
         given = {"operation": operation, "id": id, **{k: v for k, v in args.items() if v is not None}}
         checked = validate("knowledge_mutation", TOOLS["knowledge_mutation"].params, given, python=True)
         return preview(self.engine, checked)
@@ -376,6 +419,8 @@ class Store:
         from knowtk.write.adopt import adopt, undo_adopt  # imported when used: a query process never needs it
 
         args = {"profile": profile, "dry_run": dry_run, "skip_issues": skip_issues, "expect": expect, "undo": undo}
+        if not dry_run:
+            self.refuse_writes("adopt")
         if undo is not None:
             answer = undo_adopt(self.engine, undo, dry_run=dry_run, actor=actor, checkpoint=bool(checkpoint))
         else:
@@ -474,6 +519,7 @@ class PastStore(Store):
         self.verifier = verifier
         self.files = files
         self.known_at = files.known_at()
+        self.read_only = True
 
     def __repr__(self) -> str:
         return f"<Store {self.present.root!r} at {self.known_at['instant']} (commit {self.files.commit.sha[:12]})>"
@@ -510,6 +556,22 @@ class PastStore(Store):
     def adopt(self, **args: Any) -> Result:
         raise self.refuse("adopt")
 
+    def undo(self, receipt: str | Mapping[str, Any], **args: Any) -> Result:
+        raise self.refuse("undo")
+
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
         """The present store's ``diff``: kept versions and instants are the store's, not of one instant."""
         return self.present.diff(id, a, b)
+
+
+def _receipt_id(receipt: Any) -> str:
+    """A receipt's id from the id itself, a receipt dict, or a change's answer (``{"receipt": {...}}``, a Result)."""
+    if isinstance(receipt, str):
+        return receipt
+    if isinstance(receipt, Result):
+        receipt = receipt.to_dict()
+    if isinstance(receipt, Mapping):
+        inner = receipt.get("receipt", receipt)
+        if isinstance(inner, Mapping) and isinstance(inner.get("id"), str):
+            return inner["id"]
+    raise InvalidArgument("receipt", "give a receipt id (rcpt-...), a receipt, or the answer of a change")

@@ -24,10 +24,10 @@ TIMEOUT = 300  # seconds per cell
 
 Cell = tuple[str, str]  # ("md" | "code", source)
 
-FIND_REPO = """\
-# the repository: the first folder upwards from the notebook's working directory that holds the demo store
-REPO = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "data" / "fixtures" / "demo").is_dir())
-DEMO = REPO / "data" / "fixtures" / "demo\""""
+STORE_VARIABLE = """\
+# the store this notebook works on: a folder; None takes $KNOWTK_STORE, else the demo store of the knowtk
+# checkout the notebook runs in (data/fixtures/demo, in the working directory or a folder above it)
+STORE = None"""
 
 # a notebook that edits a scratch copy of the demo store shows that the bundled one stayed untouched
 DIGEST = """\
@@ -40,41 +40,40 @@ def digest(root):
 
 SETUP = f"""\
 import tempfile
-from pathlib import Path
 
 import pandas as pd
 
 import knowtk
+from knowtk.notebook import find_path
+
+{STORE_VARIABLE}
 
 pd.set_option("display.max_colwidth", 90)
-{FIND_REPO}
-# state_dir: the index goes to a temporary folder, so running this notebook never writes into the checkout
-# (knowtk.open_store(DEMO) alone keeps it in data/fixtures/demo/.knowtk/, which git ignores)
-store = knowtk.open_store(DEMO, state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+DEMO = find_path(STORE)
+# read_only: this notebook changes no file, and its widgets offer no change action (notebook 07 changes a copy);
+# state_dir: the index goes to a temporary folder, so running this notebook writes nothing into the store's folder
+store = knowtk.open_store(DEMO, state_dir=tempfile.mkdtemp(prefix="knowtk-"), read_only=True)
 print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")"""
 
 PROTOTYPING_SETUP = f"""\
 import hashlib
-import shutil
-import tempfile
-from pathlib import Path
 
 import frontmatter
 
 import knowtk
-from knowtk.notebook import GrepWidget, diff_frame
+from knowtk.notebook import GrepWidget, diff_frame, find_path, scratch_copy
 
-{FIND_REPO}
+{STORE_VARIABLE}
 
 
 {DIGEST}
 
 
+DEMO = find_path(STORE)
 before = digest(DEMO)
-work = Path(tempfile.mkdtemp(prefix="knowtk-proto-")) / "demo"
-shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
-store = knowtk.open_store(work)  # a scratch copy: its state may live inside it
-print("working copy:", work.name, "·", store.records(limit=1)["total"], "active records")"""
+work = scratch_copy(DEMO)  # a copy in a temporary folder: this notebook edits it, never the store it came from
+store = knowtk.open_store(work)  # its state may live inside the copy
+print("working copy:", work, "·", store.records(limit=1)["total"], "active records")"""
 
 
 def md(text: str) -> Cell:
@@ -146,7 +145,8 @@ QUICKSTART: list[Cell] = [
     record opens directly under it, whole, with its citation and why it is there. The answer's
     coverage issues are listed, not hidden; a refused input (say since `2026-13-45`) replaces the
     answer with the reason. Where widgets do not run (GitHub), the output is a static copy of the
-    widget's state.
+    widget's state. The store is open read-only here, so the widgets offer no change action:
+    notebook 07 changes a copy.
     """),
     code("""
     from knowtk.notebook import GrepWidget, LookupWidget
@@ -227,14 +227,15 @@ QUICKSTART: list[Cell] = [
     The project-knowledge surface over the same store and index: three items by default, content
     cut at 2,000 characters, `score` min-max scaled over the page (order by it) and, when the
     `semantic` extra is installed, `cosine` on an absolute scale (judge by it). Without the extra,
-    `score` says `uncalibrated (...)`. `explain=True` adds the raw BM25 and its per-field parts.
+    `score` says `uncalibrated (...)` (and the frame's `score` is empty): `explain=True` adds the raw
+    BM25 (`bm25`) and its per-field parts, which the widget shows in its place.
     """),
     code("""
     from knowtk.notebook import KnowlWidget
 
     answer = store.knowl("vector index sqlite", explain=True)
-    print(answer["ranking"]["method"], "·", answer["provenance"][:60], "…")
-    answer.to_frame()[["id", "title", "score", "cosine", "truncated", "category", "status"]]
+    print("ranking:", answer["ranking"]["method"], "·", answer["ranking"]["score"])
+    answer.to_frame()[["id", "title", "score", "cosine", "bm25", "truncated", "category", "status"]]
     """),
     code("""
     KnowlWidget(store, "vector index sqlite")
@@ -428,17 +429,18 @@ PROTOTYPING: list[Cell] = [
     md("""
     ## The widget after the edits
 
-    The table, the selected record, why it is there, and (in the *changes* tab) what the last
-    re-run changed.
+    The rows, the selected record and why it is there under its row, and, at the bottom, what the
+    last re-run changed (new, removed and moved hits). The widget offers Edit fields, Supersede by…
+    and Withdraw under the selected record, because this store is a scratch copy.
     """),
     code("""
     w
     """),
     md("""
-    ## The bundled store is untouched
+    ## The store it was copied from is untouched
     """),
     code("""
-    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    print("the store it was copied from is unchanged:", digest(DEMO) == before)
     """),
 ]
 
@@ -447,30 +449,33 @@ PEPS: list[Cell] = [
     # 05 · A real corpus: the PEPs
 
     The Python Enhancement Proposals as a knowtk store: 736 PEP pages and 364 person pages, 21
-    PEPs superseded by others. It lives in `shared/corpora/peps`, beside the repository. It is
-    read-only data, so its state goes to a temporary folder (`state_dir`). When the folder is
-    absent, this notebook says so and skips its cells.
+    PEPs superseded by others. Point the notebook at it with `PEPS_STORE` in the first cell or the
+    environment variable `KNOWTK_PEPS` (by default it looks for `shared/corpora/peps` beside the
+    checkout). It is opened read-only, with its state in a temporary folder (`state_dir`). Without
+    the store, this notebook says so and skips its cells.
     """),
-    code(f"""
+    code("""
     import tempfile
-    from pathlib import Path
 
     import matplotlib.pyplot as plt
     import pandas as pd
 
     import knowtk
-    from knowtk.notebook import plot_chains
+    from knowtk.notebook import find_path, plot_chains
     from knowtk.query.chains import chain_edges, chain_summary
 
+    # the PEPs store: its folder; None takes $KNOWTK_PEPS, else shared/corpora/peps in the working directory or a
+    # folder above it (beside a knowtk checkout). Without it, this notebook says so and skips its cells.
+    PEPS_STORE = None
+
     pd.set_option("display.max_colwidth", 90)
-    {FIND_REPO.replace(chr(10), chr(10) + "    ")}
-    PEPS = REPO.parent / "shared" / "corpora" / "peps"
-    if PEPS.is_dir():
-        store = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
-        print(f"store {{store.name!r}}: {{store.records(limit=1)['total']}} active records")
+    PEPS = find_path(PEPS_STORE, env="KNOWTK_PEPS", default="shared/corpora/peps", required=False)
+    if PEPS is not None:
+        store = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"), read_only=True)
+        print(f"store {store.name!r}: {store.records(limit=1)['total']} active records")
     else:
         store = None
-        print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this notebook skips its cells.")
+        print("No PEPs store: set PEPS_STORE above (or KNOWTK_PEPS) to its folder. This notebook skips its cells.")
     """),
     md("""
     ## Search
@@ -551,7 +556,6 @@ PEPS: list[Cell] = [
 
 QUERY_LAB_SETUP = f"""\
 import hashlib
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -562,20 +566,24 @@ import pandas as pd
 import knowtk
 from knowtk.lab import ablate, check, compare, load_gold, run, save_run
 from knowtk.lab.plots import plot_rank_changes
+from knowtk.notebook import find_path, scratch_copy
+
+{STORE_VARIABLE}
+# the gold set: a file; None takes $KNOWTK_GOLD, else data/fixtures/gold/demo.yaml of the checkout
+GOLD = None
 
 pd.set_option("display.max_colwidth", 70)
-{FIND_REPO}
 
 
 {DIGEST}
 
 
+DEMO = find_path(STORE)
+GOLD_SET = find_path(GOLD, env="KNOWTK_GOLD", default="data/fixtures/gold/demo.yaml")
 before = digest(DEMO)
-# a scratch copy: this notebook edits a record, and data/fixtures/demo must never change
-work = Path(tempfile.mkdtemp(prefix="knowtk-lab-")) / "demo"
-shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
+work = scratch_copy(DEMO)  # a copy in a temporary folder: this notebook edits a record, never the store it came from
 store = knowtk.open_store(work)
-gold = load_gold(REPO / "data" / "fixtures" / "gold" / "demo.yaml")
+gold = load_gold(GOLD_SET)
 names = [v.name for v in gold.all_variants()]
 print(f"gold set {{gold.name!r}}: {{len(gold)}} cases, k={{gold.k}}, variants {{names}}")"""
 
@@ -720,7 +728,7 @@ QUERY_LAB: list[Cell] = [
     from knowtk.lab.cli import eval_main
 
     state = tempfile.mkdtemp(prefix="knowtk-lab-")
-    code = eval_main([str(REPO / "data" / "fixtures" / "gold" / "demo.yaml"), "--store", str(work),
+    code = eval_main([str(GOLD_SET), "--store", str(work),
                       "--state-dir", state, "--variant", "default", "--baseline", str(baseline)])
     print("exit code:", code)
     """),
@@ -736,7 +744,7 @@ QUERY_LAB: list[Cell] = [
     code("""
     from knowtk.lab.widget import QueryLabWidget
 
-    lab = QueryLabWidget(store, REPO / "data" / "fixtures" / "gold" / "demo.yaml")
+    lab = QueryLabWidget(store, GOLD_SET)
     lab.variants.value = ("default", "any-words")
     lab.run()
     lab.case.value = "gpu-budget"  # as a click on its row
@@ -745,7 +753,7 @@ QUERY_LAB: list[Cell] = [
     md("""
     ## A gold set built from the PEPs' own headers
 
-    When the PEPs corpus is beside the repository (`shared/corpora/peps`), a gold set is built at
+    When the PEPs store is found (`KNOWTK_PEPS`, or `shared/corpora/peps` beside the checkout), a gold set is built at
     run time from the PEPs' headers: the `PEP N` alias must look its PEP up, a PEP's title must find
     it with `knowledge_grep` and with `knowl_query`, and the title of a superseded PEP must find its
     replacement. It is never written into the repository, and only the aggregate metrics are shown.
@@ -754,10 +762,11 @@ QUERY_LAB: list[Cell] = [
     import yaml
 
     from knowtk.lab import parse_gold
+    from knowtk.notebook import find_path
 
-    PEPS = REPO.parent / "shared" / "corpora" / "peps"
-    if PEPS.is_dir():
-        peps = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"))
+    PEPS = find_path(None, env="KNOWTK_PEPS", default="shared/corpora/peps", required=False)  # as notebook 05
+    if PEPS is not None:
+        peps = knowtk.open_store(PEPS, state_dir=tempfile.mkdtemp(prefix="knowtk-peps-"), read_only=True)
         snap = peps.snapshot()
         pages = [r for rid, r in sorted(snap.records.items()) if rid.startswith("pep-") and snap.available(rid)]
         cases = []
@@ -783,36 +792,34 @@ QUERY_LAB: list[Cell] = [
         pep_run.plot()
         plt.show()
     else:
-        print("The PEPs corpus is not at <repo>/../shared/corpora/peps: this section is skipped.")
+        print("No PEPs store (KNOWTK_PEPS, or shared/corpora/peps beside the checkout): this section is skipped.")
     """),
     md("""
-    ## The bundled store is untouched
+    ## The store it was copied from is untouched
     """),
     code("""
-    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    print("the store it was copied from is unchanged:", digest(DEMO) == before)
     """),
 ]
 
 REVIEW_SETUP = f"""\
 import hashlib
-import shutil
-import tempfile
-from pathlib import Path
 
 import knowtk
-from knowtk.notebook import ChainWidget, RecordActions
+from knowtk.notebook import ChainWidget, find_path, scratch_copy
 
-{FIND_REPO}
+{STORE_VARIABLE}
 
 
 {DIGEST}
 
 
+DEMO = find_path(STORE)
 before = digest(DEMO)
-work = Path(tempfile.mkdtemp(prefix="knowtk-review-")) / "demo"
-shutil.copytree(DEMO, work, ignore=shutil.ignore_patterns(".knowtk"))
-store = knowtk.open_store(work)  # a scratch copy: this notebook changes it, never the bundled store
-print("working copy:", work.name, "·", store.records(limit=1)["total"], "active records")"""
+work = scratch_copy(DEMO)  # a copy in a temporary folder: this notebook changes it, never the store it came from
+store = knowtk.open_store(work)
+print("working copy:", work)
+print(store.records(limit=1)["total"], "active records")"""
 
 REVIEW: list[Cell] = [
     md("""
@@ -820,8 +827,8 @@ REVIEW: list[Cell] = [
 
     A reviewer finds a broken supersession chain in the demo store and fixes it from the notebook, on a
     scratch copy: every change is checked against the file that was read (its sha256), judged by the
-    same rules as a scanned file, written atomically, and leaves a *receipt*. A mistaken withdrawal is
-    undone with `reinstate`, the one way to lift a safeguard. See `docs/mutations.md`.
+    same rules as a scanned file, written atomically, and leaves a *receipt*. Any receipt can be undone
+    (`store.undo`): the files go back to their bytes, with a receipt of its own. See `docs/mutations.md`.
     """),
     ("code", REVIEW_SETUP),
     md("""
@@ -834,7 +841,9 @@ REVIEW: list[Cell] = [
     issues = [i for i in store.grep("GPU budget")["coverage"]["issues"] if i["id"] == "dec-2025-030"]
     print(issues[0]["code"], "·", issues[0]["message"])
     print("a search for the GPU budget finds:", [h["id"] for h in store.grep("GPU budget")["hits"]])
-    ChainWidget(store, "dec-2025-030")
+    path = work / store.snapshot().records["dec-2025-030"].path
+    original = path.read_bytes()  # to compare after the undo
+    ChainWidget(store, "dec-2025-030", read_only=True)  # the picture only: the fix comes below
     """),
     md("""
     ## Fix it: reinstate the decision
@@ -848,8 +857,8 @@ REVIEW: list[Cell] = [
     sha = store.snapshot().records["dec-2025-030"].sha256  # a superseded record: read its file's hash
     print(store.preview("reinstate", "dec-2025-030", reason="the follow-up was never decided",
                         expected_sha256=sha)["records"][0]["diff"])
-    receipt = store.reinstate("dec-2025-030", reason="the follow-up was never decided", expected_sha256=sha)
-    receipt.to_frame()[["receipt", "operation", "id", "path", "sha256_before", "sha256_after", "indexed"]]
+    fixed = store.reinstate("dec-2025-030", reason="the follow-up was never decided", expected_sha256=sha)
+    fixed.to_frame()[["receipt", "operation", "id", "path", "sha256_before", "sha256_after", "indexed"]]
     """),
     md("""
     ## The re-run query
@@ -873,48 +882,64 @@ REVIEW: list[Cell] = [
         print(type(exc).__name__, "·", exc.path, "· expected", exc.expected[:12], "· found", exc.actual[:12])
     """),
     md("""
+    ## Undo
+
+    `store.undo(receipt)` applies the inverse change on the hash the fix left: the file gets its bytes
+    back, the supersession guard is recorded again, and the undo leaves a receipt of its own (which can be
+    undone in turn). A file changed since the receipt is refused, as every write is.
+    """),
+    code("""
+    undone = store.undo(fixed)
+    print("receipt:", undone["receipt"]["id"], "·", undone["receipt"]["operation"], "·", undone["receipt"]["reason"])
+    print("the file's bytes are back:", path.read_bytes() == original)
+    print("a search for the GPU budget finds:", [h["id"] for h in store.grep("GPU budget")["hits"]])
+    """),
+    md("""
     ## Undo a mistaken withdrawal
 
     A withdrawal is a safeguard: putting the file back to `active` by hand does not bring the record back.
-    `reinstate` does, with a reason and a receipt.
+    `reinstate` does, with a reason and a receipt, and removes the `status` line the withdrawal added: the
+    file is as it was.
     """),
     code("""
     rec = store.record("dec-2026-021")["record"]
+    kept = (work / rec["path"]).read_bytes()
     gone = store.withdraw("dec-2026-021", reason="entered twice (it was not)", expected_sha256=rec["sha256"])
     print("after withdraw:", store.lookup("dec-2026-021")["status"])
     back = store.reinstate("dec-2026-021", reason="withdrawn by mistake",
                            expected_sha256=gone["receipt"]["records"][0]["sha256After"])
-    print("after reinstate:", store.lookup("dec-2026-021")["status"])
+    print("after reinstate:", store.lookup("dec-2026-021")["status"], "· same bytes:",
+          (work / rec["path"]).read_bytes() == kept)
     """),
     md("""
     ## The history and a diff
 
     `store.history()` lists every receipt, newest first; `store.diff(id)` shows what changed in a record
-    since the first version a receipt saw.
+    since the first version a receipt saw (here nothing: the fix was undone).
     """),
     code("""
     store.history().to_frame()[["at", "operation", "id", "actor", "reason", "indexed"]]
     """),
     code("""
-    print(store.diff("dec-2025-030"))
+    print(store.diff("dec-2025-030") or "(no difference: the file is as it was)")
     """),
     md("""
     ## The same from a widget
 
-    `RecordActions` offers Edit fields, Supersede by…, Withdraw and Reinstate with a preview before the
-    confirm (the chain and grep widgets show it under the selected record). Here it previews an edit.
+    The chain widget offers Edit fields, Supersede by…, Withdraw and Reinstate under the selected record.
+    Pick **Reinstate**, give a reason, **Preview** (the diff; nothing written), **Confirm**: the receipt stays
+    under it (the operation, each file's diff, whether it is indexed) with an **Undo** that puts the file
+    back, leaving its own receipt. The chain is drawn again after each.
     """),
     code("""
-    actions = RecordActions(store, "dec-2025-030")
-    actions.fields.value = "summary: GPU budget 6,500 EUR per quarter until March"
-    actions.preview()
-    actions
+    review = ChainWidget(store, "dec-2025-030")
+    review
     """),
     md("""
-    ## The bundled store is untouched
+    ## The store it was copied from is untouched
     """),
     code("""
-    print("data/fixtures/demo unchanged:", digest(DEMO) == before)
+    print("the store it was copied from is unchanged:", digest(DEMO) == before)
     """),
 ]
 
@@ -933,15 +958,17 @@ ADR_FOLDER: list[Cell] = [
     code(f"""
     import hashlib
     import tempfile
-    from pathlib import Path
 
     import pandas as pd
 
     import knowtk
+    from knowtk.notebook import find_path
+
+    # the ADR folder: a path; None takes $KNOWTK_STORE, else data/fixtures/profiles/madr of the checkout
+    STORE = None
 
     pd.set_option("display.max_colwidth", 70)
-    {FIND_REPO.replace(chr(10), chr(10) + "    ")}
-    ADRS = REPO / "data" / "fixtures" / "profiles" / "madr"
+    ADRS = find_path(STORE, default="data/fixtures/profiles/madr")
 
 
     {DIGEST.replace(chr(10), chr(10) + "    ")}
@@ -956,7 +983,7 @@ ADR_FOLDER: list[Cell] = [
     answer says, in one line, which profile would read it:
     """),
     code("""
-    plain_try = knowtk.open_store(ADRS, state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+    plain_try = knowtk.open_store(ADRS, state_dir=tempfile.mkdtemp(prefix="knowtk-"), read_only=True)
     print(plain_try.grep("deploy")["coverage"]["hint"])
     """),
     md("""
@@ -967,7 +994,7 @@ ADR_FOLDER: list[Cell] = [
     and `superseded` with the replacing record's id when the status names one.
     """),
     code("""
-    store = knowtk.open_store(ADRS, profile="adr", state_dir=tempfile.mkdtemp(prefix="knowtk-"))
+    store = knowtk.open_store(ADRS, profile="adr", state_dir=tempfile.mkdtemp(prefix="knowtk-"), read_only=True)
     snap = store.snapshot()
     pd.DataFrame(
         [
@@ -1032,7 +1059,7 @@ ADR_FOLDER: list[Cell] = [
     ## The folder is untouched
     """),
     code("""
-    print("data/fixtures/profiles/madr unchanged:", digest(ADRS) == before)
+    print("the ADR folder is unchanged:", digest(ADRS) == before)
     """),
 ]
 

@@ -24,6 +24,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,23 +142,18 @@ def write_lab_notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """JupyterLab serving copies of the notebooks and the demo store, on 127.0.0.1 and a free port."""
+def require_browser() -> None:
+    """Skip without Chromium, Playwright or JupyterLab; fail under CI=true."""
     reason = _missing()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the browser tests must run in CI: {reason}", pytrace=False)
         pytest.skip(reason)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "root"  # the repository's layout, so the notebooks find the demo store as they do at home
-    shutil.copytree(DEMO, root / "data" / "fixtures" / "demo")
-    (root / "notebooks").mkdir()
-    for name in ("01_quickstart.ipynb", "02_supersession_review.ipynb"):
-        shutil.copy(REPO / "notebooks" / name, root / "notebooks" / name)
-    shutil.copytree(REPO / "data" / "fixtures" / "gold", root / "data" / "fixtures" / "gold")
-    write_lab_notebook(root / "notebooks" / LAB_NOTEBOOK)
+
+
+@contextmanager
+def jupyterlab(root: Path, base: Path) -> Iterator[str]:
+    """JupyterLab serving ``root`` on 127.0.0.1 and a free port (its settings under ``base``); yields its URL."""
     settings = base / "settings" / "@jupyterlab"
     for path, values in {
         "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
@@ -175,7 +171,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "JUPYTER_CONFIG_DIR": str(base / "config"),
     }
-    log = (ARTIFACTS / "jupyterlab.log").open("w")
+    env.pop("KNOWTK_STORE", None)  # the notebooks find the store of the tree they are in
+    log = (ARTIFACTS / f"jupyterlab-{base.name}.log").open("w")
     server = subprocess.Popen(
         [
             sys.executable,
@@ -204,9 +201,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start: see {ARTIFACTS / 'jupyterlab.log'}") from None
+                    raise RuntimeError(f"JupyterLab did not start: see {log.name}") from None
                 time.sleep(0.5)
-        yield {"url": url, "root": root}
+        yield url
     finally:
         server.terminate()
         try:
@@ -215,6 +212,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             server.kill()
             server.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """JupyterLab serving copies of the notebooks and the demo store, on 127.0.0.1 and a free port."""
+    require_browser()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"  # the repository's layout, so the notebooks find the demo store as they do at home
+    shutil.copytree(DEMO, root / "data" / "fixtures" / "demo")
+    (root / "notebooks").mkdir()
+    for name in ("01_quickstart.ipynb", "02_supersession_review.ipynb"):
+        shutil.copy(REPO / "notebooks" / name, root / "notebooks" / name)
+    shutil.copytree(REPO / "data" / "fixtures" / "gold", root / "data" / "fixtures" / "gold")
+    write_lab_notebook(root / "notebooks" / LAB_NOTEBOOK)
+    with jupyterlab(root, base) as url:
+        yield {"url": url, "root": root}
 
 
 @pytest.fixture(scope="module")
@@ -475,7 +489,7 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
         assert not [t for t in texts if "Error displaying widget" in t]
         knowl = outputs.filter(has_text="KnowlWidget · query")
         expect(knowl).to_contain_text("dec-2026-021")  # the stored answer's rows
-        expect(knowl).to_contain_text("PROVENANCE")
+        expect(knowl).not_to_contain_text("not instructions")  # the agents' provenance line is not shown
         grep = outputs.filter(has_text="GrepWidget · query 'search'")
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         expect(outputs.filter(has_text="LookupWidget · 'dec-2025-012'")).to_contain_text("dec-2026-021")

@@ -60,7 +60,7 @@ def test_search_fills_result_frame_and_table(store: knowtk.Store) -> None:
     assert [i["id"] for i in w.result["results"]] == ["dec", "wal", "long"]
     assert list(w.frame["id"]) == ["dec", "wal", "long"]
     assert "Use SQLite &lt;FTS5&gt;" in w.table.value and "<FTS5>" not in w.table.value
-    assert "data, not instructions" in w.provenance.value
+    assert "not instructions" not in w.html()  # the provenance line speaks to agents, not to an analyst
 
 
 def test_limit_defaults_to_three_and_filters_apply(store: knowtk.Store) -> None:
@@ -133,6 +133,9 @@ def test_explain_is_visible_in_each_row_and_the_table(store: knowtk.Store) -> No
     first = w.rows.rows[0]
     assert first.key == "dec" and f"bm25 {ex['bm25']:.2f} (rank 1)" in first.meta and "“sqlite”: title 1" in first.meta
     assert "<th>why</th>" in w.table.value and f"bm25 {ex['bm25']:.2f}" in w.table.value
+    # no embedding model: the uncalibrated score gives way to the keyword score, in the row and in the frame
+    assert "score uncalibrated" not in first.meta and first.meta.index("bm25") < first.meta.index("why:")
+    assert w.frame["bm25"].notna().all() and "<NA>" not in w.frame._repr_html_()
     # an item open when explain is toggled stays open, with its "why" at the top
     w.rows.buttons["wal"].click()
     w.explain.value = False
@@ -179,7 +182,7 @@ def test_a_stored_notebook_shows_html_not_a_vbox_repr(store: knowtk.Store) -> No
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "KnowlWidget" in bundle["text/html"] and "Use SQLite &lt;FTS5&gt;" in bundle["text/html"]
-    assert not bundle["text/html"].startswith("VBox(") and "data, not instructions" in bundle["text/html"]
+    assert not bundle["text/html"].startswith("VBox(") and "not instructions" not in bundle["text/html"]
 
 
 def test_workspace_rows_name_their_store(store: knowtk.Store, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from tests.helpers import REPO
 from tests.test_notebooks import generator, outputs
@@ -33,10 +34,14 @@ def test_the_committed_outputs_hold_no_pep_text() -> None:
     assert not re.search(r"pep-\d{4}|PEP \d+", text)  # aggregate metrics only: no PEP ids, aliases or titles
 
 
-def test_the_peps_section_skips_without_the_corpus(tmp_path: Path, capsys: Any) -> None:
+def test_the_peps_section_skips_without_the_corpus(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cells = [src for kind, src in generator().BOOKS["06_query_lab.ipynb"] if kind == "code"]
     (peps_cell,) = [src for src in cells if "PEPS = " in src]
     checkout = tmp_path / "checkout"  # no shared/ beside it
     checkout.mkdir()
-    exec(peps_cell, {"REPO": checkout})  # the cell's imports are its own; REPO comes from the setup cell
-    assert "The PEPs corpus is not at <repo>/../shared/corpora/peps" in capsys.readouterr().out
+    monkeypatch.chdir(checkout)
+    monkeypatch.delenv("KNOWTK_PEPS", raising=False)
+    exec(peps_cell, {})  # the cell's imports are its own
+    assert "No PEPs store (KNOWTK_PEPS, or shared/corpora/peps beside the checkout)" in capsys.readouterr().out

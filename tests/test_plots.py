@@ -435,16 +435,19 @@ def test_label_count_is_capped(max_labels: int) -> None:
     ax = plot_timeline(week_frame(), max_labels=max_labels)
     drawn = labels(ax)
     assert len(drawn) <= max_labels
+
+    def whole_or_cut(label: str, title: str) -> bool:
+        return label == title or (label.endswith("…") and title.startswith(label[:-1].rstrip()))
+
     if max_labels >= 10:
         assert len(drawn) == 10
         assert "Monday standup" in drawn
-        assert all(len(t) <= 28 for t in drawn)
-        assert "Use SQLite FTS5 for keyword…" in drawn  # shortened
+        assert "Use SQLite FTS5 for keyword search" in drawn  # whole: there is room on its track
     else:
         assert f"{10 - max_labels} unlabelled" in ax.get_title()
-        earliest = week_frame().sort_values("start")
-        titles = [t if len(t) <= 28 else t[:27].rstrip() + "…" for t in earliest["title"]]
-        assert sorted(drawn) == sorted(titles[:max_labels])  # the first max_labels in time
+        earliest = list(week_frame().sort_values("start")["title"])[:max_labels]  # the first max_labels in time
+        assert len(drawn) == len(earliest)
+        assert all(any(whole_or_cut(label, title) for title in earliest) for label in drawn)
 
 
 def test_two_thousand_rows_label_the_first_forty_and_keep_lanes_readable() -> None:
@@ -701,7 +704,7 @@ def test_chronicle_styles_and_labels() -> None:
     assert len(drawn) == 10
     assert any(t.startswith("15:00 Sunday sync") for t in drawn)
     assert any(t.startswith("15:00 Planning") for t in drawn)
-    assert all(t.count("\n") <= 1 for t in labels(ax))
+    assert all(t.count("\n") <= 2 for t in labels(ax))  # at most three lines in its day's column
     nine = plot_chronicle(week_frame(), tz=BERLIN, max_labels=9)
     assert len(labels(nine)) == 9 and "1 unlabelled" in nine.get_title()
     assert not any("Sunday sync" in t for t in labels(nine))  # the last in time goes unlabelled

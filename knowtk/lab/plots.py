@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["plot_metrics", "plot_rank_changes"]
 
 _COLOURS = {"worse": "#dc2626", "mixed": "#d97706", "better": "#16a34a"}
+_FONT = 9.0  # the smallest text of a picture, in points (as the notebook's pictures)
+_STACK = 11.0  # points between labels stacked on one rank
 
 
 def plot_metrics(run: ScoredRun | pd.DataFrame, *, metrics: tuple[str, ...] = METRICS, ax: Axes | None = None) -> Axes:
@@ -58,9 +61,25 @@ def plot_metrics(run: ScoredRun | pd.DataFrame, *, metrics: tuple[str, ...] = ME
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean over the cases")
     ax.set_title("Metrics per variant")
-    ax.legend(title="variant", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(title="variant", fontsize=_FONT, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
     return ax
+
+
+def _moved(row: Mapping[Any, Any], left: int, right: int) -> bool:
+    return str(row["change"]) not in ("same", "reordered") or left != right
+
+
+def _rank_figure_height(records: Sequence[Mapping[Any, Any]], missing: int) -> float:
+    """Inches: each rank tall enough for the labels stacked on it (9 pt each), within 3 to 14 inches."""
+    stacks: dict[int, int] = {}
+    for row in records:
+        left = missing if pd.isna(row["rank_left"]) else int(row["rank_left"])
+        right = missing if pd.isna(row["rank_right"]) else int(row["rank_right"])
+        if _moved(row, left, right):
+            stacks[right] = stacks.get(right, 0) + 1
+    per_rank = max(0.3, max(stacks.values(), default=1) * _STACK / 72.0 + 0.08)
+    return min(max(3.0, missing * per_rank + 1.5), 14.0)
 
 
 def plot_rank_changes(comparison: pd.DataFrame, *, ax: Axes | None = None, max_cases: int = 40) -> Axes:
@@ -74,10 +93,11 @@ def plot_rank_changes(comparison: pd.DataFrame, *, ax: Axes | None = None, max_c
     ranks = [r for r in (*rows["rank_left"].dropna(), *rows["rank_right"].dropna())]
     deepest = int(max(ranks)) if ranks else 1
     missing = deepest + 1
+    records = rows.to_dict("records")
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, max(3.0, 0.22 * len(rows) + 1.5)))
+        _, ax = plt.subplots(figsize=(7.0, _rank_figure_height(records, missing)))
     labelled: dict[int, int] = {}  # rank -> labels already placed there
-    for row in rows.to_dict("records"):
+    for row in records:
         left = missing if pd.isna(row["rank_left"]) else int(row["rank_left"])
         right = missing if pd.isna(row["rank_right"]) else int(row["rank_right"])
         change = str(row["change"])
@@ -85,16 +105,16 @@ def plot_rank_changes(comparison: pd.DataFrame, *, ax: Axes | None = None, max_c
         style = "--" if change == "worse" else "-"
         (line,) = ax.plot([0, 1], [left, right], style, marker="o", color=colour, alpha=0.85)
         line.set_gid(f"case:{row['case']}")
-        if change not in ("same", "reordered") or left != right:  # label what moved; stack labels on one rank
+        if _moved(row, left, right):  # label what moved; stack labels on one rank
             stacked = labelled.get(right, 0)
             labelled[right] = stacked + 1
             ax.annotate(
                 str(row["case"]),
                 (1, right),
-                xytext=(6, -9 * stacked),
+                xytext=(6, -_STACK * stacked),
                 textcoords="offset points",
                 va="center",
-                fontsize="x-small",
+                fontsize=_FONT,
                 color=colour,
             )
     left_name = comparison.attrs.get("left", "left")

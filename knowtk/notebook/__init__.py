@@ -16,6 +16,9 @@ One module per picture and per widget family:
     ``RecordActions``: Edit fields, Supersede by…, Withdraw, Reinstate of one record, with a preview
     (a diff, nothing written) before the confirm and the receipt after; shown under a record selected in
     ``GrepWidget``, ``LookupWidget`` and ``ChainWidget``.
+``places``
+    where a notebook's store is (``find_path``: its ``STORE`` variable, ``$KNOWTK_STORE``, or the checkout's
+    demo store) and ``scratch_copy`` for a notebook that changes files.
 ``panes``, ``text``, ``base``
     what the widgets share: record/why/coverage panes, highlighting and citations, the static-HTML
     fallback. The style sheet and the selectable rows, shared with the lab, are in ``knowtk.ui``.

@@ -7,6 +7,9 @@ per edge) ``"edge:<chain>:<from>-><to>"``, end markers ``"end:<chain>"``.
 Geometry is in inches (one data unit is about one inch of the figure), so box text keeps its
 size whatever the chain's length: a short chain makes a narrow figure, not a stretched one, and
 a long one narrows its boxes and wraps each title over two lines instead of shrinking the type.
+A box shows the whole id: one too long for a line wraps at its ``:``, ``-`` or ``/`` onto a
+second (the title then gets one). Many short one-row chains (a store of two-box chains) are
+packed side by side, each named beside its first box, so the height follows what is drawn.
 """
 
 from __future__ import annotations
@@ -258,8 +261,23 @@ def _sortable(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, str(value))
 
 
+def wrap_id(rid: str, chars: int, lines: int = 2) -> list[str]:
+    """``rid`` whole on at most ``lines`` lines of ``chars``, broken after a ``:``, ``-`` or ``/`` where it can
+    (never elided unless even that is too long)."""
+    out: list[str] = []
+    rest = rid
+    while len(rest) > chars and len(out) < lines - 1:
+        cut = max((rest.rfind(sep, 0, chars) for sep in ":-/_."), default=-1)
+        cut = cut + 1 if cut > 0 else chars
+        out.append(rest[:cut])
+        rest = rest[cut:]
+    out.append(shorten(rest, chars))
+    return out
+
+
 def _node_lines(node: _Node, chars: int) -> tuple[str, str]:
-    """The box text: the id, then revision · date (· why it is a dead end), then the title over two lines."""
+    """The box text: the id (whole, over two lines if it must), then revision · date (· why it is a dead end),
+    then the title over what is left of four lines."""
     meta = []
     if node.revision is not None:
         meta.append(f"r{node.revision}")
@@ -269,21 +287,39 @@ def _node_lines(node: _Node, chars: int) -> tuple[str, str]:
     if life in ("missing", "unavailable", "withdrawn"):
         meta.append(life)
     second = shorten(" · ".join(meta) or life, chars)
+    head = wrap_id(node.nid, chars)
     if node.title:
-        second += "\n" + wrap_text(node.title, chars, 2)
-    return shorten(node.nid, chars), second
+        second += "\n" + wrap_text(node.title, chars, 3 - len(head))
+    return "\n".join(head), second
+
+
+_LABEL_W = 1.0  # left of a chain's first box: its name
+_PACKED_LABEL_W = 0.75  # the same beside each packed chain ("chain 16" at 9 pt)
+_PACK_MIN_CHARS = 18  # a packed box still holds this many characters a line
 
 
 @dataclass(frozen=True)
 class _Geometry:
-    """Sizes in inches: the boxes share what the column leaves after the chain labels and the end marker."""
+    """Sizes in inches: the boxes share what the column leaves after the chain labels and the end marker.
+    ``packed``: chains placed side by side while a line has room, each with its label and marker room."""
 
     max_cols: int
     marker_w: float  # room right of the last box for "✕ withdrawn"
+    per_line: int = 1  # how many chains of the usual length a packed line holds
+
+    @property
+    def packed(self) -> bool:
+        return self.per_line > 1
 
     @property
     def dx(self) -> float:
-        return min(2.45, (COLUMN_INCHES - 1.0 - self.marker_w) / self.max_cols)
+        if self.packed:
+            return min(2.45, (COLUMN_INCHES - self.per_line * (self.label_w + self.marker_w)) / (self.per_line * 2))
+        return min(2.45, (COLUMN_INCHES - _LABEL_W - self.marker_w) / self.max_cols)
+
+    @property
+    def label_w(self) -> float:
+        return _PACKED_LABEL_W if self.packed else _LABEL_W
 
     @property
     def box_w(self) -> float:
@@ -293,13 +329,51 @@ class _Geometry:
     def chars(self) -> int:
         return chars_for(self.box_w - 0.12, MIN_FONT)
 
+    def slot(self, chain: _Chain) -> float:
+        """The width of one chain's place on a line: its label, its boxes, its end marker."""
+        return self.label_w + chain.cols * self.dx + self.marker_w
+
     @property
     def width(self) -> float:
-        return 1.0 + self.max_cols * self.dx + self.marker_w
+        return COLUMN_INCHES if self.packed else _LABEL_W + self.max_cols * self.dx + self.marker_w
 
 
 def _geometry(shown: list[_Chain]) -> _Geometry:
-    return _Geometry(max(c.cols for c in shown), 1.35 if any(c.dead for c in shown) else 0.2)
+    """One chain a line; when most chains are two boxes long and there are many, as many a line as keep their
+    boxes legible (a longer chain takes more of its line)."""
+    g = _Geometry(max(c.cols for c in shown), 1.35 if any(c.dead for c in shown) else 0.2)
+    short = sum(1 for c in shown if c.cols <= 2 and c.rows == 1)
+    if len(shown) < 4 or short * 2 < len(shown):
+        return g
+    for per_line in (4, 3, 2):
+        packed = _Geometry(g.max_cols, g.marker_w, per_line)
+        if packed.chars >= _PACK_MIN_CHARS and packed.slot(max(shown, key=lambda c: c.cols)) <= COLUMN_INCHES:
+            return packed
+    return g
+
+
+def _places(shown: list[_Chain], g: _Geometry) -> tuple[list[tuple[float, float]], float]:
+    """(left, top) of each chain's first box, and the bottom of the last line: one chain a line, or packed (each
+    chain on the first line with room left, so the order, dead ends first, is kept line by line)."""
+    lines: list[list[int]] = []  # chain indexes per line
+    used: list[float] = []
+    for n, chain in enumerate(shown):
+        fits = [i for i, w in enumerate(used) if g.packed and w + g.slot(chain) <= COLUMN_INCHES + 1e-9]
+        if fits:
+            lines[fits[0]].append(n)
+            used[fits[0]] += g.slot(chain)
+        else:
+            lines.append([n])
+            used.append(g.slot(chain))
+    places: list[tuple[float, float]] = [(0.0, 0.0)] * len(shown)
+    y = 0.0
+    for line in lines:
+        x = 0.0
+        for n in line:
+            places[n] = (x, y)
+            x += g.slot(shown[n])
+        y -= max(shown[n].height for n in line) + _CHAIN_GAP
+    return places, y
 
 
 # -- draw ------------------------------------------------------------------------------------------
@@ -331,10 +405,21 @@ def _draw_node(ax: Axes, chain: _Chain, node: _Node, at: tuple[float, float], g:
     ax.add_patch(box)
     head, rest = _node_lines(node, g.chars)
     top = cy + _BOX_H / 2 - 0.08
-    ax.text(cx, top, head, ha="center", va="top", fontsize=MIN_FONT, fontweight="bold", zorder=3, clip_on=True)
     ax.text(
         cx,
-        top - _LINE_IN,
+        top,
+        head,
+        ha="center",
+        va="top",
+        fontsize=MIN_FONT,
+        fontweight="bold",
+        zorder=3,
+        clip_on=True,
+        linespacing=1.05,
+    )
+    ax.text(
+        cx,
+        top - _LINE_IN * (head.count("\n") + 1),
         rest,
         ha="center",
         va="top",
@@ -398,9 +483,9 @@ def _draw_end_marker(ax: Axes, chain: _Chain, positions: dict[str, tuple[float, 
     )
 
 
-def _draw_chain(ax: Axes, chain: _Chain, top: float, g: _Geometry) -> None:
-    """One chain, its first row at ``top``: boxes, arrows, and a marker when it ends dead."""
-    positions = {n.nid: (n.col * g.dx, top - n.row * _ROW_H) for n in chain.nodes.values()}
+def _draw_chain(ax: Axes, chain: _Chain, top: float, g: _Geometry, left: float = 0.0) -> None:
+    """One chain, its first row at ``top`` and its first box at ``left``: boxes, arrows, a marker when it ends dead."""
+    positions = {n.nid: (left + n.col * g.dx, top - n.row * _ROW_H) for n in chain.nodes.values()}
     outs = chain.forward_sources()
     for node in chain.nodes.values():
         _draw_node(ax, chain, node, positions[node.nid], g, is_end=node.nid not in outs)
@@ -413,14 +498,24 @@ def _draw_chain(ax: Axes, chain: _Chain, top: float, g: _Geometry) -> None:
 # -- label -----------------------------------------------------------------------------------------
 
 
-def _chain_axes(ax: Axes, shown: list[_Chain], tops: list[float], bottom: float, g: _Geometry) -> None:
-    """No x axis; each chain named at its first row, red when it ends dead, green when current."""
-    ax.set_xlim(-g.box_w / 2 - 0.1, (g.max_cols - 1) * g.dx + g.box_w / 2 + g.marker_w)
+def _chain_axes(ax: Axes, shown: list[_Chain], places: list[tuple[float, float]], bottom: float, g: _Geometry) -> None:
+    """No x axis; each chain named at its first row, red when it ends dead, green when current (a tick label, or
+    a label beside its first box when chains are packed side by side)."""
+    left = -g.box_w / 2 - 0.1 - (g.label_w if g.packed else 0.0)
+    right = max(x + (c.cols - 1) * g.dx for c, (x, _) in zip(shown, places, strict=True)) + g.box_w / 2 + g.marker_w
+    ax.set_xlim(left, right)
     ax.set_ylim(bottom + _CHAIN_GAP + _ROW_H - _BOX_H / 2 - 0.1, _BOX_H / 2 + 0.1)
     ax.set_aspect("equal", adjustable="box")  # one data unit is as tall as it is wide: boxes keep their shape
-    ax.set_yticks(tops, [f"chain {c.number}" for c in shown], fontsize=MIN_FONT)
-    for label, chain in zip(ax.get_yticklabels(), shown, strict=True):
-        label.set_color(_RED if chain.dead else _GREEN)
+    if g.packed:
+        ax.set_yticks([])
+        for chain, (x, y) in zip(shown, places, strict=True):
+            color = _RED if chain.dead else _GREEN
+            name = f"chain {chain.number}"
+            ax.text(x - g.box_w / 2 - 0.08, y, name, ha="right", va="center", fontsize=MIN_FONT, color=color)
+    else:
+        ax.set_yticks([y for _, y in places], [f"chain {c.number}" for c in shown], fontsize=MIN_FONT)
+        for label, chain in zip(ax.get_yticklabels(), shown, strict=True):
+            label.set_color(_RED if chain.dead else _GREEN)
     ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     for spine in ax.spines.values():
@@ -483,16 +578,12 @@ def plot_chains(
     chains = _build_chains(edges)
     shown = chains[:max_chains]
     g = _geometry(shown)
+    places, bottom = _places(shown, g)
     if ax is None:
-        total_h = sum(c.height for c in shown) + _CHAIN_GAP * (len(shown) - 1)
-        ax, _ = new_axes(ax, max(g.width, 4.5), total_h + 2.0)
-    tops: list[float] = []
-    y = 0.0
-    for chain in shown:
-        tops.append(y)
-        _draw_chain(ax, chain, y, g)
-        y = y - chain.rows * _ROW_H - (_CYCLE_PAD if chain.back else 0.0) - _CHAIN_GAP
-    _chain_axes(ax, shown, tops, y, g)
+        ax, _ = new_axes(ax, max(g.width, 4.5), -bottom - _CHAIN_GAP + 2.0)
+    for chain, (x, y) in zip(shown, places, strict=True):
+        _draw_chain(ax, chain, y, g, left=x)
+    _chain_axes(ax, shown, places, bottom, g)
     n_dead = _title(ax, main_title, chains, len(shown))
     legend_below(ax, _legend_handles(shown, n_dead), 0.5)
     return ax

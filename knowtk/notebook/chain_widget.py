@@ -12,12 +12,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from knowtk.errors import KnowtkError
-from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.actions import panel_in, record_actions
 from knowtk.notebook.base import text_control
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
+from knowtk.tidy import tidy_html
 from knowtk.ui.front import Front
 from knowtk.ui.style import banner, escape, wrap
 
@@ -63,6 +64,7 @@ def _png_size(png: bytes) -> tuple[int, int]:
 class ChainWidget(Front):
     """Supersession chains of the store, or of one record: the picture, a summary per chain, the edges.
 
+    ``read_only=True`` (or a store opened read-only) shows no change actions.
     ``.edges`` is :func:`knowtk.query.chains.chain_edges` for the selection, ``.summary`` its
     :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
     size and shown at its screen size: sharp, never stretched to the column). The "known at" field (or
@@ -70,9 +72,12 @@ class ChainWidget(Front):
     ``.error`` says why an instant was refused.
     """
 
-    def __init__(self, store: Store, id: str | None = None, *, known_at: str | None = None) -> None:
+    def __init__(
+        self, store: Store, id: str | None = None, *, known_at: str | None = None, read_only: bool = False
+    ) -> None:
         self.store = store
         self.error: str | None = None
+        self.read_only = read_only  # True: no change actions under the selected record (so for a read-only store)
         self.edges = chain_edges(store.at(known_at) if known_at else store, id)  # RecordNotFound for an unknown id
         self.summary = chain_summary(self.edges)
         self.png = b""
@@ -148,16 +153,18 @@ class ChainWidget(Front):
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
         self.actions.children = []
-        if rid is not None and past is None:  # the past is read only: no actions on it
-            self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)]
+        if past is None:  # the past is read only: no actions on it
+            self.actions.children = record_actions(
+                self.store, rid, on_saved=self._saved, read_only=self.read_only, keep=panel_in(self.actions)
+            )
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
         self.table.value = wrap(
             "<b>chains, dead ends first</b>"
-            + self.summary.to_html(index=False, na_rep="—")
+            + tidy_html(self.summary, index=False)
             + "<b>edges</b>"
-            + readable_edges(self.edges).to_html(index=False, na_rep="—")
+            + tidy_html(readable_edges(self.edges), index=False)
         )
         return self.edges
 

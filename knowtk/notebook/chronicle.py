@@ -147,7 +147,12 @@ class _Calendar:
 
     @property
     def height(self) -> float:
-        return 8.0 + 0.25 * self.slots
+        """Tall enough for the busiest day's labels (three lines each), never a tall empty grid."""
+        per_day: dict[int, int] = defaultdict(int)
+        for _, col, _ in self.instants:
+            per_day[col] += 1
+        busiest = max(per_day.values(), default=0)
+        return min(8.0, max(5.0, 3.0 + 0.7 * busiest)) + 0.25 * self.slots
 
     def centre(self, col: int) -> float:
         return self.day0 + col + 0.5
@@ -302,11 +307,14 @@ def _draw_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], many: bool)
 # -- label -----------------------------------------------------------------------------------------
 
 
+_LABEL_LINES = 3  # an instant's label: its time and title over up to three lines of its day's column
+
+
 def _stack(wanted: list[float], half: list[float]) -> list[float]:
     """Label centres as near their points as can be: each below the one before, pushed back up from 24:00."""
     ys: list[float] = []
     for k, y in enumerate(wanted):
-        ys.append(max(y, ys[-1] + half[k - 1] + half[k]) if ys else y)
+        ys.append(max(y, ys[-1] + half[k - 1] + half[k]) if ys else max(y, half[k]))  # never above 00:00
     overflow = ys[-1] + half[-1] - 24.0 if ys else 0.0
     if overflow > 0:
         ys = [y - overflow for y in ys]
@@ -327,7 +335,7 @@ def _label_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], zone: tzin
         texts = []
         for j in members:
             local = cal.instants[j][0].start.tz_convert(zone)
-            texts.append(wrap_text(f"{local:%H:%M} {cal.instants[j][0].label}", cal.label_chars, 2))
+            texts.append(wrap_text(f"{local:%H:%M} {cal.instants[j][0].label}", cal.label_chars, _LABEL_LINES))
         half = [(t.count("\n") + 1) * cal.line_h / 2.0 + 0.1 * cal.line_h for t in texts]
         ys = _stack([cal.instants[j][2] for j in members], half)
         for j, y, text in zip(members, ys, texts, strict=True):

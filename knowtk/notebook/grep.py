@@ -14,7 +14,7 @@ import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError
-from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.actions import keep_out_of_answer, panel_in, record_actions
 from knowtk.notebook.base import joined, listed, text_control
 from knowtk.notebook.panes import explain_html, issues_html, record_html
 from knowtk.notebook.text import highlight, query_words
@@ -232,10 +232,19 @@ class GrepWidget(Front):
     """
 
     def __init__(
-        self, store: Store, query: str = "", *, limit: int = 10, known_at: str | None = None, **grep_args: Any
+        self,
+        store: Store,
+        query: str = "",
+        *,
+        limit: int = 10,
+        known_at: str | None = None,
+        read_only: bool = False,
+        **grep_args: Any,
     ) -> None:
         self.store = store
         self.asked: Store = store  # the store the current answer came from: this one, or a view of its past
+        self.read_only = read_only  # True: no change actions under the selected record (so for a read-only store)
+        self._holding: str | None = None  # after a save: the changed record, kept selected (never the first hit)
         self.result: Result | None = None
         self.explained: dict[str, Any] | None = None
         self.diff: dict[str, Any] | None = None
@@ -255,6 +264,7 @@ class GrepWidget(Front):
                 self.status,
                 self.issues,
                 W.HBox([self.prev_button, self.page_label, self.next_button]),
+                self.changed,
                 self.rows,
                 self.select,
                 self.why,
@@ -324,6 +334,7 @@ class GrepWidget(Front):
         self.detail = W.HTML()
         self.explanation = W.HTML()
         self.actions = W.VBox()  # Edit fields, Supersede by…, Withdraw, Reinstate for the selected record
+        self.changed = W.VBox()  # the receipt of a change that took the selected record out of the answer
         self.rows = RowList(W.VBox([self.explanation, self.detail, self.actions]), self._row_clicked)
         self.why = text_control("why?", "any id: why is it (not) here? Enter", "", "420px")
         self.why_answer = W.HTML()
@@ -481,7 +492,8 @@ class GrepWidget(Front):
         try:
             self.select.options = labels
             ids = [rid for _, rid in labels]
-            self.select.value = keep if keep in ids else (ids[0] if ids else None)
+            first = (self._holding if self._holding in ids else None) if self._holding else (ids[0] if ids else None)
+            self.select.value = keep if keep in ids else first
         finally:
             self._quiet = False
         self.rows.set_rows(rows, selected=self.select.value)
@@ -505,8 +517,15 @@ class GrepWidget(Front):
             self._show(change["new"])
 
     def _saved(self, receipt: dict[str, Any]) -> None:
-        """A change was saved from the record's actions: search again (the next query reconciles it)."""
-        self.refresh()
+        """A change was saved from the record's actions: search again (the next query reconciles it), keeping the
+        selection and the receipt in view."""
+        panel = panel_in(self.actions, self.changed)
+        self._holding = panel.id if panel is not None else None
+        try:
+            self.refresh()
+        finally:
+            self._holding = None
+        keep_out_of_answer(self.changed, panel, self.actions)
 
     def _show(self, rid: str | None) -> None:
         """Fill the record and "why" panes under the selected row, and mark it in the rows and the table."""
@@ -520,7 +539,13 @@ class GrepWidget(Front):
             self.actions.children = []
             return
         present = self.asked is self.store  # the past is read only: no actions on it
-        self.actions.children = [RecordActions(self.store, hit["id"], on_saved=self._saved)] if present else []
+        self.actions.children = record_actions(
+            self.store,
+            hit["id"],
+            on_saved=self._saved,
+            read_only=self.read_only or not present,
+            keep=panel_in(self.actions, self.changed),  # a receipt shown stays after a save
+        )
         self.detail.value = record_html(self.asked.record(hit["id"]).to_dict(), hit=hit, query=query)
         self.explain(hit["id"])
 

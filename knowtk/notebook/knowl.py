@@ -21,7 +21,7 @@ import pandas as pd
 
 from knowtk.errors import KnowtkError
 from knowtk.notebook.base import text_control
-from knowtk.query.tools.knowl import PROVENANCE, STATUSES
+from knowtk.query.tools.knowl import STATUSES
 from knowtk.results import Result
 from knowtk.store import Store
 from knowtk.ui.front import Front
@@ -62,7 +62,6 @@ class KnowlWidget(Front):
         self.table = W.HTML()  # the results as one static table: the widget's HTML copy (.html())
         self.detail = W.HTML()
         self.rows = RowList(self.detail, self._row_clicked)
-        self.provenance = W.HTML(wrap(f"<p class='muted'><i>{escape(PROVENANCE)}</i></p>"))
         self._filling = False
         super().__init__(
             children=[
@@ -72,7 +71,6 @@ class KnowlWidget(Front):
                 self.message,
                 self.reading,
                 self.rows,
-                self.provenance,
                 self.id_picker,
             ]
         )
@@ -170,7 +168,7 @@ class KnowlWidget(Front):
         if self.result is None and self.error is None:
             head += wrap("<p class='muted'>no search yet: type words and press Enter</p>")
         parts = [self.message.value, self.reading.value, wrap(self.table.value), self.detail.value]
-        return head + "".join(parts) + self.provenance.value
+        return head + "".join(parts)  # the answer's provenance line speaks to agents: an analyst does not need it
 
     def __repr__(self) -> str:
         answer = self.result.summary() if self.result else ("refused: " + self.error if self.error else "no answer")
@@ -238,7 +236,11 @@ def _result_row(position: int, row: dict[str, Any]) -> Row:
     facts = [f"<b>{escape(row['id'])}</b>"]
     if row.get("_store"):
         facts.insert(0, f"[{escape(row['_store'])}]")
-    facts += [f"score {_number(row['score'])}"]
+    bm25 = (row.get("explain") or {}).get("bm25")
+    if isinstance(row["score"], str) and isinstance(bm25, float):  # uncalibrated: the keyword score says more
+        facts.append(f"bm25 {bm25:.2f}")
+    else:
+        facts.append(f"score {_number(row['score'])}")
     if "cosine" in row:
         facts.append(f"cosine {_number(row['cosine'])}")
     facts += [escape(row["status"]), escape(row["category"])]

@@ -14,7 +14,7 @@ import ipywidgets as W
 import pandas as pd
 
 from knowtk.errors import KnowtkError, RecordNotFound
-from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.actions import keep_out_of_answer, panel_in, record_actions
 from knowtk.notebook.base import text_control
 from knowtk.notebook.panes import record_html
 from knowtk.notebook.text import citation_text
@@ -113,10 +113,12 @@ class LookupWidget(Front):
     status, ``.known`` the ``store.explain`` of a MISSING id that exists but is not eligible (its
     current record in ``.current``; ``.follow_button`` looks that one up). Candidates are rows:
     clicking one (``.rows.select(id)``) shows the record under it. A refusal replaces the answer.
+    ``read_only=True`` (or a store opened read-only) shows no change actions.
     """
 
-    def __init__(self, store: Store, query: str = "", *, lifecycle: str = "active") -> None:
+    def __init__(self, store: Store, query: str = "", *, lifecycle: str = "active", read_only: bool = False) -> None:
         self.store = store
+        self.read_only = read_only  # True: no change actions under the opened record (so for a read-only store)
         self.result: Result | None = None
         self.error: str | None = None
         self.known: dict[str, Any] | None = None
@@ -129,8 +131,16 @@ class LookupWidget(Front):
         self.detail = W.HTML()
         self.actions = W.VBox()  # Edit fields, Supersede by…, Withdraw, Reinstate for the opened record
         self.rows = RowList(W.VBox([self.detail, self.actions]), self._show)
+        self.changed = W.VBox()  # the receipt of a change that took the record out of the answer
         super().__init__(
-            children=[W.HBox([self.query, self.button]), self.lifecycle, self.head, self.follow_button, self.rows]
+            children=[
+                W.HBox([self.query, self.button]),
+                self.lifecycle,
+                self.head,
+                self.follow_button,
+                self.changed,
+                self.rows,
+            ]
         )
         self.query.observe(lambda _change: self.lookup(), "value")
         self.lifecycle.observe(lambda _change: self.lookup(), "value")
@@ -207,11 +217,19 @@ class LookupWidget(Front):
 
     def _show(self, rid: str | None) -> None:
         self.detail.value = record_html(self.store.record(rid).to_dict()) if rid else ""
-        self.actions.children = [RecordActions(self.store, rid, on_saved=self._saved)] if rid else []
+        self.actions.children = record_actions(
+            self.store,
+            rid,
+            on_saved=self._saved,
+            read_only=self.read_only,
+            keep=panel_in(self.actions, self.changed),  # a receipt shown stays after a save
+        )
 
     def _saved(self, receipt: dict[str, Any]) -> None:
-        """A change was saved from the opened record's actions: look up again."""
+        """A change was saved from the opened record's actions: look up again; the receipt stays in view."""
+        panel = panel_in(self.actions, self.changed)
         self.lookup()
+        keep_out_of_answer(self.changed, panel, self.actions)
 
     def html(self) -> str:
         return wrap(f"<p><b>LookupWidget</b> · {escape(repr(self.query.value))}</p>") + self.output.value

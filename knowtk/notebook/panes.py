@@ -11,7 +11,8 @@ __all__ = ["explain_html", "hint_html", "issues_html", "record_html"]
 
 
 def issues_html(coverage: dict[str, Any] | None) -> str:
-    """coverage.issues as a visible list: an incomplete answer says so, with every issue."""
+    """coverage.issues: an incomplete answer says so in one line with the count, the issues listed under it on a
+    click (an HTML ``<details>``)."""
     issues = (coverage or {}).get("issues") or []
     hint = (coverage or {}).get("hint")
     if hint:  # a newcomer's store: one line naming the profile that would read it
@@ -31,9 +32,11 @@ def _issues_table(issues: list[dict[str, Any]]) -> str:
         for i in issues
     )
     head = "<tr><th>code</th><th>path</th><th>id</th><th>message</th></tr>"
+    count = f"{len(issues)} issue{'s' if len(issues) != 1 else ''}"
+    # one line with the count; the list opens on a click (the demo's defects would fill the view otherwise)
     return wrap(
-        f"<div class='box warn issues'><b>COVERAGE INCOMPLETE</b>: {len(issues)} issue{'s' if len(issues) != 1 else ''}"
-        f" in this scope<table>{head}{rows}</table></div>"
+        f"<details class='box warn issues'><summary><b>COVERAGE INCOMPLETE</b>: {count} in this scope "
+        f"(click to list them)</summary><table>{head}{rows}</table></details>"
     )
 
 

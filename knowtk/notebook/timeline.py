@@ -56,7 +56,8 @@ _FIXED_LANE_ORDER = {
     "kind": ("page", "claim", "relationship"),
     "lifecycle": ("active", "superseded", "expired"),
 }
-_LABEL_CHARS = 28
+_LABEL_CHARS = 28  # what a label is given for the layout; it grows into free room on its track afterwards
+_LABEL_MAX_CHARS = 90
 _LANE_LABEL_CHARS = 26
 _FONT = MIN_FONT
 _CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
@@ -187,6 +188,27 @@ def _pack(layout: _Layout, max_tracks: int) -> None:
             ends[track] = max(ends[track], occupied)
             it.track = track
         layout.tracks[name] = max(len(ends), 1)
+
+
+def _widen_labels(layout: _Layout) -> None:
+    """A label cut for the layout grows back into the free room on its track, up to the next item there or the
+    axis end: a label is cut only where there is no room (never over another item or its label)."""
+    days_per_in = layout.x_range * 1.03 / layout.labels.axes_w
+    gap = 0.012 * layout.x_range
+    end = layout.x_lo + layout.x_range
+    tracks: dict[tuple[str, int], list[_Item]] = defaultdict(list)
+    for it in layout.items:
+        tracks[(it.lane, it.track)].append(it)
+    texts = layout.labels.texts
+    for on_track in tracks.values():
+        on_track.sort(key=lambda i: (i.row.x0, i.anchor))
+        for n, it in enumerate(on_track):
+            if id(it) not in texts or len(it.row.label) <= len(texts[id(it)]):
+                continue
+            stop = min([i.row.x0 for i in on_track[n + 1 :] if i.row.x0 > it.anchor] + [end]) - gap
+            room = int((stop - it.anchor) / days_per_in / _CHAR_IN) - 2
+            if room > len(texts[id(it)]):
+                texts[id(it)] = shorten(it.row.label, min(room, _LABEL_MAX_CHARS))
 
 
 def _stack_lanes(layout: _Layout) -> None:
@@ -346,6 +368,7 @@ def plot_timeline(
     layout = _lay_out(rows, lanes, max_labels, axes_inches(ax)[0] if ax is not None else COLUMN_INCHES - 2.2)
     labelled = layout.n_labelled > 0
     _pack(layout, max_tracks=12 if labelled else 3)
+    _widen_labels(layout)
     _stack_lanes(layout)
     units = layout.y_bottom - layout.bounds[0]
     ax, _ = new_axes(ax, COLUMN_INCHES, min(max(1.9 + units * (0.3 if labelled else 0.2), 3.0), 14.0))

@@ -15,6 +15,8 @@ NAMES = {
     "LANES": "knowtk.notebook.draw:LANES",
     "LookupWidget": "knowtk.notebook.lookup:LookupWidget",
     "RecordActions": "knowtk.notebook.actions:RecordActions",
+    "find_path": "knowtk.notebook.places:find_path",
+    "scratch_copy": "knowtk.notebook.places:scratch_copy",
     "diff_answers": "knowtk.notebook.grep:diff_answers",
     "diff_frame": "knowtk.notebook.grep:diff_frame",
     "plot_chains": "knowtk.notebook.chain_plot:plot_chains",

@@ -36,6 +36,7 @@ STYLE = f"""<style>
 .knowtk .warn{{border-left-color:var(--jp-warn-color1,#ff9800)}}
 .knowtk .bad{{border-left-color:var(--jp-error-color1,#f44336)}}
 .knowtk .issues{{max-height:16em;overflow:auto}}
+.knowtk summary{{cursor:pointer}}
 .knowtk pre{{white-space:pre-wrap;max-height:32em;overflow:auto;font-size:13px;
   background:{_BG2};color:{_FG};padding:6px}}
 .knowtk code{{background:{_BG2};color:{_FG}}}

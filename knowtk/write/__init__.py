@@ -6,7 +6,7 @@ to write (the tools in ``knowtk.query.mutations`` call it). Modules: ``splice`` 
 that keep every other byte), ``files`` (safe paths, atomic compare-and-swap writes, the write lock),
 ``validate`` (the store after the change), ``plan`` (one planner per operation), ``journal``
 (receipts, intents, file versions in state.sqlite), ``mutation`` (the steps, crash recovery),
-``history`` (receipts, diff, the indexed mark).
+``history`` (receipts, diff, the indexed mark), ``undo`` (a receipt's files put back, as a change of its own).
 """
 
 __all__ = ["OPERATIONS"]

@@ -89,6 +89,7 @@ def _judged(engine: Engine, args: dict[str, Any], planner: Planner) -> tuple[Pla
         new_guards=plan.new_guards,
         lifted={rid for rid, _ in plan.lift},
         now=now,
+        tolerated=frozenset(plan.tolerate),
     )
     if plan.check_chain is not None:
         _chain_reaches(after, plan.check_chain)

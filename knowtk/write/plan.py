@@ -14,11 +14,11 @@ from knowtk.errors import IdentityConflict, InvalidArgument, PublicationConflict
 from knowtk.model.records import ID_PATTERN, FileProblem, load_frontmatter
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import STATE_DIR, JournalEntries
-from knowtk.write import OPERATIONS
+from knowtk.write import OPERATIONS, journal
 from knowtk.write.files import current, sha256_of, target
 from knowtk.write.splice import REMOVE, new_file, splice
 
-__all__ = ["OPERATIONS", "Change", "Plan", "make_plan"]
+__all__ = ["OPERATIONS", "Change", "Plan", "forbidden_paths", "make_plan"]
 
 # lifecycle keys change only through the operations that record or lift their safeguards
 _LIFECYCLE_KEYS = ("status", "superseded_by")
@@ -55,14 +55,20 @@ class Plan:
     lift: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (id, "w"/"g") lifted by reinstate
     check_chain: str | None = None  # a superseded id whose chain must reach an active record
     judge: bool = True  # False: the store after the change is not judged (an undo puts back bytes it had)
+    # ids and paths whose issues the change may bring back: an undo puts back files the store had, issues and all
+    tolerate: set[str] = field(default_factory=set)
+
+
+def forbidden_paths(engine: Engine) -> list[str]:
+    """Where no change may write: the state folder and the store's ``.knowtk/``."""
+    return [os.path.dirname(engine.state_path), os.path.join(engine.root, STATE_DIR)]
 
 
 class _Context:
     def __init__(self, engine: Engine, snap: Snapshot, args: dict[str, Any], at: str) -> None:
         self.engine, self.snap, self.args, self.at = engine, snap, args, at
         self.root = engine.root
-        state_folder = os.path.dirname(engine.state_path)
-        self.forbidden = [state_folder, os.path.join(self.root, STATE_DIR)]
+        self.forbidden = forbidden_paths(engine)
 
     def existing(self, rid: str, expected: str | None) -> tuple[Change, dict[str, Any]]:
         """The record's file as it is now, checked against the hash the caller read; (change, frontmatter)."""
@@ -232,7 +238,8 @@ def _reinstate(ctx: _Context, plan: Plan) -> None:
         raise InvalidArgument("id", f"{rid} is active, with no safeguard to lift")
     edits: dict[str, Any] = {}
     if meta.get("status", "active") != "active":
-        edits["status"] = "active"
+        # a status line the withdrawal or supersession added goes again: the file gets its bytes back
+        edits["status"] = REMOVE if _status_was_added(ctx.engine, rid) else "active"
     if "superseded_by" in meta:
         edits["superseded_by"] = REMOVE
     assert change.before is not None
@@ -241,6 +248,26 @@ def _reinstate(ctx: _Context, plan: Plan) -> None:
     plan.changes.append(change)
     if what:
         plan.lift.append((rid, what))
+
+
+def _status_was_added(engine: Engine, rid: str) -> bool:
+    """Whether the last withdraw or supersede of ``rid`` through knowtk added its ``status`` line (the file before
+    it had none, which reads as active)."""
+    receipts, _ = journal.receipt_rows(engine.state, record=rid, since=None, until=None, limit=50, offset=0)
+    for receipt in receipts:
+        if receipt["operation"] in ("update", "create"):
+            continue
+        if receipt["operation"] not in ("withdraw", "supersede"):
+            return False  # a reinstate or undo came after: this status line is not one knowtk added
+        entry = next((r for r in receipt["records"] if r["id"] == rid), None)
+        if entry is None or entry["sha256Before"] is None:
+            return False
+        before = journal.version(engine.state, entry["sha256Before"])
+        loaded = None if before is None else load_frontmatter(before)
+        if loaded is None or isinstance(loaded, FileProblem):
+            return False
+        return "status" not in loaded[0]
+    return False
 
 
 _PLANNERS: dict[str, Callable[[_Context, Plan], None]] = {

@@ -103,8 +103,10 @@ def snapshot_after_change(
     new_guards: JournalEntries,
     lifted: set[str],
     now: datetime,
+    tolerated: frozenset[str] = frozenset(),
 ) -> Snapshot:
-    """The snapshot after the change; InvalidArgument when it has an issue the store has not now."""
+    """The snapshot after the change; InvalidArgument when it has an issue the store has not now (except an issue
+    of an id or path in ``tolerated``: an undo may bring back what the store had)."""
     top: dict[str, FileEntry | None] = {}
     for path, data in changed.items():
         top[path] = None if data is None else entry_for(path, sha256_of(data), data)
@@ -119,7 +121,7 @@ def snapshot_after_change(
         touched=list(changed),
     )
     before = {_issue_key(i) for i in snap.issues}
-    new = [i for i in after.issues if _issue_key(i) not in before]
+    new = [i for i in after.issues if _issue_key(i) not in before and not ({i.id, i.path} & tolerated)]
     if new:
         raise InvalidArgument(
             _field_of(new[0], after), f"the change would make the store inconsistent: {new[0].message}"
