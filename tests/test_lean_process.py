@@ -87,6 +87,7 @@ GREP_MODULES = {
     "knowtk.query.citations",
     "knowtk.query.common",
     "knowtk.query.grep",
+    "knowtk.query.grep_valid",  # validAt's ranking and the spans of validity (light: nothing more beneath them)
     "knowtk.query.registry",
     "knowtk.query.schema",
     "knowtk.query.tools",
@@ -102,6 +103,7 @@ GREP_MODULES = {
     "knowtk.query.tools.records",
     "knowtk.query.tools.stats",
     "knowtk.query.tools.timeline",
+    "knowtk.query.validity",
     "knowtk.query.views",
     "knowtk.query.wording",
     "knowtk.results",

@@ -14,7 +14,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,6 +26,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import coverage, freshness, lifecycle_of, next_offset
+from knowtk.query.validity import lifecycles_then, restriction, validity
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, now_utc
 
@@ -64,6 +65,7 @@ class Select:
     inactive: bool = False  # include_inactive: superseded and expired too
     descending: bool = False
     group: bool = False  # group: "source" (sources of the entity keep their own page rows)
+    among: tuple[str, str] | None = None  # validAt: ("only" | "but", JSON ids), in place of the lifecycle
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,8 @@ def _eligible(p: TemporalProjection, s: Select) -> str:
     flattened, each join is a primary-key or index lookup in the records table.
     """
     strict = "" if s.inactive else " WHERE lifecycle = 'active' AND strict = 1"
+    if s.among is not None:  # the records in force at validAt (knowtk.query.validity.restriction)
+        strict = f" WHERE id {'IN' if s.among[0] == 'only' else 'NOT IN'} (SELECT value FROM json_each(:among))"
     return f"(SELECT id, kind, type, source, source_event FROM {p.records}{strict})"
 
 
@@ -157,6 +161,7 @@ def _fetch(
         f"{body} ORDER BY d.start_us{desc}, d.end_us{desc}, d.id{desc}"
     )
     params = dict(field=s.field, since=s.since, until=s.until, kind=s.kind, entity=s.entity, low=low, high=high)
+    params["among"] = s.among and s.among[1]
     params.update(zip(("d0", "d1", "t0", "t1"), s.calendar or (None,) * 4, strict=True))
     conn = p.state.conn
     if page is None:
@@ -296,7 +301,7 @@ def _source_details(
     if not ids:
         return {}
     conn, ctes, elig = proj.state.conn, _ctes(proj, s), _eligible(proj, s)
-    params = {"entity": s.entity, "page": json.dumps(ids)}
+    params = {"entity": s.entity, "page": json.dumps(ids), "among": s.among and s.among[1]}
     page = "(SELECT value FROM json_each(:page))"
     notes: dict[str, list[str]] = {sid: [] for sid in ids}
     relationships = (
@@ -384,6 +389,9 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
     snap = engine.snapshot()
     queried_at = now_utc()
     offset = args["offset"]
+    valid = _valid_at(engine, snap, args, s) if args["valid_at"] is not None else None
+    if valid is not None:
+        s = valid[0]
     if group:  # folding needs every row: a claim's source may be on another page
         proj, hits, _ = _select(engine, snap, s)
         hits = _fold(hits)
@@ -394,10 +402,15 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
         details = _source_details(engine, snap, proj, s, [h.id for h in window if group and h.is_source])
     rendered = ({**_row(snap, h, s.field), **details.get(h.id, {})} for h in window)
     rows, sources, truncated = _within_budget(snap, rendered, args["include_sources"])
+    extra = {}
+    if valid is not None:
+        lifecycles_then(rows, valid[1])
+        extra["unplaced"] = valid[2]
     return _response(
         snap,
         proj,
         queried_at,
+        **extra,
         rows=rows,
         total=total,
         offset=offset,
@@ -405,6 +418,18 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
         sources=sources,
         sourcesTruncated=truncated,
     )
+
+
+def _valid_at(engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select) -> tuple[Select, dict[str, str], int]:
+    """validAt: (the selection of the records in force then, their lifecycles then, how many rows the records
+    that cannot be placed in time would have given)."""
+    found = validity(engine, snap)
+    when = args["valid_at"]
+    wanted = ("active", "superseded", "expired") if s.inactive else ("active",)
+    unplaced = 0
+    if found.unplaced:
+        _, _, unplaced = _select(engine, snap, replace(s, among=("only", json.dumps(sorted(found.unplaced)))), (0, 0))
+    return replace(s, among=restriction(found, when, wanted)), found.at(when), unplaced
 
 
 def chronicle_day(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:

@@ -66,6 +66,10 @@ def footer(answer: dict[str, Any]) -> list[str]:
         issues = cov.get("issues") or []
         lines.append(f"coverage incomplete: {len(issues)} issue(s), e.g.")
         lines += [f"  {i.get('path')}: {i.get('code')}: {i.get('message')}" for i in issues[:5]]
+    if answer.get("unplaced"):
+        lines.append(
+            f"{answer['unplaced']} record(s) left out: neither occurred_at nor recorded_at places them in time"
+        )
     if answer.get("nextOffset") is not None:
         lines.append(f"more: --offset {answer['nextOffset']}")
     return lines
@@ -151,7 +155,10 @@ def readable(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def page(answer: dict[str, Any]) -> dict[str, Any]:
-    return {k: answer.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
+    out = {k: answer.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
+    if "unplaced" in answer:  # (validAt: records left out because they cannot be placed in time)
+        out["unplaced"] = answer["unplaced"]
+    return out
 
 
 _DATED_KEYS = (

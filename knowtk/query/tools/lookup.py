@@ -8,6 +8,7 @@ from knowtk.frames import OBJECT, STRING, SUMMARY, key, listed
 from knowtk.query.args import FOLDERS, Param, choice, text, with_schema
 from knowtk.query.common import LIFECYCLES
 from knowtk.query.registry import Tool
+from knowtk.query.validity import HINT_VALID, VALID_AT
 from knowtk.query.views import COVERAGE_SCHEMA, NSTR, RECORD_KEYS, RECORD_SCHEMA, coverage_summary, nullable, obj, pick
 from knowtk.query.wording import SCOPE
 
@@ -23,6 +24,7 @@ PARAMS = (
     ),
     Param("lifecycle", choice(*LIFECYCLES), "active", doc="active (default), superseded, or all."),
     Param("scope", with_schema(lambda name, v: v, FOLDERS), doc=SCOPE),
+    VALID_AT,
 )
 
 
@@ -38,6 +40,7 @@ def compact(answer: dict[str, Any]) -> dict[str, Any]:
         "record": None if record is None else _candidate(record),
         "candidates": [_candidate(c) for c in answer.get("candidates") or []],
         "coverage": coverage_summary(answer.get("coverage")),
+        **({"unplaced": answer["unplaced"]} if "unplaced" in answer else {}),
     }
 
 
@@ -85,7 +88,7 @@ TOOL = Tool(
         "or missing. Use it when you know what a thing is called; use knowledge_grep to search words. "
         "It does not depend on the keyword index."
     ),
-    hints={"query": "exact id, full title or alias", "scope": "folder prefixes"},
+    hints={"query": "exact id, full title or alias", "scope": "folder prefixes", **HINT_VALID},
     output=OUTPUT,
     compact=compact,
     columns=COLUMNS,
