@@ -11,13 +11,15 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from knowtk.errors import KnowtkError
 from knowtk.notebook.actions import RecordActions
+from knowtk.notebook.base import text_control
 from knowtk.notebook.chain_plot import plot_chains
 from knowtk.notebook.history_plot import plot_history
 from knowtk.query.chains import chain_edges, chain_summary
 from knowtk.store import Store
 from knowtk.ui.front import Front
-from knowtk.ui.style import wrap
+from knowtk.ui.style import banner, escape, wrap
 
 __all__ = ["ALL_CHAINS", "ChainWidget", "readable_edges"]
 
@@ -55,22 +57,27 @@ class ChainWidget(Front):
 
     ``.edges`` is :func:`knowtk.query.chains.chain_edges` for the selection, ``.summary`` its
     :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
-    size and shown at its screen size: sharp, never stretched to the column).
+    size and shown at its screen size: sharp, never stretched to the column). ``.valid_at``, a date or
+    timestamp, names the records of the drawn chains in force then (``.in_force``) above the table.
     """
 
-    def __init__(self, store: Store, id: str | None = None) -> None:
+    def __init__(self, store: Store, id: str | None = None, *, valid_at: str = "") -> None:
         self.store = store
+        self.in_force: list[str] = []  # the chains' records in force at valid at (knowtk.Store.in_force)
         self.edges = chain_edges(store, id)  # raises RecordNotFound for an id the store does not know
         self.summary = chain_summary(self.edges)
         self.png = b""
         self._quiet = False
         self.record = W.Dropdown(options=self._choices(id), value=id or ALL_CHAINS, description="chain of")
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
+        self.valid_at = text_control("valid at", "YYYY-MM-DD or timestamp: which was in force", valid_at, "340px")
         self.image = W.Image(format="png")
         self.table = W.HTML()
         self.actions = W.VBox()  # Supersede by…, Withdraw, Reinstate, Edit fields for the selected record
-        super().__init__(children=[W.HBox([self.record, self.refresh_button]), self.image, self.actions, self.table])
+        top = W.HBox([self.record, self.refresh_button, self.valid_at])
+        super().__init__(children=[top, self.image, self.actions, self.table])
         self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
+        self.valid_at.observe(lambda _change: self.draw(), "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
 
@@ -112,12 +119,29 @@ class ChainWidget(Front):
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
         self.table.value = wrap(
-            "<b>chains, dead ends first</b>"
+            self._in_force_line()
+            + "<b>chains, dead ends first</b>"
             + self.summary.to_html(index=False, na_rep="—")
             + "<b>edges</b>"
             + readable_edges(self.edges).to_html(index=False, na_rep="—")
         )
         return self.edges
+
+    def _in_force_line(self) -> str:
+        """Which of the drawn chains' records were in force at ``valid_at`` (``.in_force``), as one line."""
+        when = self.valid_at.value.strip()
+        self.in_force = []
+        if not when:
+            return ""
+        try:
+            frame = self.store.in_force(valid_at=when)
+        except KnowtkError as exc:  # a refused date is shown, never raised from a callback
+            return banner("bad", "REFUSED", escape(exc))
+        on_chains = set(self.edges["from_id"].dropna()) | set(self.edges["to_id"].dropna())
+        held = frame[frame["in_force"].fillna(False).astype(bool)]
+        self.in_force = sorted(rid for rid in held["id"] if rid in on_chains)
+        shown = ", ".join(self.in_force) or "none of them"
+        return f"<p><b>in force at {escape(when)}</b>: {escape(shown)}</p>"
 
     def history(self) -> pd.DataFrame:
         """The receipts (and commits) of every record on the drawn chains, newest first: a chain's revisions."""

@@ -247,6 +247,7 @@ class GrepWidget(Front):
                 W.HBox([self.mode, self.lifecycle]),
                 W.HBox([self.kind, self.type, self.tag, self.scope]),
                 W.HBox([self.time_field, self.since, self.until, self.limit]),
+                self.valid_at,
                 self.status,
                 self.issues,
                 W.HBox([self.prev_button, self.page_label, self.next_button]),
@@ -305,6 +306,8 @@ class GrepWidget(Front):
         self.limit = W.BoundedIntText(
             value=limit, min=1, max=50, description="per page", layout=W.Layout(width="160px")
         )
+        hint = "YYYY-MM-DD or timestamp: in force then"
+        self.valid_at = text_control("valid at", hint, grep_args.get("valid_at") or "", "320px")
 
     def _build_answer_panes(self) -> None:
         """Paging, status, the rows (each opens its record and why under it), why-not, and the diff."""
@@ -327,7 +330,7 @@ class GrepWidget(Front):
     def _wire(self) -> None:
         """A changed control searches again; the buttons page, re-run and search; the rows select."""
         controls = (self.query, self.mode, self.lifecycle, self.kind, self.type, self.tag, self.scope)
-        for control in (*controls, self.time_field, self.since, self.until, self.limit):
+        for control in (*controls, self.time_field, self.since, self.until, self.limit, self.valid_at):
             control.observe(lambda _change: self.search(), "value")
         self.search_button.on_click(lambda _b: self.search())
         self.rerun_button.on_click(lambda _b: self.refresh())
@@ -349,6 +352,7 @@ class GrepWidget(Front):
             "time_field": self.time_field.value or None,
             "since": self.since.value.strip() or None,
             "until": self.until.value.strip() or None,
+            "valid_at": self.valid_at.value.strip() or None,
             "limit": self.limit.value,
         }
 
@@ -399,7 +403,8 @@ class GrepWidget(Front):
             pane.value = wrap(banner("warn", "NO QUERY", "type words to search first: why is asked of a query"))
             return None
         try:
-            self.explained = self.store.explain(id, query=self.query.value, **self.args())
+            present = {k: v for k, v in self.args().items() if k != "valid_at"}  # explain answers for today
+            self.explained = self.store.explain(id, query=self.query.value, **present)
         except KnowtkError as exc:
             self.explained = None
             pane.value = wrap(banner("bad", "UNKNOWN", escape(exc)))

@@ -20,6 +20,7 @@ NAMES = {
     "plot_chains": "knowtk.notebook.chain_plot:plot_chains",
     "plot_chronicle": "knowtk.notebook.chronicle:plot_chronicle",
     "plot_history": "knowtk.notebook.history_plot:plot_history",
+    "plot_in_force": "knowtk.notebook.in_force_plot:plot_in_force",
     "plot_timeline": "knowtk.notebook.timeline:plot_timeline",
     "readable_edges": "knowtk.notebook.chain_widget:readable_edges",
 }

@@ -26,7 +26,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import coverage, freshness, lifecycle_of, next_offset
-from knowtk.query.validity import lifecycles_then, restriction, validity
+from knowtk.query.validity import Validity, lifecycles_then, restriction, validity, with_spans
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, now_utc
 
@@ -404,7 +404,8 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
     rows, sources, truncated = _within_budget(snap, rendered, args["include_sources"])
     extra = {}
     if valid is not None:
-        lifecycles_then(rows, valid[1])
+        lifecycles_then(rows, valid[1].at(args["valid_at"]))
+        with_spans(rows, valid[1])
         extra["unplaced"] = valid[2]
     return _response(
         snap,
@@ -420,8 +421,8 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
     )
 
 
-def _valid_at(engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select) -> tuple[Select, dict[str, str], int]:
-    """validAt: (the selection of the records in force then, their lifecycles then, how many rows the records
+def _valid_at(engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select) -> tuple[Select, Validity, int]:
+    """validAt: (the selection of the records in force then, the snapshot's spans, how many rows the records
     that cannot be placed in time would have given)."""
     found = validity(engine, snap)
     when = args["valid_at"]
@@ -429,7 +430,7 @@ def _valid_at(engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select) -
     unplaced = 0
     if found.unplaced:
         _, _, unplaced = _select(engine, snap, replace(s, among=("only", json.dumps(sorted(found.unplaced)))), (0, 0))
-    return replace(s, among=restriction(found, when, wanted)), found.at(when), unplaced
+    return replace(s, among=restriction(found, when, wanted)), found, unplaced
 
 
 def chronicle_day(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:

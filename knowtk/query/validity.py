@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from knowtk.frames import TIME, key
 from knowtk.model.datevalues import LAST_INSTANT, DateValue, format_utc, parse_bound
 from knowtk.model.records import Record
 from knowtk.model.shapes import shape
@@ -41,6 +42,7 @@ __all__ = [
     "ACTIVE",
     "EXPIRED",
     "HINT_VALID",
+    "SPAN_COLUMNS",
     "SUPERSEDED",
     "VALIDITY",
     "VALID_AT",
@@ -56,6 +58,7 @@ __all__ = [
     "unplaced_count",
     "valid_at",
     "validity",
+    "with_spans",
 ]
 
 VALIDITY = "validity"  # the Validity's key in Engine.extensions
@@ -86,6 +89,8 @@ def valid_at(name: str, value: Any) -> ValidAt:
     return ValidAt(str(value), first, last)
 
 
+# a validAt timeline row's span, in its frame (Result.plot(validity=True) shades it)
+SPAN_COLUMNS = (("valid_from", TIME, key("validFrom")), ("valid_until", TIME, key("validUntil")))
 HINT_VALID = {"validAt": "in force then"}  # the MCP listing's short form (a test holds it to its byte budget)
 VALID_AT = Param(
     "validAt",
@@ -268,6 +273,14 @@ def lifecycles_then(rows: Iterable[dict[str, Any]], states: dict[str, str], key:
             row["lifecycle"] = life
             if "supersededBy" in row and life == ACTIVE:
                 row["supersededBy"] = None
+
+
+def with_spans(rows: Iterable[dict[str, Any]], found: Validity) -> None:
+    """Add each row's span of validity: ``validFrom`` and ``validUntil`` (None: no end), UTC."""
+    for row in rows:
+        span = found.spans.get(row["id"])
+        row["validFrom"] = None if span is None else format_utc(span.start)
+        row["validUntil"] = None if span is None or span.end is None else format_utc(span.end)
 
 
 def unplaced_count(found: Validity, passes: Callable[[str], bool]) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from knowtk.query.args import Param, boolean, bound, choice, integer, text
 from knowtk.query.common import TIME_FIELDS
 from knowtk.query.registry import Tool
-from knowtk.query.validity import HINT_VALID, VALID_AT
+from knowtk.query.validity import HINT_VALID, SPAN_COLUMNS, VALID_AT
 from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import (
     AGENT_AS_GREP,
@@ -81,6 +81,6 @@ TOOL = Tool(
         f"dated source connected to it. {GUIDE_DATED_KIND} {GUIDE_ENTITY} {GUIDE_DATES} {GUIDE_PAGING}"
     ),
     hints={**HINT_DATED, "group": "source, with entity: a row per dated source", **HINT_VALID, **HINT_PAGE},
-    **DATED_VIEWS,
+    **{**DATED_VIEWS, "columns": (*DATED_VIEWS["columns"], *SPAN_COLUMNS)},
     example={"entity": "person-ada-okafor", "limit": 3},
 )
