@@ -302,3 +302,22 @@ def test_the_command_line_takes_valid_at(store: knowtk.Store, capsys: pytest.Cap
     assert "pol-3" in text and "via pol-1" in text
     assert main(["--store", root, "records", "--valid-at", "last week"]) != 0
     assert "--valid-at" in capsys.readouterr().err
+
+
+def test_the_timeline_counts_unplaced_rows_again_after_a_change(builder: StoreBuilder) -> None:
+    builder.page("m", "Memo", updated_at="2024-02-02")
+    store = builder.open()
+    for _ in range(2):  # the second answer from what the first kept
+        assert store.call("knowledge_timeline", {"validAt": "2024-03-01", "timeField": "updated_at"})["unplaced"] == 1
+    builder.page("m2", "Memo two", updated_at="2024-02-03")
+    assert store.call("knowledge_timeline", {"validAt": "2024-03-01", "timeField": "updated_at"})["unplaced"] == 2
+
+
+def test_valid_at_and_as_of_differ(builder: StoreBuilder) -> None:
+    """The example of docs/time.md: taken on 1 March, written down on 20 March."""
+    builder.page("dec", "Adopt the new retention", occurred_at="2024-03-01", recorded_at="2024-03-20T09:00:00Z",
+                 kind="claim", type="decision")  # fmt: skip
+    store = builder.open()
+    assert [r["id"] for r in store.records(valid_at="2024-03-10").to_dict()["rows"]] == ["dec"]
+    assert store.knowl(as_of="2024-03-10").to_dict()["results"] == []
+    assert [r["id"] for r in store.knowl(as_of="2024-03-21").to_dict()["results"]] == ["dec"]

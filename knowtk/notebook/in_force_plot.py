@@ -157,8 +157,12 @@ def plot_in_force(
     if left:
         notes.append(f"{left} more past max_rows")
     set_title(ax, main_title, notes, COLUMN_INCHES)
-    handles: list[Artist] = [Patch(facecolor=_COLORS[k], hatch=_HATCH[k], edgecolor="#555555", label=label)
-               for k, label in ((None, "in force (to its end)"), ("superseded", "ended: superseded"),
-                                ("expired", "ended: expires_at"))]  # fmt: skip
+    drawn = {text_or_none(v) for v in rows["ended_by"]}
+    kinds = ((None, "in force (to its end)"), ("superseded", "ended: superseded"), ("expired", "ended: expires_at"))
+    handles: list[Artist] = [
+        Patch(facecolor=_COLORS[k], hatch=_HATCH[k], edgecolor="#555555", label=label)
+        for k, label in kinds
+        if k in drawn
+    ]
     legend_below(ax, handles, 2.6)
     return ax

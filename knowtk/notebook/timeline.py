@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
+import matplotlib.colors as mcolors
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.patches import Patch
 
 from knowtk.errors import InvalidArgument
 from knowtk.notebook.dated import NO_LANE, DatedRow, dated_num, dated_rows
@@ -62,6 +64,7 @@ _FONT = MIN_FONT
 _CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
 _LANE_GAP = 0.6  # between lanes, in tracks
 _BAR_HEIGHT = 0.62
+_SPAN_COLOR = "#f2c94c"  # a span of validity, behind the rows (plot_timeline(validity=True))
 
 
 @dataclass
@@ -275,7 +278,7 @@ def _shade_validity(ax: Axes, layout: _Layout, frame: pd.DataFrame) -> int:
             continue
         x0 = dated_num(span[0])
         x1 = right if pd.isna(span[1]) else dated_num(span[1])
-        ax.barh(it.y, max(x1 - x0, 0.0), left=x0, height=_BAR_HEIGHT * 1.5, color="#f2c94c", alpha=0.3,
+        ax.barh(it.y, max(x1 - x0, 0.0), left=x0, height=_BAR_HEIGHT * 1.5, color=_SPAN_COLOR, alpha=0.3,
                 linewidth=0, zorder=1, gid=f"validity:{it.row.rid}")  # fmt: skip
         shaded += 1
     return shaded
@@ -376,13 +379,15 @@ def plot_timeline(
     units = layout.y_bottom - layout.bounds[0]
     ax, _ = new_axes(ax, COLUMN_INCHES, min(max(1.9 + units * (0.3 if labelled else 0.2), 3.0), 14.0))
 
-    if validity:
-        _shade_validity(ax, layout, frame)
+    shaded = _shade_validity(ax, layout, frame) if validity else 0
     instant_styles, bar_styles = _draw_items(ax, layout)
     if labelled:
         _label_items(ax, layout)
     _lane_axes(ax, layout, zone)
     notes = _notes(layout, len(rows), zone, folded, skipped)
     set_title(ax, main_title, notes, axes_inches(ax)[0] + 1.5)
-    legend_below(ax, style_legend_handles(instant_styles, bar_styles), 3.2)
+    handles = style_legend_handles(instant_styles, bar_styles)
+    if shaded:
+        handles.append(Patch(facecolor=with_alpha(mcolors.to_rgba(_SPAN_COLOR), 0.3), label="in force (its span)"))
+    legend_below(ax, handles, 3.2)
     return ax

@@ -427,9 +427,12 @@ def _valid_at(engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select) -
     found = validity(engine, snap)
     when = args["valid_at"]
     wanted = ("active", "superseded", "expired") if s.inactive else ("active",)
-    unplaced = 0
-    if found.unplaced:
-        _, _, unplaced = _select(engine, snap, replace(s, among=("only", json.dumps(sorted(found.unplaced)))), (0, 0))
+    # the rows the records that cannot be placed would have given: counted once per snapshot and selection
+    key = ("timeline unplaced", s)
+    unplaced = found.memo.get(key, 0 if not found.unplaced else None)
+    if unplaced is None:
+        among = ("only", json.dumps(sorted(found.unplaced)))
+        unplaced = found.memo[key] = _select(engine, snap, replace(s, among=among), (0, 0))[2]
     return replace(s, among=restriction(found, when, wanted)), found, unplaced
 
 
