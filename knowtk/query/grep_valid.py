@@ -37,6 +37,13 @@ def _rows(
     return rows
 
 
+def _or_unfiltered(proj: FtsProjection, snap: Snapshot, record_filter: RecordFilter, rows: set[int]) -> set[int] | None:
+    """``rows``, or the filters' own rows (None: every row) when every one of those is in force: the ranking
+    then takes the path of a query without validAt (SQLite's own order where nothing is filtered out)."""
+    allowed = allowed_rows(proj, snap, record_filter)
+    return allowed if len(rows) == (len(proj.ids) if allowed is None else len(allowed)) else rows
+
+
 def _leads(
     found: Validity,
     snap: Snapshot,
@@ -76,8 +83,12 @@ def valid_ranking(
     wanted = (ACTIVE, SUPERSEDED) if lifecycle == "all" else (lifecycle,)
     ids = found.selected(when, wanted)
     name = ("direct", when.first, when.last, wanted)
-    sources = [Source(proj, _rows(found, proj, snap, record_filter, ids, name)) for proj in projections]
-    n_direct, direct = top_matches(sources, terms, end)
+    sources = []
+    for proj in projections:
+        rows = _rows(found, proj, snap, record_filter, ids, name)
+        if rows:
+            sources.append(Source(proj, _or_unfiltered(proj, snap, record_filter, rows)))
+    n_direct, direct = top_matches(sources, terms, end) if sources else (0, [])
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
     if lifecycle != ACTIVE:
         return n_direct, ranked

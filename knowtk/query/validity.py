@@ -21,7 +21,6 @@ instant's answer is kept with them.
 from __future__ import annotations
 
 import functools
-import json
 import weakref
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timedelta
@@ -52,7 +51,6 @@ __all__ = [
     "eligible",
     "in_force_ids",
     "lifecycles_then",
-    "restriction",
     "span_of",
     "start_of",
     "unplaced_count",
@@ -75,9 +73,6 @@ class ValidAt:
     text: str  # as given
     first: datetime
     last: datetime  # inclusive
-
-    def to_json(self) -> dict[str, str]:
-        return {"value": self.text, "first": format_utc(self.first), "last": format_utc(self.last)}
 
 
 @functools.partial(with_schema, schema={"type": "string", "pattern": BOUND_PATTERN})
@@ -303,20 +298,3 @@ def in_force_ids(
             candidates = [rid for rid in candidates if record_filter.passes(records[rid])]
         ids = found.memo[key] = sorted(candidates)
     return ids
-
-
-def restriction(found: Validity, when: ValidAt, wanted: Collection[str]) -> tuple[str, str]:
-    """How SQL keeps the eligible records with a lifecycle in ``wanted`` at ``when``: ("only", JSON ids) or,
-    when fewer ids are left out than kept, ("but", JSON of the eligible ids left out) (kept)."""
-    key = ("restriction", when.first, when.last, tuple(sorted(wanted)))
-    found_sql = found.memo.get(key)
-    if found_sql is None:
-        kept = found.selected(when, wanted)
-        every = len(found.spans) + len(found.unplaced)
-        if len(kept) * 2 <= every:
-            found_sql = ("only", json.dumps(sorted(kept)))
-        else:
-            left = [rid for rid in found.spans if rid not in kept]
-            found_sql = ("but", json.dumps(sorted([*left, *found.unplaced])))
-        found.memo[key] = found_sql
-    return found_sql
