@@ -205,10 +205,14 @@ def test_grep_ranks_what_was_in_force_and_follows_wording_to_it(store: knowtk.St
     # grep searches what the keyword index holds: cur-1, in force then, has expired since (records lists it)
     assert hits("2024-11-15", "coin") == [("cur-2", "active", None)]
     assert "cur-1" in records_at(store, "2024-11-15")
+    coin = store.call("knowledge_grep", {"query": "coin", "validAt": "2024-11-15"})
+    assert coin["unsearched"] == 1  # and the answer says so
+    assert store.call("knowledge_grep", {"query": "coin", "validAt": "2024-11-15", "type": "policy"})["unsearched"] == 0
     assert hits("2025-02-01", "logs") == [("pol-3", "active", None)]  # its own words and its predecessors': once
     assert [h[0] for h in hits("2024-03-15", "retention")] == ["pol-1"]  # memo left out (and counted), gone never
     res = store.call("knowledge_grep", {"query": "retention", "validAt": "2024-03-15"})
-    assert res["unplaced"] == 1 and "unplaced" not in store.call("knowledge_grep", {"query": "retention"})
+    assert (res["unplaced"], res["unsearched"]) == (1, 2)  # memo has no date; tz and cur-1 have expired since
+    assert not {"unplaced", "unsearched"} & set(store.call("knowledge_grep", {"query": "retention"}))
     args = {"query": "logs", "validAt": "2025-02-01", "lifecycle": "all", "limit": 2}
     first = store.call("knowledge_grep", args)
     assert (first["total"], first["nextOffset"], len(first["hits"])) == (3, 2, 2)

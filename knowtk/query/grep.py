@@ -34,7 +34,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.query.grep_valid import valid_ranking, valid_unplaced
+from knowtk.query.grep_valid import valid_ranking, valid_unplaced, valid_unsearched
 from knowtk.query.tools.grep import MAX_OFFSET, MAX_TOKENS
 from knowtk.query.validity import lifecycles_then, validity
 from knowtk.snapshot.model import Snapshot
@@ -86,6 +86,7 @@ def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
             lifecycle = args["lifecycle"]
             total, ranked = valid_ranking(found, snap, record_filter, lifecycle, terms, projections, when, end)
             out["unplaced"] = valid_unplaced(found, snap, record_filter, terms, projections)
+            out["unsearched"] = valid_unsearched(found, snap, record_filter, lifecycle, projections, when)
         out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], index.main, verifier, index.history)
         if when is not None:
             lifecycles_then(out["hits"], found.at(when))

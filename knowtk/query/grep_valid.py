@@ -20,7 +20,7 @@ from knowtk.query.common import RecordFilter
 from knowtk.query.validity import ACTIVE, SUPERSEDED, ValidAt, Validity, in_force_ids
 from knowtk.snapshot.model import Snapshot
 
-__all__ = ["valid_ranking", "valid_unplaced"]
+__all__ = ["valid_ranking", "valid_unplaced", "valid_unsearched"]
 
 
 def _rows(
@@ -134,3 +134,22 @@ def valid_unplaced(
 def _ids(found: Validity, proj: FtsProjection, snap: Snapshot, record_filter: RecordFilter) -> set[str]:
     """The ids of the projection's rows of unplaced records that pass the filters."""
     return {proj.id_of[rowid] for rowid in _rows(found, proj, snap, record_filter, found.unplaced, "unplaced")}
+
+
+def valid_unsearched(
+    found: Validity,
+    snap: Snapshot,
+    record_filter: RecordFilter,
+    lifecycle: str,
+    projections: tuple[FtsProjection, ...],
+    when: ValidAt,
+) -> int:
+    """How many records the query asks for at ``when`` (their lifecycle then, the filters) the keyword index
+    does not hold, so that no search could find them: those that expired since (kept)."""
+    wanted = (ACTIVE, SUPERSEDED) if lifecycle == "all" else (lifecycle,)
+    key = ("unsearched", when.first, when.last, record_filter, wanted, *(p.rows_version for p in projections))
+    count = found.memo.get(key)
+    if count is None:
+        ids = in_force_ids(found, snap, record_filter, wanted, when)
+        count = found.memo[key] = sum(1 for rid in ids if all(rid not in p.ids for p in projections))
+    return int(count)
