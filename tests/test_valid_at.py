@@ -325,3 +325,63 @@ def test_valid_at_and_as_of_differ(builder: StoreBuilder) -> None:
     assert [r["id"] for r in store.records(valid_at="2024-03-10").to_dict()["rows"]] == ["dec"]
     assert store.knowl(as_of="2024-03-10").to_dict()["results"] == []
     assert [r["id"] for r in store.knowl(as_of="2024-03-21").to_dict()["results"]] == ["dec"]
+
+
+def test_grep_composes_with_every_filter_at_an_instant(store: knowtk.Store) -> None:
+    def ids(**args: Any) -> list[str]:
+        res = store.call("knowledge_grep", {"query": "logs retention coin", "mode": "any", "validAt": "2024-07-01",
+                                            **args})  # fmt: skip
+        return sorted(h["id"] for h in res["hits"])
+
+    assert ids() == ["pol-2"]  # cur-2 starts on 2024-09-30: not in force yet
+    assert ids(kind="page") == [] and ids(kind="claim") == ["pol-2"]
+    assert ids(type="policy") == ["pol-2"] and ids(type="currency") == []
+    assert ids(tag="policy") == ["pol-2"] and ids(tag="nothing") == []
+    assert ids(scope="policies") == ["pol-2"] and ids(scope="notes") == []
+    assert ids(since="2024-05-01") == ["pol-2"] and ids(until="2024-05-01") == []  # pol-2's occurred_at
+    assert ids(timeField="recorded_at", since="2020-01-01") == []  # none of them has a recorded_at
+    assert ids(lifecycle="superseded") == ["pol-1"] and ids(lifecycle="all") == ["pol-1", "pol-2"]
+    assert ids(mode="phrase", query="sixty days") == ["pol-2"]
+
+
+def test_lookup_and_timeline_compose_with_their_filters(builder: StoreBuilder) -> None:
+    builder.page("person-ada", "Ada", path="people/ada.md")
+    for n, (day, by) in enumerate((("2024-01-01", "m-2"), ("2024-03-01", None)), 1):
+        extra = {"status": "superseded", "superseded_by": by} if by else {}
+        builder.page(f"m-{n}", f"Meeting rule {n}", path=f"rules/m-{n}.md", type="meeting", kind="claim",
+                     occurred_at=day, entities=["person-ada"], aliases=["the meeting rule"], **extra)  # fmt: skip
+    builder.page("m-old", "Meeting rule archived", path="archive/m-old.md", type="meeting", kind="claim",
+                 occurred_at="2023-01-01", entities=["person-ada"], aliases=["the meeting rule"])  # fmt: skip
+    store = builder.open()
+
+    def look(**args: Any) -> tuple[str, list[str]]:
+        res = store.call("knowledge_lookup", {"query": "the meeting rule", **args})
+        return res["status"], [c["id"] for c in res["candidates"]]
+
+    assert look() == ("ambiguous", ["m-2", "m-old"])
+    assert look(validAt="2024-02-01") == ("ambiguous", ["m-1", "m-old"])
+    assert look(validAt="2024-02-01", scope="rules") == ("found", ["m-1"])
+    assert look(validAt="2024-04-01", scope="rules", lifecycle="superseded") == ("found", ["m-1"])
+    assert look(validAt="2023-06-01") == ("found", ["m-old"])
+
+    def rows(**args: Any) -> list[str]:
+        return [r["id"] for r in store.call("knowledge_timeline", {"validAt": "2024-02-01", **args})["rows"]]
+
+    assert rows(entity="person-ada") == ["m-old", "m-1"]
+    assert rows(entity="person-ada", order="desc") == ["m-1", "m-old"]
+    assert rows(entity="person-ada", kind="meeting", since="2023-06-01") == ["m-1"]
+    assert rows(entity="person-ada", eligibility="include_inactive", validAt="2024-04-01") == ["m-old", "m-1", "m-2"]
+    paged = store.call("knowledge_timeline", {"validAt": "2024-02-01", "entity": "person-ada", "limit": 1,
+                                              "includeSources": True})  # fmt: skip
+    assert (paged["total"], paged["nextOffset"], [r["id"] for r in paged["rows"]]) == (2, 1, ["m-old"])
+
+
+@pytest.mark.parametrize("when", ["2025-10-01", "2026-01-14", "2026-03-01T12:00:00-08:00"])
+def test_every_tool_answers_only_what_was_in_force_on_the_demo(demo_store: knowtk.Store, when: str) -> None:
+    in_force = set(records_at(demo_store, when))
+    assert in_force
+    for args in ({"entity": "proj-lumen"}, {"entity": "proj-lumen", "group": "source"}, {"kind": "decision"}):
+        rows = demo_store.call("knowledge_timeline", {**args, "validAt": when, "limit": 200})["rows"]
+        assert rows and {r["id"] for r in rows} <= in_force and {r["lifecycle"] for r in rows} == {"active"}
+    hits = demo_store.call("knowledge_grep", {"query": "search", "validAt": when, "limit": 50})["hits"]
+    assert hits and {h["id"] for h in hits} <= in_force
