@@ -98,3 +98,20 @@ def test_valid_at_through_the_inspector(policies: Path) -> None:
     code, reply = _inspect(bin_dir, policies, "knowledge_grep", {"query": "x", "validAt": "July"})
     text = reply["result"]["content"][0]["text"]
     assert code != 0 and text.startswith("invalid_argument: validAt: ") and "YYYY-MM-DD" in text
+
+
+def test_expired_rows_of_a_timeline_match_the_answer_schema(policies: Path) -> None:
+    """include_inactive answers expired rows, now and at validAt: the agents' schema names that lifecycle."""
+    from knowtk import open_store
+    from knowtk.mcp.agent import compact
+
+    (policies / "short.md").write_text(
+        "---\nid: short\nkind: claim\ntype: policy\ntitle: Short-lived\noccurred_at: 2024-01-01\n"
+        "expires_at: 2024-02-01\n---\n",
+        encoding="utf-8",
+    )
+    store = open_store(policies)
+    for args in ({}, {"validAt": "2024-07-01"}):
+        answer = store.call("knowledge_timeline", {"eligibility": "include_inactive", **args})
+        assert "expired" in {r["lifecycle"] for r in answer["rows"]}
+        jsonschema.validate(compact("knowledge_timeline", answer), output_schema("knowledge_timeline", full=True))

@@ -240,6 +240,7 @@ def dated_answer_schema() -> dict[str, Any]:
     row = obj(
         {
             **{k: v for k, v in RECORD_SCHEMA.items() if k not in ("revision", "sha256")},
+            "lifecycle": {"enum": ["active", "superseded", "expired"]},  # include_inactive shows expired ones
             "timeField": _STR,
             "value": _STR,
             "start": _STR,
