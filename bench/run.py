@@ -1168,6 +1168,8 @@ def main() -> None:
             "cold_parses": cold["parses"],
             "reopen": warm["reopen"],
             "warm": warm["warm"],
+            "warm_valid": warm["warm_valid"],
+            "valid_first": warm["valid_first"],
             "mixed": warm["mixed"],
             "mixed_first": warm["mixed_first"],
             "changed": changed["changed"],
