@@ -21,7 +21,6 @@ instant's answer is kept with them.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable, Collection, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from knowtk.frames import TIME, key
 from knowtk.model.datevalues import LAST_INSTANT, DateValue, format_utc, parse_bound
 from knowtk.model.records import Record
-from knowtk.model.shapes import shape
 from knowtk.query.args import BOUND_PATTERN, Param, with_schema
 from knowtk.query.common import RecordFilter
 from knowtk.snapshot.model import Snapshot
@@ -66,13 +64,30 @@ ONE_US = timedelta(microseconds=1)
 ACTIVE, SUPERSEDED, EXPIRED = "active", "superseded", "expired"
 
 
-@shape(frozen=True, slots=True)
 class ValidAt:
-    """An instant asked about, as the UTC instants it covers: one for a timestamp, a whole UTC day for a date."""
+    """An instant asked about, as the UTC instants it covers: one for a timestamp, a whole UTC day for a date.
 
-    text: str  # as given
-    first: datetime
-    last: datetime  # inclusive
+    A plain class (not a ``@shape``): every command line imports it with the tools' arguments, and a plain
+    grep should not pay for building one.
+    """
+
+    __slots__ = ("first", "last", "text")
+
+    def __init__(self, text: str, first: datetime, last: datetime) -> None:
+        self.text, self.first, self.last = text, first, last  # as given; UTC instants, ``last`` inclusive
+
+    def __repr__(self) -> str:
+        return f"ValidAt({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ValidAt) and (self.text, self.first, self.last) == (
+            other.text,
+            other.first,
+            other.last,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.first, self.last))
 
 
 @functools.partial(with_schema, schema={"type": "string", "pattern": BOUND_PATTERN})
@@ -98,14 +113,20 @@ VALID_AT = Param(
 )
 
 
-@shape(frozen=True, slots=True)
 class Span:
-    """When one record was in force: from ``start`` through ``last`` (inclusive instants)."""
+    """When one record was in force: from ``start`` through ``last`` (inclusive instants). (A plain class, as
+    ``ValidAt`` is.)"""
 
-    start: datetime
-    last: datetime  # LAST_INSTANT: no end
-    end: datetime | None  # the end as shown: expires_at's instant or day's end, the replacement's start; None: open
-    ended_by: str | None  # why it ends: "expired" (its expires_at), "superseded", or None
+    __slots__ = ("end", "ended_by", "last", "start")
+
+    def __init__(self, start: datetime, last: datetime, end: datetime | None, ended_by: str | None) -> None:
+        self.start = start
+        self.last = last  # LAST_INSTANT: no end
+        self.end = end  # the end as shown: expires_at's instant or day's end, the replacement's start; None: open
+        self.ended_by = ended_by  # why it ends: "expired" (its expires_at), "superseded", or None
+
+    def __repr__(self) -> str:
+        return f"Span({self.start!r}, {self.last!r}, {self.end!r}, {self.ended_by!r})"
 
     def lifecycle(self, first: datetime, last: datetime) -> str | None:
         """active when in force at some instant of [first, last], else why it ended (superseded, expired); None
@@ -159,7 +180,7 @@ class Validity:
 
     def __init__(self) -> None:
         self.generation = -1
-        self._snap: weakref.ref[Snapshot] | None = None
+        self._snap_id = 0  # id() of the snapshot the spans are of (with its generation: a stored one may share it)
         self.spans: dict[str, Span] = {}
         self.unplaced: set[str] = set()  # eligible records that cannot be placed in time
         self.answers: dict[tuple[datetime, datetime], dict[str, str]] = {}
@@ -173,7 +194,7 @@ class Validity:
 
     def update(self, snap: Snapshot) -> None:
         """Bring the spans to ``snap``: kept, patched at its changed ids (and what they replace), or rebuilt."""
-        if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
+        if self.generation == snap.generation and self._snap_id == id(snap):
             return
         changed = snap.changed_ids
         patch = (
@@ -193,7 +214,7 @@ class Validity:
             self.spans, self.unplaced = {}, set()
             for rid in snap.records:
                 self._set(snap, rid)
-        self.generation, self._snap = snap.generation, weakref.ref(snap)
+        self.generation, self._snap_id = snap.generation, id(snap)
 
     def _set(self, snap: Snapshot, rid: str) -> None:
         self.spans.pop(rid, None)
