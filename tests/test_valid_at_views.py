@@ -40,10 +40,13 @@ def test_the_grep_widget_searches_what_was_in_force(store: knowtk.Store) -> None
     w.valid_at.value = "2024-07-01"  # as the browser syncs it
     assert w.args()["valid_at"] == "2024-07-01" and w.result.args["valid_at"].text == "2024-07-01"
     assert [(h["id"], h["via"]["id"]) for h in w.result["hits"]] == [("d-2", "d-1")]
-    assert w.result["unplaced"] == 0
+    assert w.result["unplaced"] == 0 and "left out" not in w.table.value
+    w.query.value = "logs"
+    assert w.result["unplaced"] == 1 and "1 without occurred_at or recorded_at left out" in w.table.value
     w.valid_at.value = "last summer"  # refused: shown, not raised, and the answer is gone
     assert w.result is None and (w.error or "").startswith("valid_at: 'last summer' is not a real date")
     w.valid_at.value = ""
+    w.query.value = "thirty"
     assert [h["id"] for h in w.result["hits"]] == ["d-3"] and "unplaced" not in w.result.to_dict()
 
 

@@ -65,6 +65,16 @@ def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: st
     )
 
 
+def _left_out(data: dict[str, Any]) -> str:
+    """What a search at validAt left out (docs/time.md): records without a date, records expired since."""
+    parts = []
+    if data.get("unplaced"):
+        parts.append(f"{data['unplaced']} without occurred_at or recorded_at left out")
+    if data.get("unsearched"):
+        parts.append(f"{data['unsearched']} in force then, expired since: not searched (records lists them)")
+    return "".join(f" · {escape(p)}" for p in parts)
+
+
 def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected: str | None = None) -> str:
     """The results table of a knowledge_grep dict: one row per hit, query words highlighted in snippets."""
     index = data.get("index") or {}
@@ -79,7 +89,7 @@ def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected:
     shown = f"{offset + 1}–{offset + len(hits)}"
     head = (
         f"<p><b>{total}</b> hit{'s' if total != 1 else ''} · showing {shown} · "
-        f"<span class='muted'>snapshot {escape(data['snapshot'])}</span></p>"
+        f"<span class='muted'>snapshot {escape(data['snapshot'])}{_left_out(data)}</span></p>"
     )
     rows = "".join(_hit_row(offset + i + 1, hit, words, selected) for i, hit in enumerate(hits))
     columns = "".join(f"<th>{c}</th>" for c in ("#", "title", "type", "score", "snippet", "lifecycle", "path"))
