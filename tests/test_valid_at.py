@@ -304,6 +304,13 @@ def test_the_command_line_takes_valid_at(store: knowtk.Store, capsys: pytest.Cap
     assert main(["--store", root, "grep", "thirty", "--valid-at", "2025-02-01"]) == 0
     text = capsys.readouterr().out
     assert "pol-3" in text and "via pol-1" in text
+    assert main(["--store", root, "lookup", "Undated retention memo", "--valid-at", "2024-07-01"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "missing",
+        "1 record(s) of that name left out: neither occurred_at nor recorded_at",
+    ]
+    assert main(["--store", root, "timeline", "--valid-at", "2024-07-01", "--time-field", "updated_at"]) == 0
+    assert "1 record(s) left out" in capsys.readouterr().out
     assert main(["--store", root, "records", "--valid-at", "last week"]) != 0
     assert "--valid-at" in capsys.readouterr().err
 

@@ -70,6 +70,8 @@ def rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
 def table(answer: dict[str, Any]) -> str:
     head = f"{answer['status']}" + (f" by {answer['matchedBy']}" if answer["matchedBy"] else "")
     found = [f"  {c['id']}  {c['title'] or ''}  ({c['path']}, {c['lifecycle']})" for c in answer["candidates"]]
+    if answer.get("unplaced"):  # validAt: records of that name no date places in time
+        found.append(f"{answer['unplaced']} record(s) of that name left out: neither occurred_at nor recorded_at")
     return "\n".join([head, *found])
 
 
