@@ -12,7 +12,7 @@ it prints the median (**warm p50**). A set whose calls already took 20 s stops r
 The argument sets are made from the store's own records, so that any store has rows to show: the
 latest ``occurred_at`` of the store (L) and the three months and the year before it, the entity with
 the most explicit associations (busy) and the one with the fewest (rare), the most common tag,
-and for ``asOf`` the middle of the store's ``recorded_at`` span. ``knowledge_chronicle_since``
+and for ``asOf`` and ``validAt`` the middle of the store's ``recorded_at`` span. ``knowledge_chronicle_since``
 from 2024-01-01 to 2024-03-31 with ``limit`` 20 (the call of ``bench/mcp_http.py``'s mix on a
 generated store) is run as well.
 
@@ -87,6 +87,12 @@ def argument_sets(store: Any) -> list[Call]:
         ("knowl_query", {"query": word, "status": "all", "limit": 10}),
         ("knowledge_lint", {}),
         ("knowledge_lint", {"rules": ["broken-link=off", "broken-wikilink=off", "broken-anchor=off"]}),
+        # validAt (docs/time.md): the calls above, at the middle of the store's recorded_at span
+        ("knowledge_grep", {"query": word, "validAt": middle}),
+        ("knowledge_lookup", {"query": some, "validAt": middle}),
+        ("knowledge_records", {"kind": "claim", "limit": 5, "validAt": middle}),
+        ("knowledge_timeline", {"since": quarter, "validAt": middle}),
+        ("knowledge_timeline", {"entity": busy, "limit": 20, "validAt": middle}),
     ]
 
 

@@ -35,6 +35,8 @@ from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.write import journal
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from knowtk.snapshot.model import Snapshot
     from knowtk.write.past import PastFiles
 
@@ -503,6 +505,37 @@ class Store:
             raise RecordNotFound(id, f"{id!r} is a record at neither instant")
         (old_name, old), (new_name, new) = sides
         return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), old_name, new_name))
+
+    # -- what was in force when ---------------------------------------------------------------------
+    def in_force(
+        self,
+        *,
+        type: str | list[str] | None = None,
+        tag: str | list[str] | None = None,
+        scope: str | list[str] | None = None,
+        valid_at: str | None = None,
+    ) -> pd.DataFrame:
+        """The records of these types (with their aliases) and tags, one row each with its span of validity:
+        ``start`` and ``end`` (``validAt``'s rule, docs/time.md), why it ended, what superseded it, and, with
+        ``valid_at``, its lifecycle then and whether it was in force. ``knowtk.notebook.plot_in_force`` draws it.
+        """
+        from knowtk.frames import build_frame
+        from knowtk.query.args import strings
+        from knowtk.query.in_force import IN_FORCE_COLUMNS, in_force_rows
+        from knowtk.query.validity import valid_at as valid_at_check
+
+        when = None if valid_at is None else valid_at_check("valid_at", valid_at)
+        asked_types = None if type is None else strings()("type", type)
+        tags = None if tag is None else strings()("tag", tag)
+
+        def rows() -> list[dict[str, Any]]:
+            snap = self.engine.snapshot()
+            types = None
+            if asked_types is not None:
+                types = frozenset(t for asked in asked_types for t in snap.config.expand_type(asked))
+            return in_force_rows(snap, types=types, tags=tags, scope=snap.normalize_scope(scope), when=when)
+
+        return build_frame(self.engine.run(rows), IN_FORCE_COLUMNS)
 
 
 class PastStore(Store):

@@ -1043,6 +1043,53 @@ ADR_FOLDER: list[Cell] = [
     store.timeline(eligibility="include_inactive", limit=50).plot();
     """),
     md("""
+    ## What was in force then: `validAt`
+
+    Which decisions held on 1 December 2023? A record is in force from its start (`occurred_at`, here the
+    ADR's date, else `recorded_at`) until its `expires_at`, else until the record that superseded it
+    starts (docs/time.md). Asked then, ADR 4 is active, although it is superseded today, and ADR 6 is
+    not there yet:
+    """),
+    code("""
+    store.records(type="decision", valid_at="2023-12-01").to_frame()[["id", "title", "lifecycle"]]
+    """),
+    md("""
+    A search then finds what was in force then: worded like ADR 1, it reaches ADR 4, the record in force
+    on that day, where today it reaches ADR 6.
+    """),
+    code("""
+    store.grep("Ansible playbooks", valid_at="2023-12-01").to_frame()[["rank", "id", "title", "lifecycle", "via_id"]]
+    """),
+    md("""
+    ## The decisions in force, drawn
+
+    `store.in_force(...)` gives each record's span of validity; `plot_in_force` draws a bar per record
+    from its start to its end (superseded spans shaded), the chain's links, and the instant asked about
+    with the records in force then outlined.
+    """),
+    code("""
+    from knowtk.notebook import plot_in_force
+
+    in_force = store.in_force(type="decision", valid_at="2023-12-01")
+    in_force[["id", "start", "end", "ended_by", "superseded_by", "in_force"]]
+    """),
+    code("""
+    plot_in_force(in_force, valid_at="2023-12-01", title="Decisions in force on 1 December 2023");
+    """),
+    md("""
+    A timeline asked with `valid_at` carries each row's span, which `plot(validity=True)` shades behind
+    it; the lookup widget has a *valid at* field (so have the grep and chain widgets).
+    """),
+    code("""
+    store.timeline(valid_at="2023-12-01", eligibility="include_inactive", limit=50).plot(validity=True);
+    """),
+    code("""
+    from knowtk.notebook import LookupWidget
+
+    then = LookupWidget(store, "ADR-4", valid_at="2023-12-01")
+    then.status, then.result["record"]["lifecycle"]
+    """),
+    md("""
     ## Superseded wording finds the current decision
 
     A search worded like an old decision answers with the current one, naming the old record it was

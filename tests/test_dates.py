@@ -672,8 +672,12 @@ def _old_fetch(p: Any, snap: Any, s: Any) -> list[Any]:
     return [Hit(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7])) for r in rows if r[0] in snap.records]
 
 
-def _old_select(engine: Any, snap: Any, s: Any, page: tuple[int, int] | None = None) -> tuple[Any, list[Any], int]:
+def _old_select(
+    engine: Any, snap: Any, s: Any, page: tuple[int, int] | None = None, kept: Any = None
+) -> tuple[Any, list[Any], int]:
     from knowtk.index.temporal import reconciled
+
+    assert kept is None  # (the first implementation had no validAt)
 
     proj = reconciled(engine, snap)
     hits = _old_fetch(proj, snap, s)

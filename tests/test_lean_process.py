@@ -89,6 +89,7 @@ GREP_MODULES = {
     "knowtk.query.common",
     "knowtk.query.explain",  # knowledge_grep's runner (knowtk.query.why) names the rules that left records out
     "knowtk.query.grep",
+    "knowtk.query.grep_valid",  # validAt's ranking and the spans of validity (light: nothing more beneath them)
     "knowtk.query.registry",
     "knowtk.query.schema",
     "knowtk.query.suggest",  # its edit distance: the command line's did-you-mean for a mistyped command
@@ -107,6 +108,7 @@ GREP_MODULES = {
     "knowtk.query.tools.records",
     "knowtk.query.tools.stats",
     "knowtk.query.tools.timeline",
+    "knowtk.query.validity",
     "knowtk.query.views",
     "knowtk.query.why",
     "knowtk.query.wording",

@@ -360,7 +360,8 @@ def test_initial_arguments_set_the_controls(demo_store: knowtk.Store) -> None:
     args = {"mode": "any", "type": ["decision", "meeting"], "tag": "search", "scope": "decisions"}
     w = GrepWidget(demo_store, "search index", limit=20, **args)
     assert w.args() == {**args, "type": ["decision", "meeting"], "tag": ["search"], "lifecycle": "active",
-                        "kind": None, "time_field": None, "since": None, "until": None, "limit": 20}  # fmt: skip
+                        "kind": None, "time_field": None, "since": None, "until": None, "valid_at": None,
+                        "limit": 20}  # fmt: skip
     assert same_answer(w.result.to_dict(), demo_store.grep("search index", limit=20, **args).to_dict())
     w.why.value = "dec-2025-009"
     assert "chain_dead_end" in w.why_answer.value  # the answer to "why?" sits under its box

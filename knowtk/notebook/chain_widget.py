@@ -69,15 +69,23 @@ class ChainWidget(Front):
     :func:`~knowtk.query.chains.chain_summary`, ``.png`` the drawn figure (rendered at twice its screen
     size and shown at its screen size: sharp, never stretched to the column). The "known at" field (or
     ``known_at=``: a date or a timestamp) draws the chains as the store's files stood then (``store.at``);
-    ``.error`` says why an instant was refused.
+    ``.error`` says why an instant was refused. ``.valid_at``, a date or timestamp, names the records of the
+    drawn chains in force then (``.in_force``) above the table.
     """
 
     def __init__(
-        self, store: Store, id: str | None = None, *, known_at: str | None = None, read_only: bool = False
+        self,
+        store: Store,
+        id: str | None = None,
+        *,
+        known_at: str | None = None,
+        valid_at: str = "",
+        read_only: bool = False,
     ) -> None:
         self.store = store
         self.error: str | None = None
         self.read_only = read_only  # True: no change actions under the selected record (so for a read-only store)
+        self.in_force: list[str] = []  # the chains' records in force at valid at (knowtk.Store.in_force)
         self.edges = chain_edges(store.at(known_at) if known_at else store, id)  # RecordNotFound for an unknown id
         self.summary = chain_summary(self.edges)
         self.png = b""
@@ -85,6 +93,7 @@ class ChainWidget(Front):
         self.known_at = text_control("known at", "now, or YYYY-MM-DD", known_at or "", "260px")
         self.record = W.Dropdown(options=self._choices(id), value=id or ALL_CHAINS, description="chain of")
         self.refresh_button = W.Button(description="↻ refresh", layout=W.Layout(width="90px"))
+        self.valid_at = text_control("valid at", "YYYY-MM-DD or timestamp: which was in force", valid_at, "340px")
         self.image = W.Image(format="png")
         self.table = W.HTML()
         self.actions = W.VBox()  # Supersede by…, Withdraw, Reinstate, Edit fields for the selected record
@@ -96,9 +105,10 @@ class ChainWidget(Front):
         self.earlier_button.on_click(lambda _b: self.step(-1))
         self.later_button.on_click(lambda _b: self.step(1))
         controls = W.HBox([self.record, self.known_at, self.earlier_button, self.later_button, self.refresh_button])
-        super().__init__(children=[controls, self.note, self.image, self.actions, self.table])
+        super().__init__(children=[controls, self.valid_at, self.note, self.image, self.actions, self.table])
         self.record.observe(lambda _change: None if self._quiet else self.draw(), "value")
         self.known_at.observe(lambda _change: self.refresh(), "value")
+        self.valid_at.observe(lambda _change: self.draw(), "value")
         self.refresh_button.on_click(lambda _b: self.refresh())
         self.draw()
 
@@ -161,12 +171,29 @@ class ChainWidget(Front):
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")
         self.table.value = wrap(
-            "<b>chains, dead ends first</b>"
+            self._in_force_line()
+            + "<b>chains, dead ends first</b>"
             + tidy_html(self.summary, index=False)
             + "<b>edges</b>"
             + tidy_html(readable_edges(self.edges), index=False)
         )
         return self.edges
+
+    def _in_force_line(self) -> str:
+        """Which of the drawn chains' records were in force at ``valid_at`` (``.in_force``), as one line."""
+        when = self.valid_at.value.strip()
+        self.in_force = []
+        if not when:
+            return ""
+        try:
+            frame = self.store.in_force(valid_at=when)
+        except KnowtkError as exc:  # a refused date is shown, never raised from a callback
+            return banner("bad", "REFUSED", escape(exc))
+        on_chains = set(self.edges["from_id"].dropna()) | set(self.edges["to_id"].dropna())
+        held = frame[frame["in_force"].fillna(False).astype(bool)]
+        self.in_force = sorted(rid for rid in held["id"] if rid in on_chains)
+        shown = ", ".join(self.in_force) or "none of them"
+        return f"<p><b>in force at {escape(when)}</b>: {escape(shown)}</p>"
 
     def history(self) -> pd.DataFrame:
         """The receipts (and commits) of every record on the drawn chains, newest first: a chain's revisions."""

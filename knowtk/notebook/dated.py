@@ -14,7 +14,7 @@ import pandas as pd
 
 from knowtk.notebook.draw import is_missing, text_or_none
 
-__all__ = ["NO_LANE", "DatedRow", "dated_rows"]
+__all__ = ["NO_LANE", "DatedRow", "dated_num", "dated_rows"]
 
 #: The lane of a row without a value for the lane field.
 NO_LANE = "(none)"
@@ -112,3 +112,8 @@ def _datenums(values: pd.Series) -> list[float]:
     """UTC timestamps -> matplotlib date numbers (days); NaT -> nan."""
     naive = values.dt.tz_convert("UTC").dt.tz_localize(None)
     return [float(x) for x in mdates.date2num(naive.to_numpy())]
+
+
+def dated_num(value: Any) -> float:
+    """One UTC instant (text, Timestamp) as a matplotlib date number (days)."""
+    return _datenums(_utc(pd.Series([value])))[0]

@@ -65,6 +65,16 @@ def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: st
     )
 
 
+def _left_out(data: dict[str, Any]) -> str:
+    """What a search at validAt left out (docs/time.md): records without a date, records expired since."""
+    parts = []
+    if data.get("unplaced"):
+        parts.append(f"{data['unplaced']} without occurred_at or recorded_at left out")
+    if data.get("unsearched"):
+        parts.append(f"{data['unsearched']} in force then, expired since: not searched (records lists them)")
+    return "".join(f" · {escape(p)}" for p in parts)
+
+
 def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected: str | None = None) -> str:
     """The results table of a knowledge_grep dict: one row per hit, query words highlighted in snippets."""
     index = data.get("index") or {}
@@ -79,7 +89,7 @@ def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected:
     shown = f"{offset + 1}–{offset + len(hits)}"
     head = (
         f"<p><b>{total}</b> hit{'s' if total != 1 else ''} · showing {shown} · "
-        f"<span class='muted'>snapshot {escape(data['snapshot'])}</span></p>"
+        f"<span class='muted'>snapshot {escape(data['snapshot'])}{_left_out(data)}</span></p>"
     )
     rows = "".join(_hit_row(offset + i + 1, hit, words, selected) for i, hit in enumerate(hits))
     columns = "".join(f"<th>{c}</th>" for c in ("#", "title", "type", "score", "snippet", "lifecycle", "path"))
@@ -261,6 +271,7 @@ class GrepWidget(Front):
                 W.HBox([self.mode, self.lifecycle, self.known_at]),
                 W.HBox([self.kind, self.type, self.tag, self.scope]),
                 W.HBox([self.time_field, self.since, self.until, self.limit]),
+                self.valid_at,
                 self.status,
                 self.issues,
                 W.HBox([self.prev_button, self.page_label, self.next_button]),
@@ -320,6 +331,8 @@ class GrepWidget(Front):
         self.limit = W.BoundedIntText(
             value=limit, min=1, max=50, description="per page", layout=W.Layout(width="160px")
         )
+        hint = "YYYY-MM-DD or timestamp: in force then"
+        self.valid_at = text_control("valid at", hint, grep_args.get("valid_at") or "", "320px")
 
     def _build_answer_panes(self) -> None:
         """Paging, status, the rows (each opens its record and why under it), why-not, and the diff."""
@@ -343,7 +356,7 @@ class GrepWidget(Front):
     def _wire(self) -> None:
         """A changed control searches again; the buttons page, re-run and search; the rows select."""
         controls = (self.query, self.mode, self.lifecycle, self.kind, self.type, self.tag, self.scope)
-        for control in (*controls, self.time_field, self.since, self.until, self.limit, self.known_at):
+        for control in (*controls, self.time_field, self.since, self.until, self.limit, self.known_at, self.valid_at):
             control.observe(lambda _change: self.search(), "value")
         self.search_button.on_click(lambda _b: self.search())
         self.rerun_button.on_click(lambda _b: self.refresh())
@@ -365,6 +378,7 @@ class GrepWidget(Front):
             "time_field": self.time_field.value or None,
             "since": self.since.value.strip() or None,
             "until": self.until.value.strip() or None,
+            "valid_at": self.valid_at.value.strip() or None,
             "limit": self.limit.value,
         }
 
@@ -417,7 +431,8 @@ class GrepWidget(Front):
             pane.value = wrap(banner("warn", "NO QUERY", "type words to search first: why is asked of a query"))
             return None
         try:
-            self.explained = self.asked.explain(id, query=self.query.value, **self.args())
+            present = {k: v for k, v in self.args().items() if k != "valid_at"}  # explain answers for today
+            self.explained = self.asked.explain(id, query=self.query.value, **present)
         except KnowtkError as exc:
             self.explained = None
             pane.value = wrap(banner("bad", "UNKNOWN", escape(exc)))

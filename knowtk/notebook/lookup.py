@@ -111,12 +111,15 @@ class LookupWidget(Front):
 
     ``.result`` is the ``Result`` of ``store.lookup(...)``, ``.frame`` its DataFrame, ``.status`` its
     status, ``.known`` the ``store.explain`` of a MISSING id that exists but is not eligible (its
-    current record in ``.current``; ``.follow_button`` looks that one up). Candidates are rows:
+    current record in ``.current``; ``.follow_button`` looks that one up). ``.valid_at``, a date or timestamp,
+    looks up what was in force then (``validAt``). Candidates are rows:
     clicking one (``.rows.select(id)``) shows the record under it. A refusal replaces the answer.
     ``read_only=True`` (or a store opened read-only) shows no change actions.
     """
 
-    def __init__(self, store: Store, query: str = "", *, lifecycle: str = "active", read_only: bool = False) -> None:
+    def __init__(
+        self, store: Store, query: str = "", *, lifecycle: str = "active", valid_at: str = "", read_only: bool = False
+    ) -> None:
         self.store = store
         self.read_only = read_only  # True: no change actions under the opened record (so for a read-only store)
         self.result: Result | None = None
@@ -124,6 +127,7 @@ class LookupWidget(Front):
         self.known: dict[str, Any] | None = None
         self.query = text_control("lookup", "an id, a full title or an alias, then Enter", query, "420px")
         self.lifecycle = W.ToggleButtons(options=LIFECYCLES, value=lifecycle, description="lifecycle")
+        self.valid_at = text_control("valid at", "YYYY-MM-DD or timestamp: in force then", valid_at, "320px")
         self.button = W.Button(description="Look up", button_style="primary", layout=W.Layout(width="90px"))
         self.output = W.HTML()  # the whole answer as static HTML (.html())
         self.head = W.HTML()  # the status banner, shown above the rows
@@ -135,7 +139,7 @@ class LookupWidget(Front):
         super().__init__(
             children=[
                 W.HBox([self.query, self.button]),
-                self.lifecycle,
+                W.HBox([self.lifecycle, self.valid_at]),
                 self.head,
                 self.follow_button,
                 self.changed,
@@ -144,6 +148,7 @@ class LookupWidget(Front):
         )
         self.query.observe(lambda _change: self.lookup(), "value")
         self.lifecycle.observe(lambda _change: self.lookup(), "value")
+        self.valid_at.observe(lambda _change: self.lookup(), "value")
         self.button.on_click(lambda _b: self.lookup())
         self.follow_button.on_click(lambda _b: self.follow())
         self.lookup()
@@ -170,13 +175,14 @@ class LookupWidget(Front):
             self._render(wrap(banner("warn", "NO QUERY", "Type an id, a full title or an alias and press Enter.")))
             return None
         try:
-            self.result = self.store.lookup(query, lifecycle=self.lifecycle.value)
+            when = self.valid_at.value.strip() or None
+            self.result = self.store.lookup(query, lifecycle=self.lifecycle.value, valid_at=when)
         except KnowtkError as exc:
             self.error = str(exc)
             self._render(wrap(banner("bad", "REFUSED", escape(exc))))
             return None
         data = self.result.to_dict()
-        if data["status"] == "missing":
+        if data["status"] == "missing" and not self.valid_at.value.strip():  # (why, today: not at valid at)
             self.known = self._known(query)
         self._render(lookup_html(data, query=query, known=self.known))
         return self.result

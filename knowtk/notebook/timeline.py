@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
+import matplotlib.colors as mcolors
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.patches import Patch
 
 from knowtk.errors import InvalidArgument
-from knowtk.notebook.dated import NO_LANE, DatedRow, dated_rows
+from knowtk.notebook.dated import NO_LANE, DatedRow, dated_num, dated_rows
 from knowtk.notebook.draw import (
     CHAR_WIDTH_EM,
     COLUMN_INCHES,
@@ -63,6 +65,7 @@ _FONT = MIN_FONT
 _CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
 _LANE_GAP = 0.6  # between lanes, in tracks
 _BAR_HEIGHT = 0.62
+_SPAN_COLOR = "#f2c94c"  # a span of validity, behind the rows (plot_timeline(validity=True))
 
 
 @dataclass
@@ -279,6 +282,30 @@ def _draw_items(ax: Axes, layout: _Layout) -> tuple[set[str], set[str]]:
     return instant_styles, bar_styles
 
 
+def _shade_validity(ax: Axes, layout: _Layout, frame: pd.DataFrame) -> int:
+    """Behind each row, its span of validity (``valid_from`` to ``valid_until``, or to the right edge): the
+    columns of a timeline asked with ``validAt``. Returns how many were shaded."""
+    if "valid_from" not in frame.columns or frame["valid_from"].isna().all():
+        raise InvalidArgument("validity", "needs a timeline asked with validAt (its valid_from column)")
+    spans = {
+        str(rid): (start, end)
+        for rid, start, end in zip(frame["id"], frame["valid_from"], frame["valid_until"], strict=True)
+        if not pd.isna(start)
+    }
+    right = layout.x_lo + layout.x_range
+    shaded = 0
+    for it in layout.items:
+        span = spans.get(it.row.rid)
+        if span is None:
+            continue
+        x0 = dated_num(span[0])
+        x1 = right if pd.isna(span[1]) else dated_num(span[1])
+        ax.barh(it.y, max(x1 - x0, 0.0), left=x0, height=_BAR_HEIGHT * 1.5, color=_SPAN_COLOR, alpha=0.3,
+                linewidth=0, zorder=1, gid=f"validity:{it.row.rid}")  # fmt: skip
+        shaded += 1
+    return shaded
+
+
 # -- label -----------------------------------------------------------------------------------------
 
 
@@ -342,6 +369,7 @@ def plot_timeline(
     title: str | None = None,
     max_labels: int = 40,
     max_lanes: int = 40,
+    validity: bool = False,
 ) -> Axes:
     """Draw dated records on a date axis, one horizontal lane per ``lanes`` value.
 
@@ -349,7 +377,8 @@ def plot_timeline(
     entities and rows without entities in ``"(none)"``. Dates are displayed in ``tz`` (an IANA
     name); date-only rows are bars over their UTC day, instants are points. When more than
     ``max_lanes`` lanes exist the least populated are folded into one ``"(other: N lanes)"`` lane.
-    Returns the Axes (a new figure whose height grows with the lanes when ``ax`` is None).
+    Returns the Axes (a new figure whose height grows with the lanes when ``ax`` is None). ``validity``
+    shades each row's span of validity behind it (a timeline asked with ``valid_at``: docs/time.md).
     """
     if not isinstance(lanes, str) or lanes not in LANES:
         raise InvalidArgument("lanes", f"unknown lane field {lanes!r}", allowed=LANES, value=lanes)
@@ -373,11 +402,15 @@ def plot_timeline(
     units = layout.y_bottom - layout.bounds[0]
     ax, _ = new_axes(ax, COLUMN_INCHES, min(max(1.9 + units * (0.3 if labelled else 0.2), 3.0), 14.0))
 
+    shaded = _shade_validity(ax, layout, frame) if validity else 0
     instant_styles, bar_styles = _draw_items(ax, layout)
     if labelled:
         _label_items(ax, layout)
     _lane_axes(ax, layout, zone)
     notes = _notes(layout, len(rows), zone, folded, skipped)
     set_title(ax, main_title, notes, axes_inches(ax)[0] + 1.5)
-    legend_below(ax, style_legend_handles(instant_styles, bar_styles), 3.2)
+    handles = style_legend_handles(instant_styles, bar_styles)
+    if shaded:
+        handles.append(Patch(facecolor=with_alpha(mcolors.to_rgba(_SPAN_COLOR), 0.3), label="in force (its span)"))
+    legend_below(ax, handles, 3.2)
     return ax

@@ -23,6 +23,7 @@ NAMES = {
     "plot_chronicle": "knowtk.notebook.chronicle:plot_chronicle",
     "plot_history": "knowtk.notebook.history_plot:plot_history",
     "plot_lifecycle_over_time": "knowtk.notebook.lifecycle_plot:plot_lifecycle_over_time",
+    "plot_in_force": "knowtk.notebook.in_force_plot:plot_in_force",
     "plot_timeline": "knowtk.notebook.timeline:plot_timeline",
     "readable_edges": "knowtk.notebook.chain_widget:readable_edges",
 }

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,6 +26,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import coverage, freshness, lifecycle_of, next_offset
+from knowtk.query.validity import Validity, lifecycles_then, validity, with_spans
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, now_utc
 
@@ -41,6 +42,7 @@ __all__ = [
 BUDGET_BYTES = 24 * 1024  # knowledge_timeline: compact UTF-8 JSON of rows + sources
 LAST_SEEN_ROWS = 5
 OCCURRED = "occurred_at"
+KEPT = "knowtk_kept"  # validAt: the SQL function that says whether an id is among the records kept then
 UTC_ZONE = ZoneInfo("UTC")
 DAY_US = 86_400_000_000
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
@@ -64,6 +66,7 @@ class Select:
     inactive: bool = False  # include_inactive: superseded and expired too
     descending: bool = False
     group: bool = False  # group: "source" (sources of the entity keep their own page rows)
+    among: str | None = None  # validAt: which ids are kept (``KEPT``, a set handed to SQLite), not the lifecycle
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,8 @@ def _eligible(p: TemporalProjection, s: Select) -> str:
     flattened, each join is a primary-key or index lookup in the records table.
     """
     strict = "" if s.inactive else " WHERE lifecycle = 'active' AND strict = 1"
+    if s.among is not None:  # the records in force at validAt: a set's own membership test, called per row
+        strict = f" WHERE {KEPT}(id)"
     return f"(SELECT id, kind, type, source, source_event FROM {p.records}{strict})"
 
 
@@ -182,10 +187,17 @@ def _projection_errors(engine: Engine) -> Iterator[None]:
 
 
 def _select(
-    engine: Engine, snap: Snapshot, s: Select, page: tuple[int, int] | None = None
+    engine: Engine,
+    snap: Snapshot,
+    s: Select,
+    page: tuple[int, int] | None = None,
+    kept: Collection[str] | None = None,
 ) -> tuple[TemporalProjection, list[Hit], int]:
+    """``_fetch`` on the reconciled projection; ``kept``: the ids a selection ``among`` them keeps."""
     with _projection_errors(engine):
         proj = reconciled(engine, snap)
+        if kept is not None:  # (the statements after it in this call, _source_details too, ask the same set)
+            proj.state.conn.create_function(KEPT, 1, kept.__contains__)
         return proj, *_fetch(proj, snap, s, page)
 
 
@@ -384,20 +396,30 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
     snap = engine.snapshot()
     queried_at = now_utc()
     offset = args["offset"]
+    valid = _valid_at(engine, snap, args, s) if args["valid_at"] is not None else None
+    if valid is not None:
+        s = valid[0]
+    kept = None if valid is None else valid[1].selected(args["valid_at"], valid[3])
     if group:  # folding needs every row: a claim's source may be on another page
-        proj, hits, _ = _select(engine, snap, s)
+        proj, hits, _ = _select(engine, snap, s, None, kept)
         hits = _fold(hits)
         total, window = len(hits), hits[offset : offset + args["limit"]]
     else:
-        proj, window, total = _select(engine, snap, s, (offset, args["limit"]))
+        proj, window, total = _select(engine, snap, s, (offset, args["limit"]), kept)
     with _projection_errors(engine):
         details = _source_details(engine, snap, proj, s, [h.id for h in window if group and h.is_source])
     rendered = ({**_row(snap, h, s.field), **details.get(h.id, {})} for h in window)
     rows, sources, truncated = _within_budget(snap, rendered, args["include_sources"])
+    extra = {}
+    if valid is not None:
+        lifecycles_then(rows, valid[1].at(args["valid_at"]))
+        with_spans(rows, valid[1])
+        extra["unplaced"] = valid[2]
     return _response(
         snap,
         proj,
         queried_at,
+        **extra,
         rows=rows,
         total=total,
         offset=offset,
@@ -405,6 +427,21 @@ def timeline(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -
         sources=sources,
         sourcesTruncated=truncated,
     )
+
+
+def _valid_at(
+    engine: Engine, snap: Snapshot, args: dict[str, Any], s: Select
+) -> tuple[Select, Validity, int, tuple[str, ...]]:
+    """validAt: (the selection among the records kept then, the snapshot's spans, how many rows the records that
+    cannot be placed in time would have given, the lifecycles then kept)."""
+    found = validity(engine, snap)
+    wanted: tuple[str, ...] = ("active", "superseded", "expired") if s.inactive else ("active",)
+    # the rows the records that cannot be placed would have given: counted once per snapshot and selection
+    key = ("timeline unplaced", s)
+    unplaced = found.memo.get(key, 0 if not found.unplaced else None)
+    if unplaced is None:
+        unplaced = found.memo[key] = _select(engine, snap, replace(s, among="unplaced"), (0, 0), found.unplaced)[2]
+    return replace(s, among="in force"), found, unplaced, wanted
 
 
 def chronicle_day(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:

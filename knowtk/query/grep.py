@@ -34,7 +34,9 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
+from knowtk.query.grep_valid import valid_ranking, valid_unplaced, valid_unsearched
 from knowtk.query.tools.grep import MAX_OFFSET, MAX_TOKENS
+from knowtk.query.validity import lifecycles_then, validity
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -76,8 +78,18 @@ def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
         return out
     try:
         end = args["offset"] + args["limit"]
-        total, ranked = _ranking(snap, record_filter, args["lifecycle"], terms, index.main, index.history, end)
-        out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], index.main, verifier)
+        when = args.get("valid_at")
+        if when is None:
+            total, ranked = _ranking(snap, record_filter, args["lifecycle"], terms, index.main, index.history, end)
+        else:  # the records in force then (knowtk.query.grep_valid)
+            found, projections = validity(engine, snap), (index.main, index.history)
+            lifecycle = args["lifecycle"]
+            total, ranked = valid_ranking(found, snap, record_filter, lifecycle, terms, projections, when, end)
+            out["unplaced"] = valid_unplaced(found, snap, record_filter, terms, projections)
+            out["unsearched"] = valid_unsearched(found, snap, record_filter, lifecycle, projections, when)
+        out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], index.main, verifier, index.history)
+        if when is not None:
+            lifecycles_then(out["hits"], found.at(when))
     except sqlite3.Error as exc:
         out["index"]["error"] = f"{type(exc).__name__}: {exc}"
         return out
@@ -223,6 +235,7 @@ def _hits(
     page: list[tuple[Match, str | None]],
     main: FtsProjection,
     verifier: EvidenceVerifier,
+    history: FtsProjection,
 ) -> list[dict[str, Any]]:
     by_source: dict[int, tuple[FtsProjection, list[int]]] = {}
     for m, current in page:
@@ -240,8 +253,7 @@ def _hits(
         body_matched.update((id(proj), rowid) for rowid in proj.body_matches(terms, large))
         for rowid, cols in proj.texts(rowids, body_limit=LARGE_BODY_BYTES).items():
             originals[(id(proj), rowid)] = cols
-    currents = [main.ids[c] for _, c in page if c is not None]
-    current_texts = main.texts(currents, body_limit=LARGE_BODY_BYTES)
+    current_bodies = _bodies([c for _, c in page if c is not None], main, history)
     hits = []
     for m, current in page:
         if current is None:
@@ -252,7 +264,7 @@ def _hits(
             r = snap.records[current]
             earlier = snap.records[m.id]
             hit = record_summary(r, snap)
-            excerpt = opening_excerpt(r, current_texts[main.ids[current]][2])
+            excerpt = opening_excerpt(r, current_bodies[current])
             hit.update(
                 score=None,
                 matches=["superseded"],
@@ -272,6 +284,18 @@ def _hits(
         hit.setdefault("via", None)
         hits.append({k: hit[k] for k in HIT_KEYS})
     return hits
+
+
+def _bodies(ids: list[str], *projections: FtsProjection) -> dict[str, str]:
+    """id -> the body (its opening, past 64 KiB) of each record, from the first projection that holds it (at
+    validAt, superseded wording may lead to a record superseded since)."""
+    out: dict[str, str] = {}
+    for proj in projections:
+        rows = {rid: rowid for rid in ids if rid not in out and (rowid := proj.ids.get(rid)) is not None}
+        if rows:
+            texts = proj.texts(rows.values(), body_limit=LARGE_BODY_BYTES)
+            out.update((rid, texts[rowid][2]) for rid, rowid in rows.items())
+    return out
 
 
 HIT_KEYS = (

@@ -25,6 +25,7 @@ from knowtk.query.common import (
     record_summary,
 )
 from knowtk.query.suggest import suggestions
+from knowtk.query.validity import in_force_ids, lifecycles_then, unplaced_count, validity
 from knowtk.query.wikilinks import wikilinks_of
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
@@ -261,18 +262,29 @@ def _matching(cat: Catalog, record_filter: RecordFilter, wanted: tuple[str, ...]
     return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or record_filter.passes(records[rid]))]
 
 
+def _kept_matching(cat: Catalog, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+    """``_matching``, kept in the catalog's memo."""
+    key = (record_filter, wanted)
+    ids: list[str] | None = cat.memo.get(key)
+    if ids is None:
+        if len(cat.memo) >= MEMO_ENTRIES:
+            cat.memo.clear()
+        ids = cat.memo[key] = _matching(cat, record_filter, wanted)
+    return ids
+
+
 def inventory(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | None = None) -> dict[str, Any]:
     snap = engine.snapshot()
     queried_at = now_utc()
     record_filter = RecordFilter.from_args(snap, args)
     wanted = ("active", "superseded") if args["lifecycle"] == "all" else (args["lifecycle"],)
-    cat = catalog(engine, snap)
-    key = (record_filter, wanted)
-    ids = cat.memo.get(key)
-    if ids is None:
-        if len(cat.memo) >= MEMO_ENTRIES:
-            cat.memo.clear()
-        ids = cat.memo[key] = _matching(cat, record_filter, wanted)
+    when, extra = args.get("valid_at"), {}
+    if when is not None:  # the records in force then (knowtk.query.validity)
+        found = validity(engine, snap)
+        ids = in_force_ids(found, snap, record_filter, wanted, when)
+        extra = {"unplaced": unplaced_count(found, lambda rid: record_filter.passes(snap.records[rid]))}
+    else:
+        ids = _kept_matching(catalog(engine, snap), record_filter, wanted)
     page = ids[args["offset"] : args["offset"] + args["limit"]]
     rows = []
     for rid in page:
@@ -284,7 +296,10 @@ def inventory(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier |
             dates=dates_json(r),
         )
         rows.append(row)
+    if when is not None:
+        lifecycles_then(rows, found.at(when))
     return {
+        **extra,
         "rows": rows,
         "total": len(ids),
         "offset": args["offset"],

@@ -17,6 +17,7 @@ from knowtk.engine.engine import Engine
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import coverage, freshness, record_summary
 from knowtk.query.suggest import suggestions
+from knowtk.query.validity import ValidAt, lifecycles_then, unplaced_count, validity
 from knowtk.snapshot.model import Snapshot, in_scope, normalize_name
 from knowtk.state import now_utc
 
@@ -42,8 +43,13 @@ def lookup(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | No
     queried_at = now_utc()
     scope = snap.normalize_scope(args["scope"])
     wanted = ("active", "superseded") if args["lifecycle"] == "all" else (args["lifecycle"],)
+    when: ValidAt | None = args.get("valid_at")
+    found = None if when is None else validity(engine, snap)
+    states = None if found is None or when is None else found.at(when)  # validAt: the lifecycle then
 
     def eligible(rid: str) -> bool:
+        if states is not None:
+            return states.get(rid) in wanted and in_scope(snap.records[rid].path, scope)
         return snap.available(rid) and snap.lifecycle[rid] in wanted and in_scope(snap.records[rid].path, scope)
 
     query = args["query"]
@@ -62,7 +68,13 @@ def lookup(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier | No
             matched_by = "title" if r.title and normalize_name(r.title) == key else "alias"
         elif ids:
             status, matched_by = "ambiguous", "name"
+    extra = {}
+    if found is not None and states is not None:
+        lifecycles_then(candidates, states)
+        named = {query, *snap.lookup_names(query)}
+        extra["unplaced"] = unplaced_count(found, lambda rid: rid in named and in_scope(snap.records[rid].path, scope))
     answer = {
+        **extra,
         "status": status,
         "matchedBy": matched_by,
         "record": record,

@@ -65,6 +65,12 @@ def footer(answer: dict[str, Any]) -> list[str]:
     if isinstance(cov, dict) and not cov.get("complete", True):
         count = cov.get("issueCount", len(cov.get("issues") or []))
         lines.append(f"coverage incomplete: {count} file issue(s) left out or read in part; list them: knowtk coverage")
+    if answer.get("unplaced"):
+        lines.append(
+            f"{answer['unplaced']} record(s) left out: neither occurred_at nor recorded_at places them in time"
+        )
+    if answer.get("unsearched"):
+        lines.append(f"{answer['unsearched']} record(s) in force then expired since: knowtk records lists them")
     if answer.get("nextOffset") is not None:
         lines.append(f"more: --offset {answer['nextOffset']}")
     return lines
@@ -150,7 +156,11 @@ def readable(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def page(answer: dict[str, Any]) -> dict[str, Any]:
-    return {k: answer.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
+    out = {k: answer.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
+    for name in ("unplaced", "unsearched"):  # validAt: records left out (docs/time.md)
+        if name in answer:
+            out[name] = answer[name]
+    return out
 
 
 _DATED_KEYS = (
@@ -229,6 +239,7 @@ def dated_answer_schema() -> dict[str, Any]:
     row = obj(
         {
             **{k: v for k, v in RECORD_SCHEMA.items() if k not in ("revision", "sha256")},
+            "lifecycle": {"enum": ["active", "superseded", "expired"]},  # include_inactive shows expired ones
             "timeField": _STR,
             "value": _STR,
             "start": _STR,

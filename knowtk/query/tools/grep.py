@@ -11,6 +11,7 @@ from knowtk.frames import BOOL, FLOAT, INT, OBJECT, STRING, SUMMARY, key, listed
 from knowtk.query.args import Param, choice, integer, text
 from knowtk.query.common import FILTER_PARAMS
 from knowtk.query.registry import Tool
+from knowtk.query.validity import HINT_VALID, VALID_AT
 from knowtk.query.views import (
     COVERAGE_SCHEMA,
     INDEX_SCHEMA,
@@ -63,6 +64,7 @@ PARAMS = (
         doc="all: every token must match (default); any: one is enough; phrase: adjacent, in order, in one field.",
     ),
     *FILTER_PARAMS,
+    VALID_AT,
     Param("limit", integer(1, 50), 20, doc=PAGE_LIMIT),
     Param("offset", integer(0, MAX_OFFSET), 0, doc=OFFSET),
 )
@@ -201,7 +203,7 @@ TOOL = Tool(
         "rule (lifecycle, a dead-end chain, a filter) left them out, or that the words are in most records "
         f"and rank nothing. {GUIDE_ROWS} {GUIDE_PAGING}"
     ),
-    hints={"query": "words as written", **HINT_FILTERS, **HINT_PAGE},
+    hints={"query": "words as written", **HINT_FILTERS, **HINT_VALID, **HINT_PAGE},
     output=OUTPUT,
     compact=compact,
     columns=COLUMNS,

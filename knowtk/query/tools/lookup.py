@@ -8,6 +8,7 @@ from knowtk.frames import OBJECT, STRING, SUMMARY, key, listed
 from knowtk.query.args import FOLDERS, Param, choice, text, with_schema
 from knowtk.query.common import LIFECYCLES
 from knowtk.query.registry import Tool
+from knowtk.query.validity import HINT_VALID, VALID_AT
 from knowtk.query.views import COVERAGE_SCHEMA, NSTR, RECORD_KEYS, RECORD_SCHEMA, coverage_summary, nullable, obj, pick
 from knowtk.query.wording import SCOPE
 
@@ -23,6 +24,7 @@ PARAMS = (
     ),
     Param("lifecycle", choice(*LIFECYCLES), "active", doc="active (default), superseded, or all."),
     Param("scope", with_schema(lambda name, v: v, FOLDERS), doc=SCOPE),
+    VALID_AT,
 )
 
 
@@ -39,6 +41,7 @@ def compact(answer: dict[str, Any]) -> dict[str, Any]:
         "candidates": [_candidate(c) for c in answer.get("candidates") or []],
         "suggestions": [pick(x, ("id", "title", "why")) for x in answer.get("suggestions") or []],
         "coverage": coverage_summary(answer.get("coverage")),
+        **({"unplaced": answer["unplaced"]} if "unplaced" in answer else {}),
     }
 
 
@@ -74,6 +77,8 @@ def table(answer: dict[str, Any]) -> str:
     if close:
         found.append("not a match, but close (lookup never guesses: ask again by id):")
         found += [f"  {x['id']}  {x['title'] or ''}  ({x['message']})" for x in close]
+    if answer.get("unplaced"):  # validAt: records of that name no date places in time
+        found.append(f"{answer['unplaced']} record(s) of that name left out: neither occurred_at nor recorded_at")
     return "\n".join([head, *found])
 
 
@@ -94,7 +99,7 @@ TOOL = Tool(
         "stays missing; look one up by its id. Use it when you know what a thing is called; use knowledge_grep "
         "to search words. It does not depend on the keyword index."
     ),
-    hints={"query": "exact id, full title or alias", "scope": "folder prefixes"},
+    hints={"query": "exact id, full title or alias", "scope": "folder prefixes", **HINT_VALID},
     output=OUTPUT,
     compact=compact,
     columns=COLUMNS,

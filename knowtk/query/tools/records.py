@@ -8,6 +8,7 @@ from knowtk.frames import DATE_COLUMNS, OBJECT, STRING, SUMMARY, key, listed
 from knowtk.query.args import MAX_PAGE_OFFSET, Param, integer
 from knowtk.query.common import FILTER_PARAMS
 from knowtk.query.registry import Tool
+from knowtk.query.validity import HINT_VALID, VALID_AT
 from knowtk.query.views import (
     COVERAGE_SCHEMA,
     NSTR,
@@ -37,6 +38,7 @@ __all__ = ["PARAMS", "TOOL"]
 ORDER = 30
 PARAMS = (
     *FILTER_PARAMS,
+    VALID_AT,
     Param("limit", integer(1, 1000), 100, doc=PAGE_LIMIT),
     Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc=OFFSET),
 )
@@ -89,7 +91,7 @@ TOOL = Tool(
         "those of knowledge_grep (kind, type, tag, lifecycle, timeField/since/until, scope). "
         f"{GUIDE_ROWS} {GUIDE_PAGING}"
     ),
-    hints={**HINT_FILTERS, **HINT_PAGE},
+    hints={**HINT_FILTERS, **HINT_VALID, **HINT_PAGE},
     output=OUTPUT,
     compact=compact,
     columns=COLUMNS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from knowtk.query.args import MAX_PAGE_OFFSET, Param, boolean, bound, choice, integer, text
 from knowtk.query.common import TIME_FIELDS
 from knowtk.query.registry import Tool
+from knowtk.query.validity import HINT_VALID, SPAN_COLUMNS, VALID_AT
 from knowtk.query.views import DATED_VIEWS
 from knowtk.query.wording import (
     AGENT_AS_GREP,
@@ -55,6 +56,7 @@ PARAMS = (
         choice("source"),
         doc="source, with entity: one row per dated source connected to that entity (occurrence time only).",
     ),
+    VALID_AT,
     Param("limit", integer(1, 200), 50, doc=PAGE_LIMIT),
     Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc=OFFSET),
 )
@@ -78,7 +80,7 @@ TOOL = Tool(
         "never withdrawn ones; it is not a view of the past. group 'source' with an entity gives one row per "
         f"dated source connected to it. {GUIDE_DATED_KIND} {GUIDE_ENTITY} {GUIDE_DATES} {GUIDE_PAGING}"
     ),
-    hints={**HINT_DATED, "group": "source, with entity: a row per dated source", **HINT_PAGE},
-    **DATED_VIEWS,
+    hints={**HINT_DATED, "group": "source, with entity: a row per dated source", **HINT_VALID, **HINT_PAGE},
+    **{**DATED_VIEWS, "columns": (*DATED_VIEWS["columns"], *SPAN_COLUMNS)},
     example={"entity": "person-ada-okafor", "limit": 3},
 )
