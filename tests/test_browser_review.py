@@ -145,6 +145,12 @@ def test_the_quickstart_offers_no_change_and_a_click_on_id_or_summary_opens_the_
         expect(grep.locator("details.issues")).to_contain_text("COVERAGE INCOMPLETE")
         expect(grep.locator("details.issues table")).not_to_be_visible()  # one line until it is opened
         picture(grep, "grep-widget")
+        # a query with no hit says why, in the widget itself
+        with knowtk.open_store(demo, state_dir=tempfile.mkdtemp(), read_only=True) as store:
+            why = store.grep("zenasel")["why"]
+        send(page, grep.get_by_placeholder(GREP_BOX), "zenasel")
+        expect(grep).to_contain_text(f"why: {why}")
+        expect(rows).to_have_count(0)
         tables = page.locator(f"{SHOWN} .jp-OutputArea-output table").filter(has_text="snippet_field")
         picture(tables.first, "frame-grep")
         assert markdown_digest(demo) == before

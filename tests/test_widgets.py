@@ -20,6 +20,7 @@ from knowtk.notebook.lookup import LookupWidget, lookup_html
 from knowtk.notebook.panes import issues_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.chains import chain_edges
+from knowtk.ui.style import escape
 from tests.helpers import StoreBuilder
 
 
@@ -54,7 +55,8 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     assert "12.011" in hits and "title, aliases, body" in hits
     down = dict(data, hits=[], total=None, index={"state": "unavailable", "lag": False, "error": "disk I/O error"})
     assert "INDEX UNAVAILABLE" in grep_table_html(down) and "disk I/O error" in grep_table_html(down)
-    assert "no hits" in grep_table_html(demo_store.grep("qwertyuiop").to_dict())
+    empty = demo_store.grep("qwertyuiop").to_dict()
+    assert "no hits" in grep_table_html(empty) and f"why: {escape(empty['why'])}" in grep_table_html(empty)
 
 
 def test_issues_are_listed_every_one(demo_store: knowtk.Store) -> None:

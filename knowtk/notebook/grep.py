@@ -84,7 +84,8 @@ def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected:
     hits, offset, total = data["hits"], data["offset"], data["total"]
     if not hits:
         beyond = f" at offset {offset}" if offset else ""
-        return wrap(f"<p><b>no hits</b>{beyond} (total {total})</p>")
+        why = f"<p class='muted'>why: {escape(data['why'])}</p>" if data.get("why") else ""
+        return wrap(f"<p><b>no hits</b>{beyond} (total {total})</p>{why}")
     words = query_words(query)
     shown = f"{offset + 1}–{offset + len(hits)}"
     head = (
