@@ -76,3 +76,38 @@ def test_a_query_asked_again_does_no_work_its_first_call_did_not(
         assert again == answer, args
         more = again_statements - statements
         assert not more, f"{args}: asked again, it ran {sorted(more.elements())[:5]}"
+
+
+def test_every_row_of_two_projections_counts_a_common_word_for_the_candidates_alone(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``lifecycle: all`` ranks the searched and the superseded records as one corpus: in mode ``all`` a common word
+    beside a rarer one is counted for the rows matching both (not by a pass over every row holding it), the rows
+    table is not read whole for them (their lengths read at once), and the answer is the one counting every row."""
+    from knowtk.index.fts import FtsProjection
+
+    monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
+    for i in range(60):  # "common" in every record, "rare" in one in six
+        words = "common filler " * (i % 4 + 1) + ("rare" if i % 6 == 0 else "other")
+        old = {"status": "superseded", "superseded_by": f"n{i - 1}"} if i % 5 == 4 else {}
+        builder.page(f"n{i}", f"Note {i}", words, path=f"n/n{i}.md", **old)
+    args = {"query": "common rare", "mode": "all", "lifecycle": "all", "limit": 5}
+    every_row: list[tuple[str, ...]] = []
+    plain_counts = FtsProjection.plain_counts
+
+    def spy(self: FtsProjection, phrase: tuple[str, ...], limit: int) -> dict[int, float] | None:
+        every_row.append(phrase)
+        return plain_counts(self, phrase, limit)
+
+    monkeypatch.setattr(FtsProjection, "plain_counts", spy)
+    store = builder.open()
+    got = store.call("knowledge_grep", args)
+    assert ("common",) not in every_row and got["total"] == 10
+    index = store.engine._keyword
+    assert not index.main.stored_rows.whole and not index.history.stored_rows.whole
+    monkeypatch.setattr(bm25, "_counts_over_filter", lambda *a: None)  # every row holding each word counted
+    every = builder.open().call("knowledge_grep", args)
+    assert ("common",) in every_row
+    assert [(h["id"], h["score"]) for h in got["hits"]] == [(h["id"], h["score"]) for h in every["hits"]]
+    assert got["total"] == every["total"]

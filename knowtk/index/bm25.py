@@ -226,6 +226,9 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     keyed: list[Keyed] = []
     for i, src in enumerate(sources):
         candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
+        # their ids and lengths read at once: one at a time, past 2,000 of them, the rows table is read whole
+        # (~100 ms at 100k records, on whichever query comes first)
+        src.projection.prefetch(candidates)
         if later[i] and candidates:  # counted for the candidates alone (their JSON array made once)
             kept_to = rows_among(candidates)
             for p, whole in later[i]:
@@ -355,8 +358,8 @@ def _counts_over_filter(
     src: Source, phrase: tuple[str, ...], terms: QueryTerms, among: dict[int, Among], i: int
 ) -> tuple[int | None, dict[int, float] | None, int] | None:
     """(allowed rows holding the phrase, their counts, rows holding it in the whole table) of a common phrase
-    asked over a narrow filter, its counts not kept, counted by SQLite over the allowed rows alone; None:
-    counted from every row holding it (``plain_counts``).
+    whose counts are not kept, counted by SQLite over the allowed rows alone; None: counted from every row
+    holding it (``plain_counts``).
 
     ``bm25()`` of the phrase alone over every row holding it cost ~150 ms for a word 90% of 100k rows hold:
     here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
@@ -364,22 +367,28 @@ def _counts_over_filter(
     allowed rows matching the whole expression), known later: the counts are then None, and
     ``_filtered_plain`` asks ``counts_among`` for the candidates alone; so are the allowed rows holding it,
     counted only if the IDF needs them (a word most allowed rows hold has its IDF floored at 1e-6 whatever
-    their exact number: ``_filtered_plain`` tries a lower bound first). Asked again, it is counted so
-    again (not over every row holding it: a second ask costs what the first did). Not for a filter allowing
-    more than ``NARROW_SHARE`` of the rows, nor a
-    phrase of several words (counting it in the whole table is a pass over its rows, matching positions).
+    their exact number: ``_filtered_plain`` tries a lower bound first). That holds for any filter, and for a
+    source of which every row is allowed (``lifecycle: all`` ranks two: "can experiment" cost 250 ms for
+    its pass over "can" where ``bm25()`` of the query took 14 ms). Otherwise every row holding the phrase
+    needs its count: counted among the allowed rows where the filter allows at most ``NARROW_SHARE`` of
+    them, else in one pass over its rows. Asked again, it is counted so again (a second ask costs what the
+    first did). Not for a phrase of several words (counting it in the whole table is a pass over its rows,
+    matching positions).
     """
     proj, allowed = src.projection, src.allowed
-    if allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens) or len(phrase) > 1:
+    if len(phrase) > 1 or proj.has_counts(phrase):
         return None
-    if proj.has_counts(phrase):
+    later = terms.mode == "all" and len(terms.phrases) > 1  # counted for the candidates alone
+    if not later and (allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens)):
         return None
     whole = proj.hit_count(phrase)
     if whole < KEEP_FROM_ROWS:
         return None  # few rows hold it: reading them all costs no more
+    if allowed is None:  # (every row allowed: as many hold it as in the whole table)
+        return whole, None, whole
     if i not in among:
         among[i] = proj.among(allowed)
-    if terms.mode == "all" and len(terms.phrases) > 1:
+    if later:
         return None, None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)
     return len(found), found, whole
@@ -390,6 +399,8 @@ def _candidates(
 ) -> set[int]:
     """The source's rows that match: the allowed rows matching the whole expression where some phrase's
     counts are known only for them (``later``), else from the rows each phrase's counts hold."""
+    if later and src.allowed is None:  # every row allowed: those the expression matches
+        return set(src.projection.rowids_matching(terms.expression))
     if later:  # (mode all: it matches at most the rows of the whole table holding any one of its phrases)
         at_most = min(whole for _, whole in later)
         return src.projection.matches_among(terms, among, at_most=at_most) if among is not None else set()

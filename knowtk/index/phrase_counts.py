@@ -238,6 +238,7 @@ class PhraseCounts:
         if weights is None:
             return None
         avgdl, idf = weights
+        self.stored_rows.prefetch([rowid for rowid, _ in rows])  # (their lengths read at once, not one by one)
         out: dict[int, float] = {}
         tokens, k1, b = self.tokens, K1, B  # locals: the same values, looked up faster
         for rowid, score in rows:
