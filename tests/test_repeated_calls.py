@@ -82,8 +82,9 @@ def test_every_row_of_two_projections_counts_a_common_word_for_the_candidates_al
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``lifecycle: all`` ranks the searched and the superseded records as one corpus: in mode ``all`` a common word
-    beside a rarer one is counted for the rows matching both (not by a pass over every row holding it), the rows
-    table is not read whole for them (their lengths read at once), and the answer is the one counting every row."""
+    beside a rarer one is solved for the rows matching both from bm25() of the query (not by a pass over every row
+    holding it), the rows table is not read whole for them (their lengths read at once), and the answer is the one
+    counting every row."""
     from knowtk.index.fts import FtsProjection
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)
@@ -101,13 +102,26 @@ def test_every_row_of_two_projections_counts_a_common_word_for_the_candidates_al
         return plain_counts(self, phrase, limit)
 
     monkeypatch.setattr(FtsProjection, "plain_counts", spy)
+    among: list[tuple[str, ...]] = []
+    counts_among = FtsProjection.counts_among
+
+    def among_spy(self: FtsProjection, phrase: tuple[str, ...], rows: Any, *, hits: int) -> dict[int, float]:
+        among.append(phrase)
+        return counts_among(self, phrase, rows, hits=hits)
+
+    monkeypatch.setattr(FtsProjection, "counts_among", among_spy)
     store = builder.open()
     got = store.call("knowledge_grep", args)
     assert ("common",) not in every_row and got["total"] == 10
+    assert ("common",) not in among  # solved from bm25() of the query for its matches, less the rarer word's terms
     index = store.engine._keyword
     assert not index.main.stored_rows.whole and not index.history.stored_rows.whole
+    queries = ["common rare", "common filler rare", "filler common other", "common filler", "rare other"]
+    answers = [store.call("knowledge_grep", {**args, "query": query, "limit": 50}) for query in queries]
     monkeypatch.setattr(bm25, "_counts_over_filter", lambda *a: None)  # every row holding each word counted
-    every = builder.open().call("knowledge_grep", args)
+    every = builder.open()
+    for query, found in zip(queries, answers, strict=True):
+        want = every.call("knowledge_grep", {**args, "query": query, "limit": 50})
+        assert [(h["id"], h["score"]) for h in found["hits"]] == [(h["id"], h["score"]) for h in want["hits"]], query
+        assert found["total"] == want["total"]
     assert ("common",) in every_row
-    assert [(h["id"], h["score"]) for h in got["hits"]] == [(h["id"], h["score"]) for h in every["hits"]]
-    assert got["total"] == every["total"]

@@ -225,17 +225,55 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         idf.append(value if value > 0.0 else 1e-6)
     keyed: list[Keyed] = []
     for i, src in enumerate(sources):
-        candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
+        # every row of the source allowed: its candidates are the query's matches, and bm25() of the whole query
+        # for them gives the count of the phrase most rows hold (``_solved_later``)
+        native = src.projection.native_rows(terms) if later[i] and src.allowed is None else None
+        if native is not None:
+            candidates = {rowid for rowid, _ in native}
+        else:
+            candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
         # their ids and lengths read at once: one at a time, past 2,000 of them, the rows table is read whole
         # (~100 ms at 100k records, on whichever query comes first)
         src.projection.prefetch(candidates)
         if later[i] and candidates:  # counted for the candidates alone (their JSON array made once)
-            kept_to = rows_among(candidates)
-            for p, whole in later[i]:
-                counts[p][i] = src.projection.counts_among(phrases[p], kept_to, hits=whole)
+            solved = _solved_later(src.projection, terms, native, [c[i] for c in counts], later[i], candidates)
+            for p, per_row in solved.items():
+                counts[p][i] = per_row
         weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         _score(src.projection, candidates, weighted, avgdl, i, keyed)
     return keyed
+
+
+def _solved_later(
+    proj: FtsProjection,
+    terms: QueryTerms,
+    native: list[tuple[int, float]] | None,
+    counted: list[dict[int, float]],
+    later: list[tuple[int, int]],
+    candidates: set[int],
+) -> dict[int, dict[int, float]]:
+    """phrase -> rowid -> count of the phrases counted for the candidates alone (``later``: (phrase, rows of the
+    table holding it)), read back by ``bm25()`` of each phrase for them; with ``native`` (bm25() of the whole query
+    for every match of a source whose every row is allowed), the phrase most rows hold is solved from it instead,
+    its score less the other phrases' terms (``counts_left``, as ``_bounded_page`` does): no pass over its rows."""
+    kept_to = rows_among(candidates)
+    deferred = dict(later)
+    if native is None:
+        return {p: proj.counts_among(terms.phrases[p], kept_to, hits=whole) for p, whole in later}
+    n_table = len(proj.tokens)
+    wholes = {p: deferred.get(p, len(counted[p])) for p in range(len(terms.phrases))}  # (the others: every row)
+
+    def table_idf(whole: int) -> float:
+        value = math.log((n_table - whole + 0.5) / (whole + 0.5))
+        return value if value > 0.0 else 1e-6
+
+    left = max(deferred, key=deferred.__getitem__)
+    known = {p: counted[p] for p in wholes if p not in deferred}
+    known.update({p: proj.counts_among(terms.phrases[p], kept_to, hits=w) for p, w in later if p != left})
+    solved = proj.counts_left(native, [(table_idf(wholes[p]), known[p]) for p in known], table_idf(wholes[left]))
+    if solved is None:  # (a row out of step: counted as the others)
+        solved = proj.counts_among(terms.phrases[left], kept_to, hits=wholes[left])
+    return {p: known[p] if p != left else solved for p in deferred}
 
 
 def _score(
