@@ -437,8 +437,6 @@ def _candidates(
 ) -> set[int]:
     """The source's rows that match: the allowed rows matching the whole expression where some phrase's
     counts are known only for them (``later``), else from the rows each phrase's counts hold."""
-    if later and src.allowed is None:  # every row allowed: those the expression matches
-        return set(src.projection.rowids_matching(terms.expression))
     if later:  # (mode all: it matches at most the rows of the whole table holding any one of its phrases)
         at_most = min(whole for _, whole in later)
         return src.projection.matches_among(terms, among, at_most=at_most) if among is not None else set()
