@@ -343,9 +343,8 @@ def child_warm(a: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"reopen": time.perf_counter() - t, "parses": store.engine.scanner.parses}
     out["mode"] = store.freshness_mode
     mixed = [{k: v for k, v in spec.items() if k != "words"} for spec in specs]
-    # every query's first call before any is asked again: a second ask keeps a phrase's counts, which reads
-    # the keyword rows whole, as a filter does; whichever first call needs that read first pays for it, as
-    # a process's first filtered query does
+    # every query's first call before any is asked again: what a query keeps (a filter's rows, the records
+    # its hits show) would otherwise be ready for a first call timed after it
     firsts = [median_time(lambda args=args: store.call("knowledge_grep", args), 1) for args in mixed]
     first = {"query": specs[0]["query"]}
     out["warm"] = median_time(lambda: store.call("knowledge_grep", first), a.runs)

@@ -43,9 +43,9 @@ def test_a_page_a_forked_child_shares_is_counted_once(tmp_path: Path) -> None:
 def test_the_warm_group_times_every_first_call_before_any_query_is_asked_again(
     builder: StoreBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A second ask keeps a phrase's counts, which reads the keyword rows whole, as a filter does: the first calls
-    come first, after an opening query of none of their words, so none of them is timed in a process a repeated
-    ask has prepared for it (the repeats of the first query would otherwise do that)."""
+    """What a query keeps (a filter's rows, the records its hits show) would be ready for a first call timed after
+    its repeat: the first calls come first, after an opening query of none of their words, so none of them is
+    timed in a process a repeated ask has prepared for it (the repeats of the first query would otherwise do that)."""
     for i in range(12):
         builder.page(f"n{i}", f"Note {i}", "retro alpha beta gamma " * (i % 3 + 1), path=f"n{i}.md", kind="claim")
     specs = [

@@ -241,6 +241,42 @@ def test_a_new_process_first_filtered_grep_builds_no_record(tmp_path: Path) -> N
     fresh.close()
 
 
+def test_a_filter_answered_by_stored_position_reads_no_stored_id(tmp_path: Path) -> None:
+    """A new process's first filters are answered from the facet columns and the rowmap by stored position: the
+    stored ids (a JSON list of every id) are not parsed for them, and the answers are a fresh build's."""
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    first = new_process(root, state)
+    first.grep("search")  # builds, indexes and writes the image
+    first.close()
+    loaded = new_process(root, state)
+    forms: list[dict[str, Any]] = [{"kind": "claim"}, {"tag": "search"}, {"scope": "claims"}]
+    got = [answer(loaded, "search", **args) for args in forms]
+    records = loaded.engine._snapshot.records  # (not ``snapshot()``: outside a call it parses every part)
+    assert isinstance(records, StoredRecords)
+    assert "record_ids" not in records._parts.parsed
+    ref = reference(root, tmp_path / "ref", loaded)  # (it reads every part of the image)
+    assert got == [answer(ref, "search", **args) for args in forms]
+    assert all(found["hits"] for found in got)
+    facets = loaded.snapshot().facets()
+    for rid, r in ref.snapshot().records.items():  # (one record's facets: the ids read now)
+        assert facets.of(rid) == Facet(r.path.rpartition("/")[0], r.kind, r.type, r.tags), rid
+    assert "record_ids" in records._parts.parsed
+    ref.close()
+    loaded.close()
+
+
+def test_stored_ids_of_another_length_are_refused_when_read() -> None:
+    ids = [f"r{i}" for i in range(5)]
+    data = encode_columns(Facet("a", "page", "t", ("x",)) for _ in ids)
+    short = FacetColumns(data, lambda: ids[:-1], {}, base="digest")
+    found = short.positions(Criteria(kinds=("page",)))  # (by position: the ids are not read)
+    assert found is not None and found.size == 5
+    with pytest.raises(ValueError, match="does not match the stored ids"):
+        short.select(Criteria(kinds=("page",)))
+    with pytest.raises(ValueError, match="does not match the stored ids"):
+        FacetColumns(data, ids[:-1], {})
+
+
 def test_a_time_range_still_reads_the_records(tmp_path: Path) -> None:
     """A time filter reads each record's dates: not a facet, the records answer it (and agree)."""
     root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"

@@ -95,7 +95,7 @@ def test_a_word_most_allowed_rows_hold_is_not_counted_among_them_and_scores_the_
     counted.clear()
     exact = _asked(builder, calls)
     assert 0 < among_bounded < counted.count(True)  # the bound settled some IDFs, not all of them
-    monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
+    monkeypatch.setattr(bm25, "_counts_over_filter", lambda *a: None)  # every row holding the word, as before
     assert bounded == exact == _asked(builder, calls)
     assert sum(len(a) > 1 for a in bounded) > len(calls) // 2
 
@@ -260,7 +260,6 @@ def test_a_page_sqlite_orders_is_the_page_of_every_row_ranked(
         terms = QueryTerms(words, mode)
         sources = [bm25.Source(main, None)]
         expected = bm25.top_matches(sources, terms, None)  # every row ranked
-        main.counts.asked.clear()  # (a first ask: arrays do not pay)
         monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)
         count, page = bm25.top_matches(sources, terms, k)
         monkeypatch.undo()

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from knowtk.index.fts_tables import QueryTerms
 from tests.helpers import StoreBuilder
 from tests.test_bm25 import CASES, QUERIES, WORDS, build_random_store, reference_scores
 
@@ -68,27 +69,35 @@ def test_scores_from_kept_counts_are_bm25_bit_for_bit(builder: StoreBuilder, mod
         assert native[order].tolist() == counted[counted_order].tolist()  # equal doubles, not approximately
 
 
-def test_an_unfiltered_query_keeps_its_counts_and_answers_the_same(
-    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("loaded", [False, True])
+def test_an_unfiltered_query_asked_again_is_paged_by_sqlite_again(
+    builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, loaded: bool
 ) -> None:
-    from knowtk.index import bm25
-    from tests.test_bm25 import build_random_store
+    """Asked again, numpy loaded or not, an unfiltered query takes SQLite's page as the first time: no call
+    reads every matching row (to keep the word's counts), nothing is kept, the answers are the same."""
+    from knowtk.index import bm25, fts
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 1)
-    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)  # as in a new process: numpy not imported yet
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: loaded)
     build_random_store(builder, 120, seed=5)
     store = builder.open()
     args = {"query": "alpha", "limit": 50}
+    whole: list[str] = []
+    native_rows = fts.FtsProjection.native_rows
+
+    def spy(self: fts.FtsProjection, terms: QueryTerms) -> list[tuple[int, float]]:
+        whole.append(" ".join(terms.tokens))
+        return native_rows(self, terms)
+
+    monkeypatch.setattr(fts.FtsProjection, "native_rows", spy)
     first = store.call("knowledge_grep", args)
     main = store.engine._keyword.main
-    assert not main.has_counts(("alpha",))  # asked once: ranked in plain Python, nothing kept
-    second = store.call("knowledge_grep", args)
-    assert main.has_counts(("alpha",))  # asked again: kept from the rows bm25() gave
-    assert (second["hits"], second["total"]) == (first["hits"], first["total"])
-    again = store.call("knowledge_grep", args)  # now scored from the kept counts
-    assert [(h["id"], h["score"]) for h in again["hits"]] == [(h["id"], h["score"]) for h in first["hits"]]
-    assert again["total"] == first["total"]
-    builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change: nothing kept is used
+    for _ in range(2):
+        again = store.call("knowledge_grep", args)
+        assert (again["hits"], again["total"]) == (first["hits"], first["total"])
+        assert not main.has_counts(("alpha",))
+    assert whole == []
+    builder.page("zz", "alpha alpha alpha", "alpha " * 5, path="x/zz.md")  # the rows change
     after = store.call("knowledge_grep", args)
     assert after["total"] == first["total"] + 1 and after["hits"][0]["id"] == "zz"
 
@@ -127,11 +136,11 @@ def test_plain_python_and_numpy_rankings_are_the_same_doubles(
         assert one["total"] == two["total"]
 
 
-def test_a_common_word_asked_once_is_paged_by_sqlite_and_its_counts_kept_from_its_second_ask(
+def test_a_common_word_is_paged_by_sqlite_each_time_it_is_asked(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Many rows, asked once: SQLite orders them and hands over the page (ties cut by id here), numpy loaded
-    or not; asked again in the same process, every row is read and the word's counts kept. Same answers."""
+    """Many rows: SQLite orders them and hands over the page (ties cut by id here), numpy loaded or not, and
+    asked again in the same process, the same: nothing is kept. Same answers."""
     from knowtk.index import bm25
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "many rows" for this store
@@ -141,12 +150,11 @@ def test_a_common_word_asked_once_is_paged_by_sqlite_and_its_counts_kept_from_it
     for loaded in (False, True):
         monkeypatch.setattr(bm25, "arrays_loaded", lambda loaded=loaded: loaded)
         pages = []
-        for offset in (0, 7, 35):  # each asked once, by a store opened for it (a new process's first query)
+        for offset in (0, 7, 35):  # each asked by a store opened for it (a new process's first query), then again
             store = builder.open()
             pages.append(store.call("knowledge_grep", {"query": "tied", "limit": 7, "offset": offset}))
-            assert not store.engine._keyword.main.has_counts(("tied",))  # SQLite's page: nothing kept
             again = store.call("knowledge_grep", {"query": "tied", "limit": 7, "offset": offset})
-            assert store.engine._keyword.main.has_counts(("tied",))  # the second ask keeps the counts
+            assert not store.engine._keyword.main.has_counts(("tied",))  # SQLite's page both times: nothing kept
             pages.append(again)
         answers.append(pages)
     plain, arrays = answers
@@ -154,16 +162,16 @@ def test_a_common_word_asked_once_is_paged_by_sqlite_and_its_counts_kept_from_it
         [(h["id"], h["score"]) for h in a["hits"]] for a in arrays
     ]
     assert [a["total"] for a in plain] == [40] * 6
-    assert plain[0]["hits"] == plain[1]["hits"]  # the kept counts rank as SQLite did
+    assert plain[0]["hits"] == plain[1]["hits"]
 
 
 @pytest.mark.parametrize("lifecycle", ["active", "all"])
-def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kept(
+def test_a_filter_on_a_common_word_is_scored_in_plain_python_without_numpy(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
 ) -> None:
-    """Filtered, a phrase many rows hold is scored in plain Python on its first ask in a process without numpy
-    (importing numpy would cost a new process's first filtered query more than the scoring); its counts are
-    kept as arrays from its second ask on; every ask answers as numpy does."""
+    """Filtered, a phrase many rows hold is scored in plain Python in a process without numpy (importing numpy
+    would cost the query more than the scoring), asked once or again: nothing is kept; every ask answers as
+    numpy does."""
     from knowtk.index import bm25
 
     monkeypatch.setattr(bm25, "KEEP_FROM_ROWS", 5)  # "many rows" for this store
@@ -172,20 +180,23 @@ def test_a_filter_on_a_common_word_asked_once_is_scored_in_plain_python_then_kep
     builder.page("old", "Tied", "tied tied", status="superseded", superseded_by="r03", path="x/old.md")
     args = {"query": "tied filler", "mode": "any", "tag": "a", "limit": 7, "lifecycle": lifecycle}
     monkeypatch.setattr(bm25, "arrays_loaded", lambda: True)
-    expected = builder.open().call("knowledge_grep", args)
-    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)  # a new process: numpy not imported yet
+    with_numpy = builder.open()
+    expected = with_numpy.call("knowledge_grep", args)
+    again = with_numpy.call("knowledge_grep", args)
+    assert (again["hits"], again["total"]) == (expected["hits"], expected["total"])
+    monkeypatch.setattr(bm25, "arrays_loaded", lambda: False)  # a process without numpy
     store = builder.open()
     first = store.call("knowledge_grep", args)
     main = store.engine._keyword.main
-    assert not main.has_counts(("tied",))  # asked once: plain Python, nothing kept
+    assert not main.has_counts(("tied",))  # plain Python, nothing kept
     second = store.call("knowledge_grep", args)
-    assert main.has_counts(("tied",))  # asked again: kept as arrays
+    assert not main.has_counts(("tied",))  # asked again: the same
     for found in (first, second):
         assert [(h["id"], h["score"]) for h in found["hits"]] == [(h["id"], h["score"]) for h in expected["hits"]]
         assert found["total"] == expected["total"] > 7
 
 
-# a filtered first call with a common word: the allowed rows alone are counted (bm25._first_ask)
+# a filtered call with a common word: the allowed rows alone are counted (bm25._counts_over_filter)
 COMMON_QUERIES = [
     ("alpha beta gamma", "all"),
     ("alpha", "all"),
@@ -245,7 +256,7 @@ def _asked(builder: StoreBuilder, calls: list[dict]) -> list[list[tuple[str, flo
 
 
 @pytest.mark.parametrize("lifecycle", ["active", "all", "superseded"])
-def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
+def test_a_common_word_over_a_narrow_filter_scores_as_every_other_path(
     builder: StoreBuilder, monkeypatch: pytest.MonkeyPatch, lifecycle: str
 ) -> None:
     """Counted over the allowed rows alone (bm25() of the candidates, the IDF solved with the whole table's
@@ -285,7 +296,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
     answers = {}
     for path in ("narrowed", "plain", "numpy"):
         if path != "narrowed":
-            monkeypatch.setattr(bm25, "_first_ask", lambda *a: None)  # every row holding the word, as before
+            monkeypatch.setattr(bm25, "_counts_over_filter", lambda *a: None)  # every row holding the word, as before
         monkeypatch.setattr(bm25, "arrays_loaded", lambda path=path: path == "numpy")
         answers[path] = _asked(builder, calls)
         if path == "narrowed":
@@ -298,7 +309,7 @@ def test_a_common_word_first_asked_over_a_filter_scores_as_every_other_path(
 @pytest.mark.parametrize("bounded", [False, True])  # the page settled from SQLite's best rows (bm25._bounded_page)
 @pytest.mark.parametrize(("filters", "keep"), [c for c in CASES if c[0]])
 @pytest.mark.parametrize(("query", "mode", "expression"), QUERIES)
-def test_a_common_word_first_asked_over_a_filter_is_bm25_over_only_the_filtered_records(
+def test_a_common_word_over_a_narrow_filter_is_bm25_over_only_the_filtered_records(
     builder: StoreBuilder,
     monkeypatch: pytest.MonkeyPatch,
     filters: dict,

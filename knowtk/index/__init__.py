@@ -34,8 +34,8 @@ Words the index uses:
   deleted and inserted since, for the caller to patch instead of deriving it again.
 - *change log*: the rows each reconcile deleted and inserted, by rows version: kept counts and carried sets
   are patched from it.
-- *kept counts*: a phrase's weighted count per row, solved from SQLite's ``bm25()`` of the phrase alone.
-  *Asked*: a phrase ranked once by SQLite at this rows version (kept from its second ask on).
+- *kept counts*: a phrase's weighted count per row, solved from SQLite's ``bm25()`` of the phrase alone, kept
+  where a query read every row holding it anyway (never read for a later query's sake).
 - *native*: ranked or scored by SQLite's own ``bm25()`` and ``ORDER BY`` (``native_rows``, ``native_top``).
 - *among*: some rows as an SQL clause (``rows_among``): a range, a few *runs* of consecutive rowids and
   *extra* rows, or a JSON array; *looked up here*: the rows an expression matches read whole and looked up

@@ -10,9 +10,10 @@ lengths from the FTS5 ``_docsize`` table, and row count, total tokens and
 document frequencies taken over the filtered rows only. The tests check both
 paths against ``bm25()`` on a table that really holds only the filtered records.
 
-A page of a filtered query asked for the first time is settled from the rows ``bm25()`` ranks best
+A page of a filtered query whose counts are not kept is settled from the rows ``bm25()`` ranks best
 where a bound allows it (``_bounded_page``): their counts are read back for them alone, and no other
-row can score as high as the page's last.
+row can score as high as the page's last. A query asked again takes the same path (no ask pays for
+arrays a later one might use: each call costs its own ranking).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ BOUNDED_ROWS = 2000
 BOUND_MARGIN = 1e-9
 BOUND_MAX = 2.0  # past this bound (a filter raising a phrase's IDF that much) the page is seldom settled: not tried
 KEEP_FROM_ROWS = 1000  # an unfiltered query keeps a phrase's counts from this many rows (fewer cost ~1 ms anyway)
-# a filter allowing up to this share of the rows counts a common phrase over them alone on its first ask
-# (``_first_ask``); past it, one pass over every row holding the phrase costs less
+# a filter allowing up to this share of the rows counts a common phrase over them alone
+# (``_counts_over_filter``); past it, one pass over every row holding the phrase costs less
 NARROW_SHARE = 0.5
 
 
@@ -76,23 +77,23 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
     are counted but never ordered. A query that ``bm25()`` scores alone (one source, nothing
     filtered out, its counts not kept) is ordered by SQLite, which hands over only the page
     (``native_top``; SQLite scores every match whatever is asked, a Python tuple per match cost
-    ~25 ms more for 65k rows at 300k records), unless it is one phrase asked again: then every
-    row is read once and the phrase's counts kept as arrays for the next queries, filtered ones
-    too. A filtered query is scored in plain Python where fewer than ``KEEP_FROM_ROWS`` rows hold
-    its phrases, or where a phrase is asked for the first time in a process without numpy: the
-    same doubles, the same order, and a new process answering it imports no numpy.
+    ~25 ms more for 65k rows at 300k records), the first time as every time after: a query asked
+    again takes the path it took the first time, or a cheaper one where counts are kept, never
+    one that reads more (reading every row to keep a phrase's counts made a second ask of a
+    common word cost 2.6x SQLite's ranking). A filtered query is scored in plain Python where
+    fewer than ``KEEP_FROM_ROWS`` rows hold its phrases, or in a process without numpy: the
+    same doubles, the same order, and a process answering it imports no numpy.
     """
     native = _native(sources, terms)
     rows: list[tuple[int, float]] | None = None
     if native:
         proj = sources[0].projection
-        again = len(terms.phrases) == 1 and proj.asked_before(terms.phrases[0])
-        if k is not None and not again:  # a page of a query whose counts are not kept: SQLite orders it
+        if k is not None:  # a page of a query whose counts are not kept: SQLite orders it, asked again or not
             top = proj.native_top(terms, k)
             if top is not None:
                 return proj.match_count(terms), _top_native_plain(top, sources, k)[1]
         rows = proj.native_rows(terms)
-        if len(rows) < KEEP_FROM_ROWS or not (again or arrays_loaded()):
+        if len(rows) < KEEP_FROM_ROWS or not arrays_loaded():
             return _top_native_plain(rows, sources, k)
     if rows is None and k is not None and len(sources) == 1 and sources[0].allowed is not None:
         bounded = _bounded_page(sources[0], terms, k)
@@ -162,10 +163,9 @@ def _top_plain(keyed: list[Keyed], sources: list[Source], k: int | None) -> tupl
 
 def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | None:
     """``filtered_bm25`` in plain Python, where fewer than ``KEEP_FROM_ROWS`` rows hold each phrase, or
-    the phrase is asked for the first time in a process without numpy (like an unfiltered query's: a
-    common phrase's counts are kept as arrays from its second ask on, and importing numpy for one ask
-    cost a new process's first filtered query more than scoring it here), or it is asked for the first
-    time over a filter (``_first_ask``: only the allowed rows are counted, by SQLite).
+    in a process without numpy (importing it, ~100 ms, cost a query more than scoring it here; a process
+    that has it keeps a common phrase's counts as arrays), or where a narrow filter's rows alone are
+    counted (``_counts_over_filter``: by SQLite).
 
     None otherwise (numpy then scores it). The same operations in the same order, so the same
     doubles (``tests/test_ranking_ties.py`` compares the two paths, ``tests/test_bm25.py`` both with ``bm25()``).
@@ -174,14 +174,14 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
     counts: list[list[dict[int, float]]] = []  # per phrase, per source: rowid -> count, allowed rows only
     hits: list[list[int]] = []  # per phrase, per source: how many allowed rows hold it (or a lower bound: below)
     later: list[list[tuple[int, int]]] = [[] for _ in sources]  # per source: (phrase, whole-table row count) of
-    # phrases whose counts only the candidates need (``_first_ask``)
+    # phrases whose counts only the candidates need (``_counts_over_filter``)
     among: dict[int, Among] = {}  # per source: its allowed rows for SQLite (``rows_among``), made once
     uncounted: list[tuple[int, int]] = []  # (phrase, source) whose hits are a lower bound, counted if need be
     whole_of: dict[tuple[int, int], int] = {}  # (phrase, source) -> rows of the whole table holding it, where counted
     for p, phrase in enumerate(phrases):
         per_source, held = [], []
         for i, src in enumerate(sources):
-            first = _first_ask(src, phrase, terms, among, i)
+            first = _counts_over_filter(src, phrase, terms, among, i)
             if first is not None:
                 n_held, found, whole = first
                 whole_of[p, i] = whole
@@ -194,7 +194,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
                 held.append(n_held)
                 continue
             proj = src.projection
-            limit = KEEP_FROM_ROWS if arrays_loaded() or proj.asked_before(phrase) else sys.maxsize
+            limit = KEEP_FROM_ROWS if arrays_loaded() else sys.maxsize
             found = proj.plain_counts(phrase, limit)
             if found is None:
                 return None
@@ -225,14 +225,55 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         idf.append(value if value > 0.0 else 1e-6)
     keyed: list[Keyed] = []
     for i, src in enumerate(sources):
-        candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
+        # every row of the source allowed: its candidates are the query's matches, and bm25() of the whole query
+        # for them gives the count of the phrase most rows hold (``_solved_later``)
+        native = src.projection.native_rows(terms) if later[i] and src.allowed is None else None
+        if native is not None:
+            candidates = {rowid for rowid, _ in native}
+        else:
+            candidates = _candidates(src, terms, [per_source[i] for per_source in counts], later[i], among.get(i))
+        # their ids and lengths read at once: one at a time, past 2,000 of them, the rows table is read whole
+        # (~100 ms at 100k records, on whichever query comes first)
+        src.projection.prefetch(candidates)
         if later[i] and candidates:  # counted for the candidates alone (their JSON array made once)
-            kept_to = rows_among(candidates)
-            for p, whole in later[i]:
-                counts[p][i] = src.projection.counts_among(phrases[p], kept_to, hits=whole)
+            solved = _solved_later(src.projection, terms, native, [c[i] for c in counts], later[i], candidates)
+            for p, per_row in solved.items():
+                counts[p][i] = per_row
         weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         _score(src.projection, candidates, weighted, avgdl, i, keyed)
     return keyed
+
+
+def _solved_later(
+    proj: FtsProjection,
+    terms: QueryTerms,
+    native: list[tuple[int, float]] | None,
+    counted: list[dict[int, float]],
+    later: list[tuple[int, int]],
+    candidates: set[int],
+) -> dict[int, dict[int, float]]:
+    """phrase -> rowid -> count of the phrases counted for the candidates alone (``later``: (phrase, rows of the
+    table holding it)), read back by ``bm25()`` of each phrase for them; with ``native`` (bm25() of the whole query
+    for every match of a source whose every row is allowed), the phrase most rows hold is solved from it instead,
+    its score less the other phrases' terms (``counts_left``, as ``_bounded_page`` does): no pass over its rows."""
+    kept_to = rows_among(candidates)
+    deferred = dict(later)
+    if native is None:
+        return {p: proj.counts_among(terms.phrases[p], kept_to, hits=whole) for p, whole in later}
+    n_table = len(proj.tokens)
+    wholes = {p: deferred.get(p, len(counted[p])) for p in range(len(terms.phrases))}  # (the others: every row)
+
+    def table_idf(whole: int) -> float:
+        value = math.log((n_table - whole + 0.5) / (whole + 0.5))
+        return value if value > 0.0 else 1e-6
+
+    left = max(deferred, key=deferred.__getitem__)
+    known = {p: counted[p] for p in wholes if p not in deferred}
+    known.update({p: proj.counts_among(terms.phrases[p], kept_to, hits=w) for p, w in later if p != left})
+    solved = proj.counts_left(native, [(table_idf(wholes[p]), known[p]) for p in known], table_idf(wholes[left]))
+    if solved is None:  # (a row out of step: counted as the others)
+        solved = proj.counts_among(terms.phrases[left], kept_to, hits=wholes[left])
+    return {p: known[p] if p != left else solved for p in deferred}
 
 
 def _score(
@@ -258,7 +299,7 @@ def _score(
 
 
 def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Keyed]] | None:
-    """The first k matches of a query over a filter asked for the first time, scored for a few rows only;
+    """The first k matches of a query over a filter, its phrases' counts not kept, scored for a few rows only;
     None where that does not settle them (``filtered_bm25``'s answer is then computed as before).
 
     ``bm25()`` scores with the whole table's statistics, the filter's (``filtered_bm25``) differ: the
@@ -277,8 +318,8 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     phrases = terms.phrases
     if allowed is None or not allowed or not phrases or k < 1:
         return None
-    if any(proj.was_asked(phrase) or proj.has_counts(phrase) for phrase in phrases):
-        return None  # asked again: counted as before, its counts then kept for the next queries
+    if any(proj.has_counts(phrase) for phrase in phrases):
+        return None  # counted from the kept counts (``filtered_bm25``), as cheap as this
     n_table, table_tokens = len(proj.tokens), proj.total_tokens
     n_rows, n_tokens = len(allowed), proj.tokens_in(allowed)
     if n_table == 0 or table_tokens <= 0 or n_tokens <= 0:
@@ -342,8 +383,6 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     page = heapq.nsmallest(k, keyed)
     if len(best) < total and (len(page) < k or -page[-1][0] <= bound * -best[-1][1]):
         return None  # a row not handed over might score as high as the k-th: not settled
-    for phrase in phrases:
-        proj.asked_before(phrase)  # (recorded: its next ask keeps its counts)
     return total, page
 
 
@@ -353,12 +392,12 @@ def _lower_bound_floors(n_hit: int, n_rows: int) -> bool:
     return 2 * n_hit >= n_rows
 
 
-def _first_ask(
+def _counts_over_filter(
     src: Source, phrase: tuple[str, ...], terms: QueryTerms, among: dict[int, Among], i: int
 ) -> tuple[int | None, dict[int, float] | None, int] | None:
     """(allowed rows holding the phrase, their counts, rows holding it in the whole table) of a common phrase
-    asked over a filter for the first time, counted by SQLite over the allowed rows alone; None: counted as
-    before (from every row holding it, ``plain_counts``).
+    whose counts are not kept, counted by SQLite over the allowed rows alone; None: counted from every row
+    holding it (``plain_counts``).
 
     ``bm25()`` of the phrase alone over every row holding it cost ~150 ms for a word 90% of 100k rows hold:
     here SQLite counts the allowed rows holding it without scoring them, and ``bm25()`` scores
@@ -366,21 +405,28 @@ def _first_ask(
     allowed rows matching the whole expression), known later: the counts are then None, and
     ``_filtered_plain`` asks ``counts_among`` for the candidates alone; so are the allowed rows holding it,
     counted only if the IDF needs them (a word most allowed rows hold has its IDF floored at 1e-6 whatever
-    their exact number: ``_filtered_plain`` tries a lower bound first). The phrase's second ask keeps its
-    counts as arrays, as before. Not for a filter allowing more than ``NARROW_SHARE`` of the rows, nor a
-    phrase of several words (counting it in the whole table is a pass over its rows, matching positions).
+    their exact number: ``_filtered_plain`` tries a lower bound first). That holds for any filter, and for a
+    source of which every row is allowed (``lifecycle: all`` ranks two: "can experiment" cost 250 ms for
+    its pass over "can" where ``bm25()`` of the query took 14 ms). Otherwise every row holding the phrase
+    needs its count: counted among the allowed rows where the filter allows at most ``NARROW_SHARE`` of
+    them, else in one pass over its rows. Asked again, it is counted so again (a second ask costs what the
+    first did). Not for a phrase of several words (counting it in the whole table is a pass over its rows,
+    matching positions).
     """
     proj, allowed = src.projection, src.allowed
-    if allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens) or len(phrase) > 1:
+    if len(phrase) > 1 or proj.has_counts(phrase):
         return None
-    if proj.has_counts(phrase) or proj.asked_before(phrase):
+    later = terms.mode == "all" and len(terms.phrases) > 1  # counted for the candidates alone
+    if not later and (allowed is None or len(allowed) > NARROW_SHARE * len(proj.tokens)):
         return None
     whole = proj.hit_count(phrase)
     if whole < KEEP_FROM_ROWS:
         return None  # few rows hold it: reading them all costs no more
+    if allowed is None:  # (every row allowed: as many hold it as in the whole table)
+        return whole, None, whole
     if i not in among:
         among[i] = proj.among(allowed)
-    if terms.mode == "all" and len(terms.phrases) > 1:
+    if later:
         return None, None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)
     return len(found), found, whole

@@ -377,12 +377,6 @@ class FtsProjection:
     def plain_counts(self, phrase: tuple[str, ...], limit: int) -> dict[int, float] | None:
         return self.counts.plain_counts(phrase, limit)
 
-    def asked_before(self, phrase: tuple[str, ...]) -> bool:
-        return self.counts.asked_before(phrase)
-
-    def was_asked(self, phrase: tuple[str, ...]) -> bool:
-        return self.counts.was_asked(phrase)
-
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
         return self.counts.has_counts(phrase)
 

@@ -47,7 +47,6 @@ class PhraseCounts:
         # phrase -> (rowids holding it, their weighted counts, the rows_version they are of): patched to the rows
         # as they are at the phrase's next use, from the change log (``kept``)
         self.kept_counts: dict[tuple[str, ...], tuple[NDArray[np.int64], NDArray[np.float64], int]] = {}
-        self.asked: dict[tuple[str, ...], int] = {}  # phrase -> the rows_version it was last ranked natively at
 
     def kept_versions(self) -> list[int]:
         """The rows versions of the counts kept (the change log reaches back to the oldest)."""
@@ -86,22 +85,6 @@ class PhraseCounts:
             keep = self.arrays.allowed_mask(allowed)[rowids]
             rowids, counts = rowids[keep], counts[keep]
         return rowids, counts
-
-    def asked_before(self, phrase: tuple[str, ...]) -> bool:
-        """Whether the phrase was asked before over the rows as they are; records that it is asked now.
-
-        ``bm25`` keeps a common phrase's counts from its second query on: a process that asks once
-        (a CLI call) does not pay for arrays it will never use again.
-        """
-        before = self.was_asked(phrase)
-        if len(self.asked) >= 4 * PHRASE_ENTRIES:
-            self.asked.clear()
-        self.asked[phrase] = self.tables.rows_version
-        return before
-
-    def was_asked(self, phrase: tuple[str, ...]) -> bool:
-        """``asked_before`` without recording the ask."""
-        return self.asked.get(phrase) == self.tables.rows_version
 
     def has_counts(self, phrase: tuple[str, ...]) -> bool:
         """True when the phrase's per-row counts are kept for the rows as they are (patched to them if need be)."""
@@ -255,6 +238,7 @@ class PhraseCounts:
         if weights is None:
             return None
         avgdl, idf = weights
+        self.stored_rows.prefetch([rowid for rowid, _ in rows])  # (their lengths read at once, not one by one)
         out: dict[int, float] = {}
         tokens, k1, b = self.tokens, K1, B  # locals: the same values, looked up faster
         for rowid, score in rows:

@@ -48,7 +48,7 @@ class RowArrays:
 
     def token_array(self) -> NDArray[np.float64]:
         """Tokens per row indexed by rowid (-1 where no row), as floats: kept until the rows change. Made from the
-        rowmap where the rows are not read whole (a new process's second ask of a common word: ~200 ms at 300k)."""
+        rowmap where the rows are not read whole (reading them whole cost a new process ~200 ms at 300k)."""
         cached = self.cache.get("tokens")
         rows_version = self.tables.rows_version
         if cached is None or cached[0] != rows_version:

@@ -18,6 +18,7 @@ IDS, SHAS, ID_OF, TOKENS = range(
     4
 )  # the four views of a rows table (``RowsColumn``), by their place in ``StoredRows.known``
 LOAD_AFTER = 2000  # rows read one at a time (~6 us each at 100k) past which the whole table is read at once (~140 ms)
+WHOLE_SHARE = 0.25  # rows prefetched past which share of the table the whole table is read instead
 ABSENT: Any = object()  # a key known to be in no row
 UNREAD: Any = object()
 
@@ -88,13 +89,17 @@ class StoredRows:
 
     def prefetch(self, rowids: Collection[int]) -> None:
         """The id and tokens of these rows, read in one statement where not read yet (the rows a page is scored
-        from: one at a time, past ``LOAD_AFTER`` of them, would read the table whole)."""
+        from: one at a time, past ``LOAD_AFTER`` of them, would read the table whole); past ``WHOLE_SHARE`` of
+        the table's rows, the table whole (each row sought costs a few times a row of the whole table)."""
         known = self.current()
         if self.whole:
             return
         id_of, tokens = known[ID_OF], known[TOKENS]
         unread = [rowid for rowid in rowids if rowid not in id_of or rowid not in tokens]
         if not unread:
+            return
+        if len(unread) > LOAD_AFTER and len(unread) > WHOLE_SHARE * self.length():
+            self.load_whole()
             return
         sql = f"SELECT rowid, id, tokens FROM {self.tables.rows} WHERE rowid IN (SELECT value FROM json_each(?))"
         found = {rowid: (rid, size) for rowid, rid, size in self._select(sql, json.dumps(unread))}

@@ -211,7 +211,6 @@ def _direct_currents(
         and sources[0].allowed is None
         and sources[0].projection is main
         and not all(main.has_counts(phrase) for phrase in phrases)
-        and not (len(phrases) == 1 and main.was_asked(phrases[0]))
     )
     return _Among(main.every_match_in_parallel(terms), rowids) if paged else main.matching_in_parallel(terms, rowids)
 

@@ -185,19 +185,38 @@ class FacetColumns(Facets):
     """A stored snapshot's facets: columns aligned with the stored ids, under what later patches set (None: removed)."""
 
     def __init__(
-        self, data: Mapping[str, Any], ids: Sequence[str], over: dict[str, Facet | None], *, base: str | None = None
+        self,
+        data: Mapping[str, Any],
+        ids: Sequence[str] | Callable[[], Sequence[str]],
+        over: dict[str, Facet | None],
+        *,
+        base: str | None = None,
     ) -> None:
-        self.ids, self.over, self.base = ids, over, base  # base: the stored ids' digest (``Positions.base``)
+        """``ids``: the stored ids, or what reads them when first needed (a filter answered by position,
+        ``positions``, needs none: parsing 100k ids cost a new process's first filter ~7 ms); they must be as
+        many as the columns' records (``ids`` raises ValueError otherwise)."""
+        self._read_ids = ids if callable(ids) else lambda: ids
+        self.over, self.base = over, base  # base: the stored ids' digest (``Positions.base``)
         self.vocab: dict[str, list[str]] = {name: data[name] for name in Facet._fields}
         for name, values in self.vocab.items():
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise ValueError(f"facet vocabulary {name!r} is not a list of strings")
-        n = len(ids)
+        self.tag_ends = _unpack(data["tags_end"], None)  # (an end per record: the records' count)
+        n = self.size = len(self.tag_ends)
         self.columns = {name: _unpack(data[name + "_at"], n) for name in SCALARS}
         self.tag_codes = _unpack(data["tags_at"], None)
-        self.tag_ends = _unpack(data["tags_end"], n)
         if n and self.tag_ends[-1] != len(self.tag_codes):  # (the part's digest vouches for their order)
             raise ValueError("facet tag ends are out of order")
+        if not callable(ids):
+            self.ids  # noqa: B018 (checked against the columns now)
+
+    @cached_property
+    def ids(self) -> Sequence[str]:
+        """The stored ids, aligned with the columns (read at the first use)."""
+        found = self._read_ids()
+        if len(found) != self.size:
+            raise ValueError("a facet column does not match the stored ids")
+        return found
 
     @cached_property
     def _position(self) -> dict[str, int]:
@@ -230,7 +249,7 @@ class FacetColumns(Facets):
 
     def _flags(self, criteria: Criteria) -> bytes | None:
         """A byte per stored position, 1 where its facets pass ``criteria`` (None: every one passes)."""
-        n, found = len(self.ids), None
+        n, found = self.size, None
         for name, wanted in zip(SCALARS, _wanted(criteria), strict=True):
             if wanted is None:
                 continue
@@ -250,7 +269,7 @@ class FacetColumns(Facets):
             return None
         over, passes = self.over, criteria.passes
         extra = tuple(rid for rid, f in over.items() if f is not None and passes(f))
-        return Positions(self.base, len(self.ids), self._flags(criteria), frozenset(over), extra)
+        return Positions(self.base, self.size, self._flags(criteria), frozenset(over), extra)
 
     def select(self, criteria: Criteria) -> list[str]:
         found, over = self._stored(criteria), self.over
@@ -281,7 +300,7 @@ class FacetColumns(Facets):
                 holding.add(bisect_right(ends, at))
                 at = _next(codes, code, at + 1)
             found = holding if found is None else found & holding
-        return found if found is not None else set(range(len(self.ids)))
+        return found if found is not None else set(range(self.size))
 
 
 def _flags(column: array[int], ok: Container[int]) -> bytes:

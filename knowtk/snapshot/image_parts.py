@@ -216,9 +216,17 @@ class ImageParts:
         except (ValueError, TypeError, KeyError, AttributeError, sqlite3.DatabaseError) as exc:
             raise self.damaged("records", exc) from exc
 
-    def facets(self, ids: list[str]) -> FacetColumns:
-        """The stored records' facets (``ids``: as record_ids holds them), with the patches' changes over them."""
+    def facets(self, ids: Callable[[], list[str]]) -> FacetColumns:
+        """The stored records' facets (``ids``: reads them as record_ids holds them, when first needed), with the
+        patches' changes over them."""
         columns = self.get("record_facets", lambda data: data)
+
+        def stored_ids() -> list[str]:
+            found = ids()
+            if len(found) != len(facets.tag_ends):
+                raise self.damaged("record_facets", ValueError("a facet column does not match the stored ids"))
+            return found
+
         try:
             over: dict[str, Facet | None] = {}
             for patch in self.patches():
@@ -228,6 +236,7 @@ class ImageParts:
                 for (rid, _, _), (folder, kind, type_, tags) in zip(change["set"], change["facets"], strict=True):
                     over[rid] = Facet(folder, kind, type_, tuple(tags))
             base = self.meta["parts"].get("record_ids")
-            return FacetColumns(columns, ids, over, base=base if isinstance(base, str) else None)
+            facets = FacetColumns(columns, stored_ids, over, base=base if isinstance(base, str) else None)
+            return facets
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self.damaged("record_facets", exc) from exc

@@ -284,7 +284,8 @@ class StoredRecords(Mapping[str, Record]):
     def _facets(self) -> FacetColumns:
         # aligned with the stored ids, the patches' records kept over them by id: id -> path is not needed (its
         # dict cost ~50 ms at 300k records)
-        return self._parts.facets(self._record_ids)
+        # (the stored ids read when first needed: a filter answered by stored position needs none)
+        return self._parts.facets(lambda: self._record_ids)
 
     @cached_property
     def at_path(self) -> dict[str, str]:
