@@ -162,11 +162,14 @@ class ChainWidget(Front):
             fig.savefig(buffer, format="png", dpi=_DPI * _SCALE, bbox_inches="tight")
             plt.close(fig)
         self.png = self.image.value = buffer.getvalue()
-        self.actions.children = []
-        if past is None:  # the past is read only: no actions on it
-            self.actions.children = record_actions(
-                self.store, rid, on_saved=self._saved, read_only=self.read_only, keep=panel_in(self.actions)
-            )
+        # the past is read only: no actions on it; in the present a receipt shown stays after a save
+        self.actions.children = record_actions(
+            self.store,
+            rid,
+            on_saved=self._saved,
+            read_only=self.read_only or past is not None,
+            keep=panel_in(self.actions),
+        )
         if self.png:
             width, _height = _png_size(self.png)
             self.image.layout = W.Layout(width=f"{width // _SCALE}px", max_width="100%", height="auto")

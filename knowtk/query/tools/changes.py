@@ -6,7 +6,7 @@ from typing import Any
 
 from knowtk.frames import OBJECT, STRING, key
 from knowtk.model.datevalues import parse_instant
-from knowtk.query.args import Param, integer, text, with_schema
+from knowtk.query.args import MAX_PAGE_OFFSET, Param, integer, text, with_schema
 from knowtk.query.registry import Tool
 from knowtk.query.views import COVERAGE_SCHEMA, NINT, NSTR, footer, obj, table_columns
 from knowtk.query.wording import PAGE_LIMIT
@@ -24,7 +24,7 @@ PARAMS = (
     Param("until", INSTANT, doc=f"Compared with the store as its files stood then ({_WHEN}). Default: the files now."),
     Param("id", text(200), doc="Only this record's change. Default: every record's."),
     Param("limit", integer(1, 500), 100, doc=PAGE_LIMIT),
-    Param("offset", integer(0, 10**6), 0, doc="Rows to skip; follow nextOffset."),
+    Param("offset", integer(0, MAX_PAGE_OFFSET), 0, doc="Rows to skip; follow nextOffset."),
 )
 
 
