@@ -6,8 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from typing import Any
 
 import pandas as pd
@@ -20,6 +22,7 @@ from knowtk.notebook.lookup import LookupWidget, lookup_html
 from knowtk.notebook.panes import issues_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.chains import chain_edges
+from knowtk.ui.style import STYLE
 from tests.helpers import StoreBuilder
 
 
@@ -266,6 +269,82 @@ def test_static_html_rides_along_in_the_mime_bundle(demo_store: knowtk.Store) ->
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "GrepWidget" in bundle["text/html"] and "↳ replaces dec-2025-012" in bundle["text/html"]
     assert repr(w).startswith("<GrepWidget 'columnar': knowledge_grep: 1 of 1")
+
+
+class _Elements(HTMLParser):
+    """The start tags of an HTML fragment with their attributes, and its text: what a browser would build."""
+
+    def __init__(self, fragment: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(fragment)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def named(self, tag: str) -> list[dict[str, str | None]]:
+        return [attrs for name, attrs in self.tags if name == tag]
+
+
+HOSTILE_BODY = """# Sampling plan
+
+The sampling plan in three steps:
+
+- draw a sample
+- weigh the sample
+
+Run `sample --seed 7` first:
+
+```python
+print("sample" < "z")
+```
+
+Read [the sampling guide](https://example.org/guide) and [this](javascript:alert(1)).
+
+<script>alert("sample")</script> <img src=x onerror=alert(1)> ![chart](https://tracker.example/pixel.png)
+
+averylongtokenwithoutanyspaceaverylongtokenwithoutanyspaceaverylongtokenwithoutanyspace
+"""
+
+
+def test_a_record_body_is_rendered_markdown_with_raw_html_inert(builder: StoreBuilder) -> None:
+    builder.page("plan", "Sampling plan", HOSTILE_BODY)
+    w = GrepWidget(builder.open(), "sample")
+    assert w.select.value == "plan"
+    pane = _Elements(w.detail.value)
+    assert [a.get("class") for a in pane.named("div")][-1] == "md"  # the body, rendered
+    assert pane.named("h1") and len(pane.named("li")) == 2 and pane.named("ul")  # heading and list
+    assert pane.named("pre") and "language-python" in [a.get("class") for a in pane.named("code")]  # code block
+    assert "<code><mark>sample</mark> --seed 7</code>" in w.detail.value  # inline code, the query word marked
+    assert "<li>draw a <mark>sample</mark></li>" in w.detail.value  # marks inside the rendered text nodes
+    links = pane.named("a")
+    assert [a["href"] for a in links] == ["https://example.org/guide"]  # javascript: is not a link
+    assert links[0]["rel"] == "noopener noreferrer nofollow" and links[0]["target"] == "_blank"
+    # raw HTML in the source is text, never an element; the image is not fetched
+    assert not pane.named("script") and not pane.named("img")
+    assert not any(k.startswith("on") for _, attrs in pane.tags for k in attrs)
+    text = "".join(pane.text)
+    assert '<script>alert("sample")</script>' in text and "<img src=x onerror=alert(1)>" in text
+    assert "[image: chart]" in text and "[this](javascript:alert(1))" in text
+    # the citations the pane shows are kept, beside the rendered body
+    assert (
+        "cite this hit: <code>plan r1 · plan.md L" in w.detail.value and "whole record: <code>plan r1" in w.detail.value
+    )
+    # lookup shows the same pane
+    found = LookupWidget(builder.open(), "plan")
+    assert found.status == "found" and "<h1>Sampling plan</h1>" in found.detail.value
+
+
+def test_record_bodies_wrap_between_words() -> None:
+    """JupyterLab's output ``pre`` breaks anywhere (word-break: break-all): the body is no ``pre``, and the
+    style sheet breaks only a token wider than its line."""
+    rules = re.sub(r"\s+", " ", STYLE)
+    assert re.search(r"\.knowtk \.md\{\{?[^}]*word-break:normal;overflow-wrap:anywhere", rules)
+    assert re.search(r"div\.knowtk pre\{[^}]*word-break:normal;overflow-wrap:anywhere", rules)
 
 
 # ---------------------------------------------------------------------------
