@@ -50,7 +50,7 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     table = grep_table_html(data, query="columnar", selected="dec-2026-021")
     assert table.count("<tr class=") == 1
     assert "↳ replaces dec-2025-012 r1" in table and "[opening excerpt]" in table
-    assert "class='replacement selected'" in table and "<td>—<br>" in table  # no score for a replacement
+    assert "class='replacement selected'" in table and "<td><span class='nowrap'>—</span><br>" in table  # no score
     assert "decisions/dec-2026-021.md" in table and "L28–39" in table
     hits = grep_table_html(demo_store.grep("vector index").to_dict(), query="Vector INDEX")
     assert hits.count("<tr class=") == 5 and "<mark>vector</mark>" in hits and "<mark>index</mark>" in hits
@@ -58,6 +58,22 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     down = dict(data, hits=[], total=None, index={"state": "unavailable", "lag": False, "error": "disk I/O error"})
     assert "INDEX UNAVAILABLE" in grep_table_html(down) and "disk I/O error" in grep_table_html(down)
     assert "no hits" in grep_table_html(demo_store.grep("qwertyuiop").to_dict())
+
+
+def test_results_table_is_tidy_like_a_frame(demo_store: knowtk.Store) -> None:
+    """Ids and paths on one line, scores to three decimals, text cells left-aligned (the style's rule outweighs
+    JupyterLab's right-aligning one)."""
+    data = demo_store.grep("vector index").to_dict()
+    table = grep_table_html(data, query="vector index")
+    for hit in data["hits"]:
+        assert f"<span class='muted nowrap'>{hit['id']}</span>" in table
+        assert f"<span class='nowrap'>{hit['path']}</span>" in table
+        assert f"<span class='nowrap'>{hit['score']:.3f}</span>" in table
+    scores = re.findall(r"<span class='nowrap'>(-?\d+\.\d+)</span>", table)
+    assert len(scores) == len(data["hits"]) and all(len(s.split(".")[1]) == 3 for s in scores)
+    assert not re.search(r"text-align:\s*right", table.split("</style>", 1)[1])  # no cell right-aligned
+    rules = re.sub(r"\s+", " ", STYLE)
+    assert re.search(r"\.knowtk\.knowtk th,\.knowtk\.knowtk td\{[^}]*text-align:left", rules)
 
 
 def test_issues_are_listed_every_one(demo_store: knowtk.Store) -> None:

@@ -42,7 +42,7 @@ def _lines(hit: dict[str, Any]) -> str:
 def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: str | None) -> str:
     via = hit.get("via")
     classes = " ".join(c for c in ("replacement" if via else "", "selected" if hit["id"] == selected else "") if c)
-    title = f"<b>{escape(hit['title'] or hit['id'])}</b><br><span class='muted'>{escape(hit['id'])}</span>"
+    title = f"<b>{escape(hit['title'] or hit['id'])}</b><br><span class='muted nowrap'>{escape(hit['id'])}</span>"
     if via:
         title += (
             f"<div class='via'>↳ replaces {escape(via['id'])} r{escape(via['revision'])} “{escape(via['title'])}”, "
@@ -58,10 +58,12 @@ def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: st
         text = f"<span class='muted'>[opening excerpt]</span> {text}"
     full = escape(hit["title"] or hit["id"])
     return (
-        f"<tr class='{classes}'><td>{rank}</td><td class='title' title='{full}'>{title}</td>"
-        f"<td>{escape(hit['type'])}</td><td>{score}<br><span class='muted'>{escape(matched)}</span></td><td>{text}</td>"
-        f"<td>{escape(hit['lifecycle'])}</td>"
-        f"<td>{escape(hit['path'])}<br><span class='muted'>{_lines(hit)}</span></td></tr>"
+        f"<tr class='{classes}'><td class='num'>{rank}</td><td class='title' title='{full}'>{title}</td>"
+        f"<td class='nowrap'>{escape(hit['type'])}</td>"
+        f"<td><span class='nowrap'>{score}</span><br><span class='muted'>{escape(matched)}</span></td><td>{text}</td>"
+        f"<td class='nowrap'>{escape(hit['lifecycle'])}</td>"
+        f"<td><span class='nowrap'>{escape(hit['path'])}</span>"
+        f"<br><span class='muted nowrap'>{_lines(hit)}</span></td></tr>"
     )
 
 

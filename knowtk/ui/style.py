@@ -7,6 +7,9 @@ each status is written out (FOUND, AMBIGUOUS, MISSING, REFUSED, ...).
 Text wraps between words: JupyterLab breaks an output's ``pre`` anywhere (``word-break: break-all``,
 so ``decision`` could end a line as ``deci``); these views set ``word-break: normal`` and break a
 token only when it alone is wider than its line (``overflow-wrap: anywhere``: a URL, a hash).
+Table cells are left-aligned, whatever JupyterLab says: its output tables right-align every cell with a
+selector of two classes, so the rule here names ``.knowtk`` twice to outweigh it. An id or a path sits in
+a ``.nowrap`` span (``dec-2026-021`` never breaks at its hyphens); a number in a ``td.num``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ _LINE = "var(--jp-border-color2,#e0e0e0)"
 STYLE = f"""<style>
 .knowtk{{color:{_FG};font-size:var(--jp-content-font-size1,14px)}}
 .knowtk table{{border-collapse:collapse;font-size:13px;margin:4px 0;color:{_FG};background:{_BG1}}}
-.knowtk th,.knowtk td{{border-bottom:1px solid {_LINE};padding:3px 6px;text-align:left;vertical-align:top;color:{_FG}}}
+.knowtk.knowtk th,.knowtk.knowtk td{{border-bottom:1px solid {_LINE};padding:3px 6px;text-align:left;vertical-align:top;
+  color:{_FG}}}
+.knowtk .nowrap{{white-space:nowrap}}
+.knowtk td.num{{text-align:right;white-space:nowrap}}
 .knowtk th{{background:{_BG2}}}
 .knowtk mark{{background:var(--jp-search-selected-match-background-color,#ffe100);
   color:var(--jp-search-selected-match-color,#000);padding:0 1px}}
