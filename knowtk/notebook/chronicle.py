@@ -1,7 +1,7 @@
 """The chronicle picture: a calendar day/week view, one column per calendar day in ``tz``, time of day downwards.
 
-Instants are points at their local time of day and date-only records bands in an "all day"
-strip at the top of their authored day. The x axis is a date axis of local calendar days: the
+Instants are points at their local time of day (the hour axis spans the whole hours that hold
+them) and date-only records bands in an "all day" strip at the top of their authored day. The x axis is a date axis of local calendar days: the
 column of day ``D`` spans ``[date2num(D), date2num(D + 1))`` with ``D`` the naive local date
 (wall-clock, like the y axis), so ``num2date(x).date()`` is the local date; the locator and
 formatter therefore work in UTC, not in ``tz``. A week fits a ~1000 px notebook column.
