@@ -730,6 +730,35 @@ def test_chronicle_hours_follow_the_items_padded_to_whole_hours() -> None:
     assert _hour_limits(early) == (0.0, 6.0)
 
 
+def test_chronicle_folds_a_long_empty_stretch_between_busy_hours() -> None:
+    """A week whose items sit after midnight and late in the evening: the night's hours between are drawn short
+    and named, the busy hours at full height, every item at its own time of day."""
+    frame = _frame(
+        [
+            _row("early", "2026-03-23T00:15:00+01:00", title="Overnight"),
+            _row("night", "2026-03-25T01:30:00+01:00", title="Night session"),
+            _row("late", "2026-03-27T23:00:00+01:00", title="Budget call"),
+        ]
+    )
+    ax = plot_chronicle(frame, tz=BERLIN)
+    bottom, top = ax.get_ylim()
+    assert (bottom, top) == (24.0, 0.0)  # the items span the whole day
+    assert sorted(y for _, y in _chronicle_points(ax)) == pytest.approx([0.25, 1.5, 23.0])
+    (note,) = [t for t in ax.texts if t.get_gid() == "fold"]
+    assert note.get_text() == "04:00–21:00: nothing (folded)"
+
+    def drawn(y: float) -> float:  # display pixels from the top of the axes
+        return float(ax.transData.transform((0.0, y))[1])
+
+    hour = abs(drawn(1.0) - drawn(2.0))
+    assert abs(drawn(4.0) - drawn(21.0)) < hour  # seventeen empty hours drawn shorter than one busy hour
+    assert abs(drawn(22.0) - drawn(23.0)) == pytest.approx(hour)  # busy hours at one scale
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert "04:00" in ticks and "21:00" in ticks and not any(f"{h:02d}:00" in ticks for h in range(5, 21))
+    # items close together are never folded apart
+    assert [t for t in plot_chronicle(week_frame(), tz=BERLIN).texts if t.get_gid() == "fold"] == []
+
+
 def test_chronicle_styles_and_labels() -> None:
     ax = plot_chronicle(week_frame(), tz=BERLIN)
     by_gid = {c.get_gid(): c for c in scatters(ax)}
