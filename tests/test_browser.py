@@ -436,7 +436,7 @@ def test_every_text_is_readable_in_the_theme(browser: Any, lab: dict[str, Any], 
 
         grep = widget(page, GREP_BOX)
         grep.locator(".knowtk-row .knowtk-pick").nth(1).click()  # a selected row, its why and record body
-        expect(grep.locator(".knowtk-inline pre")).to_be_visible()
+        expect(grep.locator(".knowtk-inline .md")).to_be_visible()
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         measure("grep", grep)  # with the clicked row still focused and under the pointer
         lookup = widget(page, LOOKUP_BOX)

@@ -50,7 +50,10 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     table = grep_table_html(data, query="columnar", selected="dec-2026-021")
     assert table.count("<tr class=") == 1
     assert "↳ replaces dec-2025-012 r1" in table and "[opening excerpt]" in table
-    assert "class='replacement selected'" in table and "<td><span class='nowrap'>—</span><br>" in table  # no score
+    assert (
+        "class='replacement selected'" in table
+        and "><span class='nowrap' style='white-space:nowrap'>—</span><br>" in table
+    )
     assert "decisions/dec-2026-021.md" in table and "L28–39" in table
     hits = grep_table_html(demo_store.grep("vector index").to_dict(), query="Vector INDEX")
     assert hits.count("<tr class=") == 5 and "<mark>vector</mark>" in hits and "<mark>index</mark>" in hits
@@ -65,13 +68,18 @@ def test_results_table_is_tidy_like_a_frame(demo_store: knowtk.Store) -> None:
     JupyterLab's right-aligning one)."""
     data = demo_store.grep("vector index").to_dict()
     table = grep_table_html(data, query="vector index")
+    one_line = "style='white-space:nowrap'"
     for hit in data["hits"]:
-        assert f"<span class='muted nowrap'>{hit['id']}</span>" in table
-        assert f"<span class='nowrap'>{hit['path']}</span>" in table
-        assert f"<span class='nowrap'>{hit['score']:.3f}</span>" in table
-    scores = re.findall(r"<span class='nowrap'>(-?\d+\.\d+)</span>", table)
+        assert f"<span class='muted nowrap' {one_line}>{hit['id']}</span>" in table
+        assert f"<span class='nowrap' {one_line}>{hit['path']}</span>" in table
+        assert f"<span class='nowrap' {one_line}>{hit['score']:.3f}</span>" in table
+    scores = re.findall(rf"<span class='nowrap' {one_line}>(-?\d+\.\d+)</span>", table)
     assert len(scores) == len(data["hits"]) and all(len(s.split(".")[1]) == 3 for s in scores)
-    assert not re.search(r"text-align:\s*right", table.split("</style>", 1)[1])  # no cell right-aligned
+    # the look is written on each cell too: a stored notebook opened before it runs keeps no <style>
+    cells = _Elements(table.split("</style>", 1)[1])
+    text_cells = [a for a in cells.named("td") + cells.named("th") if a.get("class") != "num"]
+    assert len(text_cells) == 7 * (len(data["hits"]) + 1) - len(data["hits"])  # all but the ranks
+    assert all("text-align:left" in (a.get("style") or "") for a in text_cells)
     rules = re.sub(r"\s+", " ", STYLE)
     assert re.search(r"\.knowtk\.knowtk th,\.knowtk\.knowtk td\{[^}]*text-align:left", rules)
 

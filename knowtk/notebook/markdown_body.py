@@ -23,6 +23,7 @@ from knowtk.ui.style import escape
 __all__ = ["body_html"]
 
 _LINK_REL = "noopener noreferrer nofollow"
+_WRAP = "white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere"
 
 
 def _words(env: dict[str, Any]) -> frozenset[str]:
@@ -41,7 +42,8 @@ def _code_block(_self: Any, tokens: Sequence[Token], idx: int, _options: Any, en
     token = tokens[idx]
     language = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else ""
     attrs = f" class='language-{escape(language)}'" if language else ""
-    return f"<pre><code{attrs}>{highlight(token.content, _words(env))}</code></pre>\n"
+    # the wrapping rule inline too: JupyterLab's output pre breaks anywhere, and a page that strips <style> keeps it
+    return f"<pre style='{_WRAP}'><code{attrs}>{highlight(token.content, _words(env))}</code></pre>\n"
 
 
 def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
