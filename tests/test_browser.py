@@ -498,7 +498,7 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
         grep = outputs.filter(has_text="GrepWidget · query 'search'")
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         # its table as tidy as a frame's: cells left-aligned (JupyterLab right-aligns), ids on one line
-        cells = grep.locator("table td")
+        cells = grep.locator("table.hits td")
         aligned = cells.evaluate_all(
             "cs => cs.filter(c => !c.classList.contains('num')).map(c => getComputedStyle(c).textAlign)"
         )

@@ -105,7 +105,7 @@ def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected:
     )
     rows = "".join(_hit_row(offset + i + 1, hit, words, selected) for i, hit in enumerate(hits))
     columns = "".join(f"<th{_CELL}>{c}</th>" for c in ("#", "title", "type", "score", "snippet", "lifecycle", "path"))
-    return wrap(f"{head}<table><thead><tr>{columns}</tr></thead><tbody>{rows}</tbody></table>")
+    return wrap(f"{head}<table class='hits'><thead><tr>{columns}</tr></thead><tbody>{rows}</tbody></table>")
 
 
 # -- prototyping: what changed between two answers of the same query ---------------------------------
