@@ -334,6 +334,11 @@ def test_grep_widget_enter_click_page_and_refuse(browser: Any, lab: dict[str, An
         below = rows.nth(1).evaluate("el => el.nextElementSibling.classList.contains('knowtk-inline')")
         assert below, "the record and its why are not directly under the clicked row"
         assert "knowtk-selected" in (rows.nth(1).get_attribute("class") or "")
+        # its body rendered from Markdown, wrapping between words (JupyterLab's pre breaks anywhere)
+        body = inline.locator(".md")
+        expect(body.locator("h2").first).to_be_visible()
+        assert body.evaluate("el => getComputedStyle(el).wordBreak") == "normal"
+        assert body.evaluate("el => getComputedStyle(el).overflowWrap") == "anywhere"
         shot(grep, "grep-2-row-clicked")
         # a click anywhere on a row selects it: here on its id, in the facts beside the title
         third = expected["hits"][2]
@@ -431,7 +436,7 @@ def test_every_text_is_readable_in_the_theme(browser: Any, lab: dict[str, Any], 
 
         grep = widget(page, GREP_BOX)
         grep.locator(".knowtk-row .knowtk-pick").nth(1).click()  # a selected row, its why and record body
-        expect(grep.locator(".knowtk-inline pre")).to_be_visible()
+        expect(grep.locator(".knowtk-inline .md")).to_be_visible()
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
         measure("grep", grep)  # with the clicked row still focused and under the pointer
         lookup = widget(page, LOOKUP_BOX)
@@ -492,6 +497,16 @@ def test_a_stored_notebook_shows_its_widgets_before_it_runs(browser: Any, lab: d
         expect(knowl).not_to_contain_text("not instructions")  # the agents' provenance line is not shown
         grep = outputs.filter(has_text="GrepWidget · query 'search'")
         expect(grep).to_contain_text("COVERAGE INCOMPLETE")
+        # its table as tidy as a frame's: cells left-aligned (JupyterLab right-aligns), ids on one line
+        cells = grep.locator("table.hits td")
+        aligned = cells.evaluate_all(
+            "cs => cs.filter(c => !c.classList.contains('num')).map(c => getComputedStyle(c).textAlign)"
+        )
+        assert aligned and set(aligned) == {"left"}, set(aligned)
+        ids = grep.locator("td.title .nowrap")
+        assert ids.count() > 0 and set(ids.evaluate_all("es => es.map(e => getComputedStyle(e).whiteSpace)")) == {
+            "nowrap"
+        }
         expect(outputs.filter(has_text="LookupWidget · 'dec-2025-012'")).to_contain_text("dec-2026-021")
         shot(knowl, "stored-1-knowl-before-running")
     finally:

@@ -687,13 +687,76 @@ def test_chronicle_date_only_rows_are_full_day_bands_in_the_all_day_strip() -> N
     assert set(bands) == DATE_ONLY_IDS
     for rid, day in (("dec-014", "2026-03-24"), ("clm-budget", "2026-03-27"), ("due-0327", "2026-03-27")):
         band = bands[rid]
-        assert band.get_y() + band.get_height() < 0  # above 00:00: the all-day strip
+        first_hour = min(y for _, y in _chronicle_points(ax))
+        assert band.get_y() + band.get_height() < int(first_hour)  # above the first hour drawn: the all-day strip
         assert band.get_width() >= 0.9
         assert day_num(day) <= band.get_x() < band.get_x() + band.get_width() <= day_num(day) + 1
         assert band.get_x() + band.get_width() / 2 == pytest.approx(day_num(day) + 0.5)
     assert bands["clm-budget"].get_hatch() and not bands["due-0327"].get_hatch()
     assert bands["clm-budget"].get_y() != bands["due-0327"].get_y()  # stacked, not overlapping
     assert "all day" in ytick_texts(ax)
+
+
+def _hour_limits(ax: Axes) -> tuple[float, float]:
+    """The first and the last hour the chronicle draws (its y axis grows downwards, the all-day strip above)."""
+    bottom, top = ax.get_ylim()
+    assert bottom > top  # inverted: time of day downwards
+    hours = ax.yaxis.get_minor_locator().tick_values(top, bottom)  # a thin line at every hour drawn
+    assert list(hours) == list(range(int(min(hours)), int(bottom) + 1))
+    return float(min(hours)), bottom
+
+
+def test_chronicle_hours_follow_the_items_padded_to_whole_hours() -> None:
+    week = plot_chronicle(week_frame(), tz=BERLIN)
+    points = _chronicle_points(week)
+    first, last = _hour_limits(week)
+    assert first == int(min(y for _, y in points)) and last == int(max(y for _, y in points)) + 1
+    assert last - first < 24  # not the whole day
+    assert all(first <= y <= last for _, y in points)  # every item within the hours drawn
+    bottom, top = week.get_ylim()
+    for label in week.texts:  # every label too (annotations are texts of the axes)
+        assert top <= label.get_position()[1] <= bottom
+    # a single item: the minimum span around it, labels every hour, legible
+    one = plot_chronicle(_frame([_row("one", "2026-03-24T10:20:00+01:00", title="Alone")]), tz=BERLIN)
+    ((_, y),) = _chronicle_points(one)
+    first, last = _hour_limits(one)
+    assert last - first == 6 and first <= y <= last and first < y - 1 and y + 1 < last
+    assert [t.get_text() for t in one.get_yticklabels()] == [f"{h:02d}:00" for h in range(int(first), int(last) + 1)]
+    assert all(t.get_fontsize() >= 8 for t in one.get_yticklabels())
+    # near midnight the span stays inside the day
+    late = plot_chronicle(_frame([_row("late", "2026-03-24T23:40:00+01:00", title="Late")]), tz=BERLIN)
+    assert _hour_limits(late) == (18.0, 24.0)
+    early = plot_chronicle(_frame([_row("early", "2026-03-24T00:10:00+01:00", title="Early")]), tz=BERLIN)
+    assert _hour_limits(early) == (0.0, 6.0)
+
+
+def test_chronicle_folds_a_long_empty_stretch_between_busy_hours() -> None:
+    """A week whose items sit after midnight and late in the evening: the night's hours between are drawn short
+    and named, the busy hours at full height, every item at its own time of day."""
+    frame = _frame(
+        [
+            _row("early", "2026-03-23T00:15:00+01:00", title="Overnight"),
+            _row("night", "2026-03-25T01:30:00+01:00", title="Night session"),
+            _row("late", "2026-03-27T23:00:00+01:00", title="Budget call"),
+        ]
+    )
+    ax = plot_chronicle(frame, tz=BERLIN)
+    bottom, top = ax.get_ylim()
+    assert (bottom, top) == (24.0, 0.0)  # the items span the whole day
+    assert sorted(y for _, y in _chronicle_points(ax)) == pytest.approx([0.25, 1.5, 23.0])
+    (note,) = [t for t in ax.texts if t.get_gid() == "fold"]
+    assert note.get_text() == "04:00–21:00: nothing (folded)"
+
+    def drawn(y: float) -> float:  # display pixels from the top of the axes
+        return float(ax.transData.transform((0.0, y))[1])
+
+    hour = abs(drawn(1.0) - drawn(2.0))
+    assert abs(drawn(4.0) - drawn(21.0)) < hour  # seventeen empty hours drawn shorter than one busy hour
+    assert abs(drawn(22.0) - drawn(23.0)) == pytest.approx(hour)  # busy hours at one scale
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert "04:00" in ticks and "21:00" in ticks and not any(f"{h:02d}:00" in ticks for h in range(5, 21))
+    # items close together are never folded apart
+    assert [t for t in plot_chronicle(week_frame(), tz=BERLIN).texts if t.get_gid() == "fold"] == []
 
 
 def test_chronicle_styles_and_labels() -> None:

@@ -6,8 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from typing import Any
 
 import pandas as pd
@@ -20,7 +22,7 @@ from knowtk.notebook.lookup import LookupWidget, lookup_html
 from knowtk.notebook.panes import issues_html
 from knowtk.notebook.text import highlight, query_words
 from knowtk.query.chains import chain_edges
-from knowtk.ui.style import escape
+from knowtk.ui.style import STYLE, escape
 from tests.helpers import StoreBuilder
 
 
@@ -48,7 +50,10 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     table = grep_table_html(data, query="columnar", selected="dec-2026-021")
     assert table.count("<tr class=") == 1
     assert "↳ replaces dec-2025-012 r1" in table and "[opening excerpt]" in table
-    assert "class='replacement selected'" in table and "<td>—<br>" in table  # no score for a replacement
+    assert (
+        "class='replacement selected'" in table
+        and "><span class='nowrap' style='white-space:nowrap'>—</span><br>" in table
+    )
     assert "decisions/dec-2026-021.md" in table and "L28–39" in table
     hits = grep_table_html(demo_store.grep("vector index").to_dict(), query="Vector INDEX")
     assert hits.count("<tr class=") == 5 and "<mark>vector</mark>" in hits and "<mark>index</mark>" in hits
@@ -57,6 +62,27 @@ def test_results_table_marks_replacements_and_the_selected_row(demo_store: knowt
     assert "INDEX UNAVAILABLE" in grep_table_html(down) and "disk I/O error" in grep_table_html(down)
     empty = demo_store.grep("qwertyuiop").to_dict()
     assert "no hits" in grep_table_html(empty) and f"why: {escape(empty['why'])}" in grep_table_html(empty)
+
+
+def test_results_table_is_tidy_like_a_frame(demo_store: knowtk.Store) -> None:
+    """Ids and paths on one line, scores to three decimals, text cells left-aligned (the style's rule outweighs
+    JupyterLab's right-aligning one)."""
+    data = demo_store.grep("vector index").to_dict()
+    table = grep_table_html(data, query="vector index")
+    one_line = "style='white-space:nowrap'"
+    for hit in data["hits"]:
+        assert f"<span class='muted nowrap' {one_line}>{hit['id']}</span>" in table
+        assert f"<span class='nowrap' {one_line}>{hit['path']}</span>" in table
+        assert f"<span class='nowrap' {one_line}>{hit['score']:.3f}</span>" in table
+    scores = re.findall(rf"<span class='nowrap' {one_line}>(-?\d+\.\d+)</span>", table)
+    assert len(scores) == len(data["hits"]) and all(len(s.split(".")[1]) == 3 for s in scores)
+    # the look is written on each cell too: a stored notebook opened before it runs keeps no <style>
+    cells = _Elements(table.split("</style>", 1)[1])
+    text_cells = [a for a in cells.named("td") + cells.named("th") if a.get("class") != "num"]
+    assert len(text_cells) == 7 * (len(data["hits"]) + 1) - len(data["hits"])  # all but the ranks
+    assert all("text-align:left" in (a.get("style") or "") for a in text_cells)
+    rules = re.sub(r"\s+", " ", STYLE)
+    assert re.search(r"\.knowtk\.knowtk th,\.knowtk\.knowtk td\{[^}]*text-align:left", rules)
 
 
 def test_issues_are_listed_every_one(demo_store: knowtk.Store) -> None:
@@ -268,6 +294,82 @@ def test_static_html_rides_along_in_the_mime_bundle(demo_store: knowtk.Store) ->
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "GrepWidget" in bundle["text/html"] and "↳ replaces dec-2025-012" in bundle["text/html"]
     assert repr(w).startswith("<GrepWidget 'columnar': knowledge_grep: 1 of 1")
+
+
+class _Elements(HTMLParser):
+    """The start tags of an HTML fragment with their attributes, and its text: what a browser would build."""
+
+    def __init__(self, fragment: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(fragment)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def named(self, tag: str) -> list[dict[str, str | None]]:
+        return [attrs for name, attrs in self.tags if name == tag]
+
+
+HOSTILE_BODY = """# Sampling plan
+
+The sampling plan in three steps:
+
+- draw a sample
+- weigh the sample
+
+Run `sample --seed 7` first:
+
+```python
+print("sample" < "z")
+```
+
+Read [the sampling guide](https://example.org/guide) and [this](javascript:alert(1)).
+
+<script>alert("sample")</script> <img src=x onerror=alert(1)> ![chart](https://tracker.example/pixel.png)
+
+averylongtokenwithoutanyspaceaverylongtokenwithoutanyspaceaverylongtokenwithoutanyspace
+"""
+
+
+def test_a_record_body_is_rendered_markdown_with_raw_html_inert(builder: StoreBuilder) -> None:
+    builder.page("plan", "Sampling plan", HOSTILE_BODY)
+    w = GrepWidget(builder.open(), "sample")
+    assert w.select.value == "plan"
+    pane = _Elements(w.detail.value)
+    assert [a.get("class") for a in pane.named("div")][-1] == "md"  # the body, rendered
+    assert pane.named("h1") and len(pane.named("li")) == 2 and pane.named("ul")  # heading and list
+    assert pane.named("pre") and "language-python" in [a.get("class") for a in pane.named("code")]  # code block
+    assert "<code><mark>sample</mark> --seed 7</code>" in w.detail.value  # inline code, the query word marked
+    assert "<li>draw a <mark>sample</mark></li>" in w.detail.value  # marks inside the rendered text nodes
+    links = pane.named("a")
+    assert [a["href"] for a in links] == ["https://example.org/guide"]  # javascript: is not a link
+    assert links[0]["rel"] == "noopener noreferrer nofollow" and links[0]["target"] == "_blank"
+    # raw HTML in the source is text, never an element; the image is not fetched
+    assert not pane.named("script") and not pane.named("img")
+    assert not any(k.startswith("on") for _, attrs in pane.tags for k in attrs)
+    text = "".join(pane.text)
+    assert '<script>alert("sample")</script>' in text and "<img src=x onerror=alert(1)>" in text
+    assert "[image: chart]" in text and "[this](javascript:alert(1))" in text
+    # the citations the pane shows are kept, beside the rendered body
+    assert (
+        "cite this hit: <code>plan r1 · plan.md L" in w.detail.value and "whole record: <code>plan r1" in w.detail.value
+    )
+    # lookup shows the same pane
+    found = LookupWidget(builder.open(), "plan")
+    assert found.status == "found" and "<h1>Sampling plan</h1>" in found.detail.value
+
+
+def test_record_bodies_wrap_between_words() -> None:
+    """JupyterLab's output ``pre`` breaks anywhere (word-break: break-all): the body is no ``pre``, and the
+    style sheet breaks only a token wider than its line."""
+    rules = re.sub(r"\s+", " ", STYLE)
+    assert re.search(r"\.knowtk \.md\{\{?[^}]*word-break:normal;overflow-wrap:anywhere", rules)
+    assert re.search(r"div\.knowtk pre\{[^}]*word-break:normal;overflow-wrap:anywhere", rules)
 
 
 # ---------------------------------------------------------------------------

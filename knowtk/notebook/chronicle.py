@@ -1,10 +1,13 @@
 """The chronicle picture: a calendar day/week view, one column per calendar day in ``tz``, time of day downwards.
 
 Instants are points at their local time of day and date-only records bands in an "all day"
-strip at the top of their authored day. The x axis is a date axis of local calendar days: the
-column of day ``D`` spans ``[date2num(D), date2num(D + 1))`` with ``D`` the naive local date
-(wall-clock, like the y axis), so ``num2date(x).date()`` is the local date; the locator and
-formatter therefore work in UTC, not in ``tz``. A week fits a ~1000 px notebook column.
+strip at the top of their authored day. The hour axis spans the whole hours that hold the
+instants (six at least), and a long empty stretch between two busy ones (a night between an
+evening and a morning) is folded: drawn short and named, through a piecewise-linear y scale, so
+the data stay in hours. The x axis is a date axis of local calendar days: the column of day
+``D`` spans ``[date2num(D), date2num(D + 1))`` with ``D`` the naive local date (wall-clock, like
+the y axis), so ``num2date(x).date()`` is the local date; the locator and formatter therefore
+work in UTC, not in ``tz``. A week fits a ~1000 px notebook column.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 import matplotlib.dates as mdates
+import numpy as np
 import pandas as pd
 from matplotlib import colors as mcolors
 from matplotlib.axes import Axes
@@ -100,6 +104,11 @@ def _day_of(x: float, first: date, day0: float) -> date:
 _SLOT_H = 1.25  # one all-day band, in hours of the y axis
 _STRIP_GAP = 0.5  # between the all-day strip and 00:00
 _MAX_SLOTS = 4  # all-day bands stacked in one day before "+N more"
+_MIN_HOURS = 6  # the shortest hour span drawn: one item still has room for its label around it
+_NO_INSTANTS = (8, 8 + _MIN_HOURS)  # the hours under an all-day strip when nothing has a time of day
+_FOLD_MARGIN = 2  # hours kept drawn on each side of an item's hour: room for its label
+_MIN_FOLD = 4  # an empty stretch of at least these many hours is folded
+_FOLD_H = 0.8  # how tall a folded stretch is drawn, in hours of the axis
 _FONT = MIN_FONT
 _CHAR_IN = CHAR_WIDTH_EM * _FONT / 72.0  # one average character, in inches
 _PALETTE = {
@@ -127,19 +136,27 @@ class _Calendar:
     instants: list[Instant]
     with_label: set[int]  # id() of the rows that get a label
     slots: int  # rows of the all-day strip
+    hour_lo: int  # the first hour drawn (whole hours that hold the instants, _MIN_HOURS at least)
+    hour_hi: int  # the hour the axis ends at
     # sizes that depend on the axes, set by fit()
     col_in: float = 0.0
     band_chars: int = 0
     label_chars: int = 0
     line_h: float = 0.0  # one text line, in hours
+    folds: tuple[tuple[int, int], ...] = ()  # empty stretches of hours drawn short (between two busy stretches)
+
+    @property
+    def drawn_hours(self) -> float:
+        """The hours the axis shows, folded stretches counted at their drawn height."""
+        return self.hour_hi - self.hour_lo - sum(b - a - _FOLD_H for a, b in self.folds)
 
     @property
     def strip_top(self) -> float:
-        return -(_STRIP_GAP + self.slots * _SLOT_H) if self.slots else 0.0
+        return self.hour_lo - (_STRIP_GAP + self.slots * _SLOT_H) if self.slots else float(self.hour_lo)
 
     @property
     def y_lo(self) -> float:
-        return self.strip_top if self.slots else 0.0
+        return self.strip_top if self.slots else float(self.hour_lo)
 
     @property
     def width(self) -> float:
@@ -164,8 +181,47 @@ class _Calendar:
         self.label_chars = max(int(self.col_in * 0.8 / _CHAR_IN) - 1, 0)
         if self.label_chars < 6:
             self.with_label = set()
-        hours_per_in = (24.0 - self.y_lo + 0.3) / axes_h
+        hours_per_in = (self.drawn_hours + self.hour_lo - self.y_lo + 0.3) / axes_h
         self.line_h = _FONT * 1.2 / 72.0 * hours_per_in
+
+
+def hour_span(hours: list[float]) -> tuple[int, int]:
+    """The whole hours that hold ``hours`` (each within 0–24), widened evenly to ``_MIN_HOURS`` inside the day."""
+    if not hours:
+        return _NO_INSTANTS
+    lo, hi = int(min(hours)), min(int(max(hours)) + 1, 24)
+    if hi - lo < _MIN_HOURS:
+        lo = max(0, lo - (_MIN_HOURS - (hi - lo)) // 2)
+        hi = min(24, lo + _MIN_HOURS)
+        lo = hi - _MIN_HOURS
+    return lo, hi
+
+
+def empty_stretches(hours: list[float], span: tuple[int, int]) -> tuple[tuple[int, int], ...]:
+    """The stretches of ``span`` at least ``_MIN_FOLD`` hours long that hold no item nor the room of its label
+    (``_FOLD_MARGIN`` hours on each side of its hour): a night between an evening and a morning."""
+    lo, hi = span
+    busy = sorted((max(lo, int(h) - _FOLD_MARGIN), min(hi, int(h) + 1 + _FOLD_MARGIN)) for h in hours)
+    stretches, reach = [], lo
+    for start, end in busy:
+        if start - reach >= _MIN_FOLD:
+            stretches.append((reach, start))
+        reach = max(reach, end)
+    return tuple(stretches)
+
+
+def _fold(ax: Axes, folds: tuple[tuple[int, int], ...]) -> None:
+    """Draw each folded stretch ``_FOLD_H`` tall: a piecewise-linear y scale, so data stay in hours."""
+    if not folds:
+        return
+    data, drawn, saved = [-1000.0], [-1000.0], 0.0
+    for a, b in folds:
+        data += [float(a), float(b)]
+        drawn += [a - saved, a - saved + _FOLD_H]
+        saved += b - a - _FOLD_H
+    data.append(1000.0)
+    drawn.append(1000.0 - saved)
+    ax.set_yscale("function", functions=(lambda y: np.interp(y, data, drawn), lambda y: np.interp(y, drawn, data)))
 
 
 def _lay_out(rows: list[DatedRow], zone: tzinfo, max_labels: int) -> _Calendar:
@@ -189,6 +245,7 @@ def _lay_out(rows: list[DatedRow], zone: tzinfo, max_labels: int) -> _Calendar:
             instants.append((row, col, hours))
     # past the label limit, the first max_labels rows in time are labelled and the title says how many are not
     with_label = {id(r) for r in sorted(rows, key=_in_time_order)[:max_labels]}
+    hour_lo, hour_hi = hour_span([hours for _, _, hours in instants])
     return _Calendar(
         first=first,
         n_days=(last - first).days + 1,
@@ -197,6 +254,9 @@ def _lay_out(rows: list[DatedRow], zone: tzinfo, max_labels: int) -> _Calendar:
         instants=instants,
         with_label=with_label,
         slots=min(max((len(v) for v in bands.values()), default=0), _MAX_SLOTS),
+        hour_lo=hour_lo,
+        hour_hi=hour_hi,
+        folds=empty_stretches([hours for _, _, hours in instants], (hour_lo, hour_hi)),
     )
 
 
@@ -212,8 +272,22 @@ def _draw_days(ax: Axes, cal: _Calendar) -> None:
         for col in range(cal.n_days + 1):
             ax.axvline(cal.day0 + col, color="#dddddd", linewidth=0.8, zorder=0.5)
     if cal.slots:
-        ax.axhspan(cal.strip_top, -_STRIP_GAP / 2.0, color="#eef3fa", zorder=0.2, linewidth=0)
-        ax.axhline(-_STRIP_GAP / 4.0, color="#999999", linewidth=0.8, zorder=0.6)
+        ax.axhspan(cal.strip_top, cal.hour_lo - _STRIP_GAP / 2.0, color="#eef3fa", zorder=0.2, linewidth=0)
+        ax.axhline(cal.hour_lo - _STRIP_GAP / 4.0, color="#999999", linewidth=0.8, zorder=0.6)
+    for a, b in cal.folds:  # said in words: the hours between are not drawn to scale
+        ax.axhspan(a, b, facecolor="#f7f7f7", edgecolor="#cccccc", hatch="//", linewidth=0, zorder=0.7)
+        ax.text(
+            cal.day0 + cal.n_days / 2.0,
+            (a + b) / 2.0,
+            f"{a:02d}:00–{b:02d}:00: nothing (folded)",
+            ha="center",
+            va="center",
+            fontsize=_FONT,
+            color="#555555",
+            zorder=3,
+            gid="fold",
+            bbox=_LABEL_BOX,
+        )
 
 
 def _draw_bands(ax: Axes, cal: _Calendar) -> None:
@@ -310,12 +384,14 @@ def _draw_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], many: bool)
 _LABEL_LINES = 3  # an instant's label: its time and title over up to three lines of its day's column
 
 
-def _stack(wanted: list[float], half: list[float]) -> list[float]:
-    """Label centres as near their points as can be: each below the one before, pushed back up from 24:00."""
+def _stack(wanted: list[float], half: list[float], span: tuple[int, int]) -> list[float]:
+    """Label centres as near their points as can be: each below the one before, within the hours drawn (pushed
+    back up from the last)."""
+    top, bottom = span
     ys: list[float] = []
     for k, y in enumerate(wanted):
-        ys.append(max(y, ys[-1] + half[k - 1] + half[k]) if ys else max(y, half[k]))  # never above 00:00
-    overflow = ys[-1] + half[-1] - 24.0 if ys else 0.0
+        ys.append(max(y, ys[-1] + half[k - 1] + half[k]) if ys else max(y, top + half[k]))  # never above the first
+    overflow = ys[-1] + half[-1] - bottom if ys else 0.0
     if overflow > 0:
         ys = [y - overflow for y in ys]
         for k in range(len(ys) - 2, -1, -1):
@@ -337,7 +413,7 @@ def _label_instants(ax: Axes, cal: _Calendar, x_of: dict[int, float], zone: tzin
             local = cal.instants[j][0].start.tz_convert(zone)
             texts.append(wrap_text(f"{local:%H:%M} {cal.instants[j][0].label}", cal.label_chars, _LABEL_LINES))
         half = [(t.count("\n") + 1) * cal.line_h / 2.0 + 0.1 * cal.line_h for t in texts]
-        ys = _stack([cal.instants[j][2] for j in members], half)
+        ys = _stack([cal.instants[j][2] for j in members], half, (cal.hour_lo, cal.hour_hi))
         for j, y, text in zip(members, ys, texts, strict=True):
             _annotate(ax, cal.instants[j], (x_of[j], text_x, y), text)
 
@@ -385,14 +461,21 @@ def _day_axis(ax: Axes, cal: _Calendar, zone: tzinfo) -> None:
 
 
 def _hour_axis(ax: Axes, cal: _Calendar, zone: tzinfo) -> None:
-    """Local time of day downwards, every three hours named, and "all day" beside the strip."""
-    y_ticks: list[float] = [float(h) for h in range(0, 25, 3)]
-    y_labels = [f"{h:02d}:00" for h in range(0, 25, 3)]
+    """Local time of day downwards over the hours drawn, every hour named in a short span (up to every three in
+    a long one), and "all day" beside the strip."""
+    step = 1 if cal.drawn_hours <= 8 else 2 if cal.drawn_hours <= 16 else 3
+
+    def shown(h: int) -> bool:  # not inside a folded stretch, where the hours are drawn on top of each other
+        return not any(a < h < b for a, b in cal.folds)
+
+    named = [h for h in range(cal.hour_lo, cal.hour_hi + 1, step) if shown(h)]  # from the first hour drawn
+    y_ticks: list[float] = [float(h) for h in named]
+    y_labels = [f"{h:02d}:00" for h in named]
     if cal.slots:
-        y_ticks.insert(0, (cal.strip_top - _STRIP_GAP / 2.0) / 2.0)
+        y_ticks.insert(0, (cal.strip_top + cal.hour_lo - _STRIP_GAP / 2.0) / 2.0)
         y_labels.insert(0, "all day")
     ax.set_yticks(y_ticks, y_labels, fontsize=MIN_FONT)
-    ax.set_yticks([float(h) for h in range(25)], minor=True)
+    ax.set_yticks([float(h) for h in range(cal.hour_lo, cal.hour_hi + 1) if shown(h)], minor=True)
     ax.grid(axis="y", which="major", color="#e6e6e6", zorder=0)
     ax.grid(axis="y", which="minor", color="#f4f4f4", zorder=0)
     ax.set_axisbelow(True)
@@ -425,9 +508,10 @@ def plot_chronicle(
     """Draw a calendar day/week view: one column per calendar day in ``tz``, time of day downwards.
 
     Instants sit at their local time of day (so 15:00+01:00 before a DST change and 15:00+02:00
-    after it are both at 15:00); date-only rows are bands in an "all day" strip at the top of
-    their authored day (at most 4 stacked, then "+N more"). Days whose UTC offset changes are
-    marked in the tick label. Returns the Axes.
+    after it are both at 15:00); the hour axis spans the whole hours that hold them (six at least,
+    08:00–14:00 when none has a time of day), not an empty 24-hour grid; date-only rows are bands
+    in an "all day" strip at the top of their authored day (at most 4 stacked, then "+N more").
+    Days whose UTC offset changes are marked in the tick label. Returns the Axes.
     """
     zone = time_zone(tz)
     max_labels = count_argument("max_labels", max_labels)
@@ -441,6 +525,7 @@ def plot_chronicle(
     cal = _lay_out(rows, zone, max_labels)
     ax, created = new_axes(ax, cal.width, cal.height)
     ax.xaxis_date(UTC)  # before drawing, so the axis keeps our locator and formatter
+    _fold(ax, cal.folds)
     # a new figure is laid out by constrained layout later: estimate the axes from its margins
     axes_w, axes_h = (cal.width - 1.0, cal.height - 1.5) if created else axes_inches(ax)
     cal.fit(axes_w, axes_h)
@@ -453,7 +538,7 @@ def plot_chronicle(
         _label_instants(ax, cal, x_of, zone)
 
     ax.set_xlim(cal.day0, cal.day0 + cal.n_days)
-    ax.set_ylim(24.0, cal.y_lo)
+    ax.set_ylim(float(cal.hour_hi), cal.y_lo)
     _day_axis(ax, cal, zone)
     _hour_axis(ax, cal, zone)
     set_title(ax, main_title, _notes(cal, len(rows), skipped, zone), axes_w + 1.0)

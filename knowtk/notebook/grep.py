@@ -30,6 +30,14 @@ __all__ = ["GrepWidget", "diff_answers", "diff_frame", "diff_html", "grep_table_
 
 # -- the results table ------------------------------------------------------------------------------
 
+# The table is the widget's static copy, shown where a page strips <style> (a stored notebook opened in
+# JupyterLab before it runs is untrusted: its sanitizer keeps style attributes only), so its tidy look is
+# written on each cell too: text left-aligned (JupyterLab right-aligns table cells), ids and paths on one line.
+_CELL = " style='text-align:left;vertical-align:top'"
+_NUM = " class='num' style='text-align:right;vertical-align:top;white-space:nowrap'"
+_ONE_LINE = " style='text-align:left;vertical-align:top;white-space:nowrap'"
+_NOWRAP = " style='white-space:nowrap'"
+
 
 def _lines(hit: dict[str, Any]) -> str:
     snip, cite = hit.get("snippet") or {}, hit.get("citation") or {}
@@ -42,7 +50,9 @@ def _lines(hit: dict[str, Any]) -> str:
 def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: str | None) -> str:
     via = hit.get("via")
     classes = " ".join(c for c in ("replacement" if via else "", "selected" if hit["id"] == selected else "") if c)
-    title = f"<b>{escape(hit['title'] or hit['id'])}</b><br><span class='muted'>{escape(hit['id'])}</span>"
+    title = (
+        f"<b>{escape(hit['title'] or hit['id'])}</b><br><span class='muted nowrap'{_NOWRAP}>{escape(hit['id'])}</span>"
+    )
     if via:
         title += (
             f"<div class='via'>↳ replaces {escape(via['id'])} r{escape(via['revision'])} “{escape(via['title'])}”, "
@@ -58,10 +68,12 @@ def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: st
         text = f"<span class='muted'>[opening excerpt]</span> {text}"
     full = escape(hit["title"] or hit["id"])
     return (
-        f"<tr class='{classes}'><td>{rank}</td><td class='title' title='{full}'>{title}</td>"
-        f"<td>{escape(hit['type'])}</td><td>{score}<br><span class='muted'>{escape(matched)}</span></td><td>{text}</td>"
-        f"<td>{escape(hit['lifecycle'])}</td>"
-        f"<td>{escape(hit['path'])}<br><span class='muted'>{_lines(hit)}</span></td></tr>"
+        f"<tr class='{classes}'><td{_NUM}>{rank}</td><td class='title' title='{full}'{_CELL}>{title}</td>"
+        f"<td{_ONE_LINE}>{escape(hit['type'])}</td>"
+        f"<td{_CELL}><span class='nowrap'{_NOWRAP}>{score}</span><br><span class='muted'>{escape(matched)}</span></td>"
+        f"<td{_CELL}>{text}</td><td{_ONE_LINE}>{escape(hit['lifecycle'])}</td>"
+        f"<td{_CELL}><span class='nowrap'{_NOWRAP}>{escape(hit['path'])}</span>"
+        f"<br><span class='muted nowrap'{_NOWRAP}>{_lines(hit)}</span></td></tr>"
     )
 
 
@@ -93,8 +105,8 @@ def grep_table_html(data: dict[str, Any], *, query: str | None = None, selected:
         f"<span class='muted'>snapshot {escape(data['snapshot'])}{_left_out(data)}</span></p>"
     )
     rows = "".join(_hit_row(offset + i + 1, hit, words, selected) for i, hit in enumerate(hits))
-    columns = "".join(f"<th>{c}</th>" for c in ("#", "title", "type", "score", "snippet", "lifecycle", "path"))
-    return wrap(f"{head}<table><thead><tr>{columns}</tr></thead><tbody>{rows}</tbody></table>")
+    columns = "".join(f"<th{_CELL}>{c}</th>" for c in ("#", "title", "type", "score", "snippet", "lifecycle", "path"))
+    return wrap(f"{head}<table class='hits'><thead><tr>{columns}</tr></thead><tbody>{rows}</tbody></table>")
 
 
 # -- prototyping: what changed between two answers of the same query ---------------------------------

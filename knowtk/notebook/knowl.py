@@ -21,6 +21,7 @@ import pandas as pd
 
 from knowtk.errors import KnowtkError
 from knowtk.notebook.base import text_control
+from knowtk.notebook.markdown_body import body_html
 from knowtk.query.tools.knowl import STATUSES
 from knowtk.results import Result
 from knowtk.store import Store
@@ -310,7 +311,7 @@ def detail_html(data: dict[str, Any]) -> str:
         f"<p>status {escape(item['status'])} · category {escape(item['category'])}"
         + (f" · owned by <b>{escape(owner)}</b> (read-only here)" if owner else "")
         + "</p>",
-        f"<pre>{escape(item['content'])}</pre>",
+        body_html(item["content"] or ""),  # the record's Markdown, rendered safe
     ]
     if item.get("reasoning"):
         parts.append(f"<p><b>reasoning</b>: {escape(item['reasoning'])}</p>")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowtk.notebook.text import citation_text, highlight
+from knowtk.notebook.markdown_body import body_html
+from knowtk.notebook.text import citation_text
 from knowtk.ui.style import escape, wrap
 
 __all__ = ["explain_html", "hint_html", "issues_html", "record_html"]
@@ -41,7 +42,8 @@ def _issues_table(issues: list[dict[str, Any]]) -> str:
 
 
 def record_html(data: dict[str, Any], *, hit: dict[str, Any] | None = None, query: str | None = None) -> str:
-    """A knowledge_record dict as a detail pane: the record whole, its citation(s), query words highlighted."""
+    """A knowledge_record dict as a detail pane: the record whole (its body rendered from Markdown), its citation(s),
+    query words highlighted."""
     record = data.get("record")
     if record is None:
         reason = data.get("reason") or {}
@@ -70,7 +72,7 @@ def record_html(data: dict[str, Any], *, hit: dict[str, Any] | None = None, quer
     if record.get("derived"):  # what knowtk inferred, apart from what the person wrote
         derived = escape(", ".join(record["derived"]))
         parts.append(f"<p class='muted derived'>derived by the {escape(record['profile'])} profile: {derived}</p>")
-    parts.append(f"<pre>{highlight(record.get('body') or '', query)}</pre>")
+    parts.append(body_html(record.get("body") or "", query))  # Markdown rendered safe, the query's words marked
     return wrap("".join(parts))
 
 

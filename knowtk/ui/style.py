@@ -4,6 +4,12 @@ Every colour is a ``--jp-*`` CSS variable (with a light fallback for pages that 
 JupyterLab: GitHub, nbviewer), so the light, dark and high-contrast themes all render text in
 the theme's own foreground on the theme's own backgrounds. Meaning never rests on colour alone:
 each status is written out (FOUND, AMBIGUOUS, MISSING, REFUSED, ...).
+Text wraps between words: JupyterLab breaks an output's ``pre`` anywhere (``word-break: break-all``,
+so ``decision`` could end a line as ``deci``); these views set ``word-break: normal`` and break a
+token only when it alone is wider than its line (``overflow-wrap: anywhere``: a URL, a hash).
+Table cells are left-aligned, whatever JupyterLab says: its output tables right-align every cell with a
+selector of two classes, so the rule here names ``.knowtk`` twice to outweigh it. An id or a path sits in
+a ``.nowrap`` span (``dec-2026-021`` never breaks at its hyphens); a number in a ``td.num``.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ _LINE = "var(--jp-border-color2,#e0e0e0)"
 STYLE = f"""<style>
 .knowtk{{color:{_FG};font-size:var(--jp-content-font-size1,14px)}}
 .knowtk table{{border-collapse:collapse;font-size:13px;margin:4px 0;color:{_FG};background:{_BG1}}}
-.knowtk th,.knowtk td{{border-bottom:1px solid {_LINE};padding:3px 6px;text-align:left;vertical-align:top;color:{_FG}}}
+.knowtk.knowtk th,.knowtk.knowtk td{{border-bottom:1px solid {_LINE};padding:3px 6px;text-align:left;vertical-align:top;
+  color:{_FG}}}
+.knowtk .nowrap{{white-space:nowrap}}
+.knowtk td.num{{text-align:right;white-space:nowrap}}
 .knowtk th{{background:{_BG2}}}
 .knowtk mark{{background:var(--jp-search-selected-match-background-color,#ffe100);
   color:var(--jp-search-selected-match-color,#000);padding:0 1px}}
@@ -39,6 +48,15 @@ STYLE = f"""<style>
 .knowtk summary{{cursor:pointer}}
 .knowtk pre{{white-space:pre-wrap;max-height:32em;overflow:auto;font-size:13px;
   background:{_BG2};color:{_FG};padding:6px}}
+div.knowtk pre{{word-break:normal;overflow-wrap:anywhere}}
+.knowtk .md{{word-break:normal;overflow-wrap:anywhere;white-space:normal;max-height:40em;overflow:auto;
+  line-height:1.45}}
+.knowtk .md h1,.knowtk .md h2,.knowtk .md h3,.knowtk .md h4,.knowtk .md h5,.knowtk .md h6{{margin:8px 0 4px 0;
+  line-height:1.25}}
+.knowtk .md h1{{font-size:1.25em}} .knowtk .md h2{{font-size:1.15em}} .knowtk .md h3{{font-size:1.05em}}
+.knowtk .md h4,.knowtk .md h5,.knowtk .md h6{{font-size:1em}}
+.knowtk .md p,.knowtk .md ul,.knowtk .md ol,.knowtk .md blockquote{{margin:4px 0}}
+.knowtk .md blockquote{{border-left:3px solid {_LINE};padding-left:8px;color:{_MUTED}}}
 .knowtk code{{background:{_BG2};color:{_FG}}}
 .knowtk a{{color:var(--jp-content-link-color,#1976d2)}}
 .knowtk dl{{margin:4px 0}} .knowtk dt{{font-weight:bold;margin-top:4px}} .knowtk dd{{margin-left:1.5em}}
