@@ -52,7 +52,7 @@ class ExpiredKeyword:
         self.projection = FtsProjection(state, EXPIRED_FAMILY)
         self._desired: tuple[int, int, dict[str, str]] | None = None  # (generation, id(snapshot), the map)
         self._version = 0  # bumped at every new map: reconcile's identity check (``FtsProjection.reconcile``)
-        self._exists: bool | None = None  # whether its tables exist (None: not known yet)
+        self._exists: bool | None = None  # whether its tables exist (None: not looked at by this process)
 
     def desired(self, snap: Snapshot) -> dict[str, str]:
         """The records it must hold at ``snap`` (one map per snapshot: reconciling it again costs nothing)."""
@@ -65,7 +65,8 @@ class ExpiredKeyword:
         return found
 
     def made(self) -> bool:
-        """Whether its tables exist (looked up once; then known, since only ``reconciled`` makes them)."""
+        """Whether its tables exist (looked up once; then known, since only ``reconciled`` makes them). For
+        ``Store.check``: a search looks at nothing while no record is expired."""
         if self._exists is None:
             self._exists = self.state.table_exists(self.projection.rows)
         return self._exists
@@ -73,11 +74,13 @@ class ExpiredKeyword:
     def reconciled(self, snap: Snapshot, text_of: Callable[[str], tuple[str, str, str] | None]) -> FtsProjection | None:
         """The projection brought to ``snap``; None while no record of it is expired (nothing to search).
 
-        Its tables are made by the first expired record; once made, they are kept in step (emptied when no
-        record is expired any more), so that no row outlives its record.
+        Its tables are made by the first expired record. While none is, nothing is looked at, not even whether
+        the tables exist: a process that used them empties them when its last expired record goes, and rows
+        left by another process are never read (compared whole with the records at the next expired record,
+        or emptied by ``Store.check``).
         """
         desired = self.desired(snap)
-        if not desired and not self.made():
+        if not desired and not self._exists:
             return None
         self.projection.reconcile(desired, text_of, version=self._version)
         self._exists = True
