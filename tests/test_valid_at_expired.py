@@ -1,5 +1,5 @@
 """knowledge_grep at validAt finds the records in force then that have expired since (unavailable today), ranked
-with the same BM25 as the others, from a keyword projection of their own (knowtk/engine/expired.py)."""
+with the same BM25 as the others, from a keyword projection of their own (ExpiredKeyword, knowtk/engine/desired.py)."""
 
 from __future__ import annotations
 

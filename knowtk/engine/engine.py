@@ -5,7 +5,7 @@ snapshot when a file changed, ``knowtk.yaml`` changed, or an expiry passed.
 ``Engine.keyword()`` additionally reconciles the keyword projections with
 that snapshot, re-indexing only the records whose hash changed;
 ``Engine.expired_keyword()`` the projection of the records expired since,
-which only a search at an instant asks for (``knowtk.engine.expired``). The other
+which only a search at an instant asks for (``knowtk.engine.desired``). The other
 projections (``knowtk.index.projection``'s registered kinds) live in
 ``Engine.extensions``. Query modules (``knowtk.query``) read an engine;
 they never write Markdown.
@@ -21,9 +21,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapp
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
-from knowtk.engine.desired import PatchedMap, TrustedMap, clustered
+from knowtk.engine.desired import ExpiredKeyword, PatchedMap, TrustedMap, clustered
 from knowtk.engine.desired import derive as derive_desired
-from knowtk.engine.expired import ExpiredKeyword
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument, StoreUnavailable
 from knowtk.index.fts import FtsProjection
@@ -426,7 +425,7 @@ class Engine:
 
     def expired_keyword(self, snap: Snapshot) -> FtsProjection | None:
         """The keyword projection of the records unavailable today only because an expiry passed, reconciled with
-        this snapshot (``knowtk.engine.expired``); None when there is none. Only a search at an instant asks.
+        this snapshot (``ExpiredKeyword``); None when there is none. Only a search at an instant asks.
 
         As with ``keyword``, a projection that fails with a database error is rebuilt from scratch once; a second
         failure raises ``sqlite3.Error``.

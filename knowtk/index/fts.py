@@ -11,7 +11,7 @@ body) beside a rows table (id, sha256, token count):
   current replacement;
 - ``keyword_expired_fts_v1_root`` / ``keyword_expired_rows_v1_root``: the
   records unavailable only because an expiry passed, which only a search at
-  an instant (``validAt``) reads (``knowtk.engine.expired``), made by the first.
+  an instant (``validAt``) reads (``knowtk.engine.desired.ExpiredKeyword``), made by the first.
 
 ``reconcile`` brings a projection to a desired ``{id: sha256}`` set, touching
 only the rows whose hash changed. A missing table or a changed fingerprint

@@ -5,14 +5,14 @@ at that instant the query asks for (score descending, then id), then, for ``life
 force then that superseded wording leads to: ``superseded_by`` followed from a record superseded by then to the
 record in force then, which must pass the filters.
 
-Every record in force then is searched, wherever the keyword index keeps it: the available active records
-(main), the available superseded ones (history), and those unavailable today only because an expiry passed
-(the expired projection, ``knowtk.engine.expired``). Their rows in force then are the sources of one ranking,
-so BM25's statistics (row count, average length, how many rows hold each phrase) are those of every record in
-force then, as if one table held exactly them: a record expired since scores what it would if it had never
-expired. (Scoring such records on the fly from their text was the other way: it needs their texts tokenized as
-FTS5 does and each phrase counted in them at every query, where a projection of the same kind is ranked by the
-same code as main and history, and costs nothing to a store without expired records: it has no such tables.)
+Every record in force then is searched, wherever the keyword index keeps it: the available active records (main),
+the available superseded ones (history), and those unavailable today only because an expiry passed (the expired
+projection, ``knowtk.engine.desired.ExpiredKeyword``). Their rows in force then are the sources of one ranking, so
+BM25's statistics (row count, average length, how many rows hold each phrase) are those of every record in force
+then, as if one table held exactly them: a record expired since scores what it would if it had never expired.
+(Scoring such records on the fly from their text was the other way: it needs their texts tokenized as FTS5 does and
+each phrase counted in them at every query, where a projection of the same kind is ranked by the same code as main
+and history, and costs nothing to a store without expired records: it has no such tables.)
 """
 
 from __future__ import annotations
