@@ -202,17 +202,14 @@ def test_grep_ranks_what_was_in_force_and_follows_wording_to_it(store: knowtk.St
     assert hits("2024-07-01", "thirty", lifecycle="all") == [("pol-1", "superseded", None)]
     assert hits("2024-07-01", "thirty", type="currency") == []  # filters judge the record in force
     assert hits("2024-07-01", "thirty", scope="currency") == []
-    # grep searches what the keyword index holds: cur-1, in force then, has expired since (records lists it)
-    assert hits("2024-11-15", "coin") == [("cur-2", "active", None)]
-    assert "cur-1" in records_at(store, "2024-11-15")
-    coin = store.call("knowledge_grep", {"query": "coin", "validAt": "2024-11-15"})
-    assert coin["unsearched"] == 1  # and the answer says so
-    assert store.call("knowledge_grep", {"query": "coin", "validAt": "2024-11-15", "type": "policy"})["unsearched"] == 0
+    # cur-1, in force then, has expired since: searched too (tests/test_valid_at_expired.py)
+    assert sorted(hits("2024-11-15", "coin")) == [("cur-1", "active", None), ("cur-2", "active", None)]
     assert hits("2025-02-01", "logs") == [("pol-3", "active", None)]  # its own words and its predecessors': once
-    assert [h[0] for h in hits("2024-03-15", "retention")] == ["pol-1"]  # memo left out (and counted), gone never
+    # memo left out (and counted), gone never; tz, expired since, was in force then
+    assert sorted(h[0] for h in hits("2024-03-15", "retention")) == ["pol-1", "tz"]
     res = store.call("knowledge_grep", {"query": "retention", "validAt": "2024-03-15"})
-    assert (res["unplaced"], res["unsearched"]) == (1, 2)  # memo has no date; tz and cur-1 have expired since
-    assert not {"unplaced", "unsearched"} & set(store.call("knowledge_grep", {"query": "retention"}))
+    assert res["unplaced"] == 1 and "unsearched" not in res  # memo has no date
+    assert "unplaced" not in store.call("knowledge_grep", {"query": "retention"})
     args = {"query": "logs", "validAt": "2025-02-01", "lifecycle": "all", "limit": 2}
     first = store.call("knowledge_grep", args)
     assert (first["total"], first["nextOffset"], len(first["hits"])) == (3, 2, 2)
@@ -340,14 +337,15 @@ def test_grep_composes_with_every_filter_at_an_instant(store: knowtk.Store) -> N
                                             **args})  # fmt: skip
         return sorted(h["id"] for h in res["hits"])
 
-    assert ids() == ["pol-2"]  # cur-2 starts on 2024-09-30: not in force yet
-    assert ids(kind="page") == [] and ids(kind="claim") == ["pol-2"]
-    assert ids(type="policy") == ["pol-2"] and ids(type="currency") == []
+    # cur-2 starts on 2024-09-30: not in force yet; cur-1 was (it has expired since)
+    assert ids() == ["cur-1", "pol-2"]
+    assert ids(kind="page") == [] and ids(kind="claim") == ["cur-1", "pol-2"]
+    assert ids(type="policy") == ["pol-2"] and ids(type="currency") == ["cur-1"]
     assert ids(tag="policy") == ["pol-2"] and ids(tag="nothing") == []
-    assert ids(scope="policies") == ["pol-2"] and ids(scope="notes") == []
-    assert ids(since="2024-05-01") == ["pol-2"] and ids(until="2024-05-01") == []  # pol-2's occurred_at
+    assert ids(scope="policies") == ["pol-2"] and ids(scope="notes") == [] and ids(scope="currency") == ["cur-1"]
+    assert ids(since="2024-05-01") == ["pol-2"] and ids(until="2024-05-01") == ["cur-1"]  # pol-2's, cur-1's occurred_at
     assert ids(timeField="recorded_at", since="2020-01-01") == []  # none of them has a recorded_at
-    assert ids(lifecycle="superseded") == ["pol-1"] and ids(lifecycle="all") == ["pol-1", "pol-2"]
+    assert ids(lifecycle="superseded") == ["pol-1"] and ids(lifecycle="all") == ["cur-1", "pol-1", "pol-2"]
     assert ids(mode="phrase", query="sixty days") == ["pol-2"]
 
 

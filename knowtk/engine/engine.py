@@ -3,7 +3,9 @@
 ``Engine.snapshot()`` scans (cheap when nothing changed) and rebuilds the
 snapshot when a file changed, ``knowtk.yaml`` changed, or an expiry passed.
 ``Engine.keyword()`` additionally reconciles the keyword projections with
-that snapshot, re-indexing only the records whose hash changed. The other
+that snapshot, re-indexing only the records whose hash changed;
+``Engine.expired_keyword()`` the projection of the records expired since,
+which only a search at an instant asks for (``knowtk.engine.desired``). The other
 projections (``knowtk.index.projection``'s registered kinds) live in
 ``Engine.extensions``. Query modules (``knowtk.query``) read an engine;
 they never write Markdown.
@@ -19,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapp
 from typing import Any, TypeVar
 
 from knowtk.engine import repair
-from knowtk.engine.desired import PatchedMap, TrustedMap, clustered
+from knowtk.engine.desired import ExpiredKeyword, PatchedMap, TrustedMap, clustered
 from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument, StoreUnavailable
@@ -145,6 +147,7 @@ class Engine:
         self._touched: set[str] = set()
         self._pending_bodies: dict[str, str] = {}
         self._keyword: KeywordIndex | None = None
+        self._expired: ExpiredKeyword | None = None  # made by the first search at an instant (expired_keyword)
         self._keyword_desired: tuple[int, Mapping[str, str], Mapping[str, str]] | None = None
         self._desired_version = 0  # bumped at every change of the desired maps (they are patched in place)
         # (the version the desired maps were patched from, the ids that may differ): reconcile looks at those only
@@ -184,7 +187,7 @@ class Engine:
         """knowtk.yaml now reads the files with other profiles: every file is read again, every projection rebuilt."""
         self.scanner.reread_all(self.profile_map())
         self._align_projections()
-        self._snapshot = self._adopted = self._keyword = self._image_key = None
+        self._snapshot = self._adopted = self._keyword = self._image_key = self._expired = None
         self._keyword_desired = self._keyword_base = self._rows_base = None
         self._touched, self._pending_bodies, self.extensions, self._behind = set(), {}, {}, set()
 
@@ -240,6 +243,8 @@ class Engine:
         if self._keyword is not None:
             self._keyword.main.invalidate()
             self._keyword.history.invalidate()
+        if self._expired is not None:
+            self._expired.invalidate()
         for proj in self.extensions.values():
             proj.invalidate()
 
@@ -418,6 +423,42 @@ class Engine:
             hook(snap)
         return index
 
+    def expired_keyword(self, snap: Snapshot) -> FtsProjection | None:
+        """The keyword projection of the records unavailable today only because an expiry passed, reconciled with
+        this snapshot (``ExpiredKeyword``); None when there is none. Only a search at an instant asks.
+
+        As with ``keyword``, a projection that fails with a database error is rebuilt from scratch once; a second
+        failure raises ``sqlite3.Error``.
+        """
+        with self.lock:
+            if not self._depth:  # outside a call (a direct use): one of its own
+                return self.run(lambda: self.expired_keyword(snap))
+            expired = self._expired
+            if expired is None:
+                expired = self._expired = ExpiredKeyword(self.state)
+
+            try:
+                return self._reconcile_expired(expired, snap)
+            except sqlite3.Error:
+                expired.projection.damaged = True  # rebuilt from scratch by the next try
+            return self._reconcile_expired(expired, snap)
+
+    def _reconcile_expired(self, expired: ExpiredKeyword, snap: Snapshot) -> FtsProjection | None:
+        def text(rid: str) -> tuple[str, str, str] | None:
+            return self._text(snap.records[rid])
+
+        try:
+            with collector_paused():
+                return expired.reconciled(snap, text)
+        except sqlite3.Error as exc:
+            expired.invalidate()  # reload the mirrors next time
+            if is_busy(exc):  # another process holds the state: run the call again, never report it
+                raise Contention(str(exc)) from exc
+            raise
+        except BaseException:
+            expired.invalidate()
+            raise
+
     def _write_rowmaps(self, index: KeywordIndex, snap: Snapshot) -> None:
         """After a reconcile that wrote every row of a projection for the image just stored (a build): the rowid
         at each stored position, so that a new process's filters find their rows without reading the rows table
@@ -557,12 +598,34 @@ class Engine:
         desired = self._desired(snap)
         pairs = [(index.main, desired[0]), (index.history, desired[1])]
         repair.check_keyword(pairs, lambda: self._reindex(snap), out)
+        self._check_expired(snap, out)
         # every kind registers itself when its module is imported: a process that ran no dated or knowl query
         # has not imported them (a new process's start stays short), and a check checks them all
         from knowtk.index import embeddings, temporal  # noqa: F401
 
         for name, factory in registered().items():
             out.add(kept(self, name, factory).check(snap, self.run))
+
+    def _check_expired(self, snap: Snapshot, out: Findings) -> None:
+        """The expired projection against the records it must hold, where it has tables (or a record to hold)."""
+        expired = self._expired or ExpiredKeyword(self.state)
+        if not expired.made() and not expired.desired(snap):
+            return
+        self._expired = expired
+
+        def reindex() -> str | None:
+            try:
+                self.expired_keyword(snap)
+            except sqlite3.Error as exc:
+                return f"{type(exc).__name__}: {exc}"
+            return None
+
+        error = reindex()  # (its tables made, or brought to the snapshot, before they are verified)
+        if error:
+            out.found.append(f"{expired.projection.fts}: {error}")
+            out.unrepaired.append(f"{expired.projection.fts} could not be rebuilt: {error}")
+            return
+        repair.check_keyword([(expired.projection, expired.desired(snap))], reindex, out)
 
     def _reindex(self, snap: Snapshot) -> str | None:
         """Reconcile the keyword projections from scratch (one was taken for damaged); the error, if any."""
@@ -575,6 +638,8 @@ class Engine:
         if self._keyword is not None:
             out += self._keyword.main.take_repairs()
             out += self._keyword.history.take_repairs()
+        if self._expired is not None:
+            out += self._expired.projection.take_repairs()
         for proj in self.extensions.values():
             out += proj.take_repairs()
         return out

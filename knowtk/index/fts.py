@@ -1,6 +1,6 @@
 """Keyword projections stored in SQLite FTS5: ``FtsProjection``, one FTS5 table and what is kept of it in memory.
 
-Two projections live in state.sqlite, each an FTS5 table (title, aliases,
+The projections live in state.sqlite, each an FTS5 table (title, aliases,
 body) beside a rows table (id, sha256, token count):
 
 - ``keyword_fts_v1_root`` / ``keyword_rows_v1_root``: the searched records
@@ -8,7 +8,10 @@ body) beside a rows table (id, sha256, token count):
 - ``keyword_history_fts_v1_root`` / ``keyword_history_rows_v1_root``: the
   available superseded records, which ``lifecycle: superseded``/``all``
   search directly and which the superseded-wording rule follows to their
-  current replacement.
+  current replacement;
+- ``keyword_expired_fts_v1_root`` / ``keyword_expired_rows_v1_root``: the
+  records unavailable only because an expiry passed, which only a search at
+  an instant (``validAt``) reads (``knowtk.engine.desired.ExpiredKeyword``), made by the first.
 
 ``reconcile`` brings a projection to a desired ``{id: sha256}`` set, touching
 only the rows whose hash changed. A missing table or a changed fingerprint

@@ -78,12 +78,10 @@ def _hit_row(rank: int, hit: dict[str, Any], words: frozenset[str], selected: st
 
 
 def _left_out(data: dict[str, Any]) -> str:
-    """What a search at validAt left out (docs/time.md): records without a date, records expired since."""
+    """What a search at validAt left out (docs/time.md): records without a date."""
     parts = []
     if data.get("unplaced"):
         parts.append(f"{data['unplaced']} without occurred_at or recorded_at left out")
-    if data.get("unsearched"):
-        parts.append(f"{data['unsearched']} in force then, expired since: not searched (records lists them)")
     return "".join(f" · {escape(p)}" for p in parts)
 
 

@@ -34,7 +34,7 @@ from knowtk.query.common import (
     next_offset,
     record_summary,
 )
-from knowtk.query.grep_valid import valid_ranking, valid_unplaced, valid_unsearched
+from knowtk.query.grep_valid import valid_ranking, valid_unplaced
 from knowtk.query.tools.grep import MAX_OFFSET, MAX_TOKENS
 from knowtk.query.validity import lifecycles_then, validity
 from knowtk.snapshot.model import Snapshot
@@ -79,15 +79,16 @@ def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
     try:
         end = args["offset"] + args["limit"]
         when = args.get("valid_at")
+        projections: tuple[FtsProjection, ...] = (index.main, index.history)
         if when is None:
             total, ranked = _ranking(snap, record_filter, args["lifecycle"], terms, index.main, index.history, end)
-        else:  # the records in force then (knowtk.query.grep_valid)
-            found, projections = validity(engine, snap), (index.main, index.history)
+        else:  # the records in force then, those expired since too (knowtk.query.grep_valid)
+            expired = engine.expired_keyword(snap)
+            found, projections = validity(engine, snap), projections + ((expired,) if expired is not None else ())
             lifecycle = args["lifecycle"]
             total, ranked = valid_ranking(found, snap, record_filter, lifecycle, terms, projections, when, end)
             out["unplaced"] = valid_unplaced(found, snap, record_filter, terms, projections)
-            out["unsearched"] = valid_unsearched(found, snap, record_filter, lifecycle, projections, when)
-        out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], index.main, verifier, index.history)
+        out["hits"] = _hits(snap, terms, ranked[args["offset"] : end], verifier, projections)
         if when is not None:
             lifecycles_then(out["hits"], found.at(when))
     except sqlite3.Error as exc:
@@ -232,10 +233,10 @@ def _hits(
     snap: Snapshot,
     terms: QueryTerms,
     page: list[tuple[Match, str | None]],
-    main: FtsProjection,
     verifier: EvidenceVerifier,
-    history: FtsProjection,
+    projections: tuple[FtsProjection, ...],
 ) -> list[dict[str, Any]]:
+    """The page's hits; ``projections`` hold the records superseded wording leads to (main, history, expired)."""
     by_source: dict[int, tuple[FtsProjection, list[int]]] = {}
     for m, current in page:
         if current is None:
@@ -252,7 +253,7 @@ def _hits(
         body_matched.update((id(proj), rowid) for rowid in proj.body_matches(terms, large))
         for rowid, cols in proj.texts(rowids, body_limit=LARGE_BODY_BYTES).items():
             originals[(id(proj), rowid)] = cols
-    current_bodies = _bodies([c for _, c in page if c is not None], main, history)
+    current_bodies = _bodies([c for _, c in page if c is not None], *projections)
     hits = []
     for m, current in page:
         if current is None:
@@ -287,7 +288,7 @@ def _hits(
 
 def _bodies(ids: list[str], *projections: FtsProjection) -> dict[str, str]:
     """id -> the body (its opening, past 64 KiB) of each record, from the first projection that holds it (at
-    validAt, superseded wording may lead to a record superseded since)."""
+    validAt, superseded wording may lead to a record superseded or expired since)."""
     out: dict[str, str] = {}
     for proj in projections:
         rows = {rid: rowid for rid in ids if rid not in out and (rowid := proj.ids.get(rid)) is not None}

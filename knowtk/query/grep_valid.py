@@ -3,8 +3,16 @@
 The same order as the present's (``knowtk.query.grep``): the direct matches among the records whose lifecycle
 at that instant the query asks for (score descending, then id), then, for ``lifecycle: active``, the records in
 force then that superseded wording leads to: ``superseded_by`` followed from a record superseded by then to the
-record in force then, which must pass the filters. Only the records the keyword index holds are searched (the
-available active and superseded ones): a record expired since is found by knowledge_records and lookup.
+record in force then, which must pass the filters.
+
+Every record in force then is searched, wherever the keyword index keeps it: the available active records (main),
+the available superseded ones (history), and those unavailable today only because an expiry passed (the expired
+projection, ``knowtk.engine.desired.ExpiredKeyword``). Their rows in force then are the sources of one ranking, so
+BM25's statistics (row count, average length, how many rows hold each phrase) are those of every record in force
+then, as if one table held exactly them: a record expired since scores what it would if it had never expired.
+(Scoring such records on the fly from their text was the other way: it needs their texts tokenized as FTS5 does and
+each phrase counted in them at every query, where a projection of the same kind is ranked by the same code as main
+and history, and costs nothing to a store without expired records: it has no such tables.)
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from knowtk.query.common import RecordFilter
 from knowtk.query.validity import ACTIVE, SUPERSEDED, ValidAt, Validity, in_force_ids
 from knowtk.snapshot.model import Snapshot
 
-__all__ = ["valid_ranking", "valid_unplaced", "valid_unsearched"]
+__all__ = ["valid_ranking", "valid_unplaced"]
 
 
 def _rows(
@@ -48,20 +56,21 @@ def _leads(
     found: Validity,
     snap: Snapshot,
     record_filter: RecordFilter,
-    history: FtsProjection,
+    earlier_rows: FtsProjection,
     when: ValidAt,
     passing: set[str],
 ) -> dict[int, str]:
-    """Superseded wording then: history rowid of a record superseded by ``when`` -> the record in force then it
-    leads to, where that one passes the filters and the earlier one lies in the scope (kept)."""
-    key = ("leads", when.first, when.last, history.key, history.rows_version, record_filter)
+    """Superseded wording then: rowid (in ``earlier_rows``, history or expired) of a record superseded by ``when``
+    -> the record in force then it leads to, where that one passes the filters and the earlier one lies in the
+    scope (kept)."""
+    key = ("leads", when.first, when.last, earlier_rows.key, earlier_rows.rows_version, record_filter)
     leads = found.memo.get(key)
     if leads is None:
         leads = {}
         earlier = found.selected(when, (SUPERSEDED,))
         scoped = RecordFilter(scope=record_filter.scope)
-        for rowid in _rows(found, history, snap, scoped, earlier, ("earlier", when.first, when.last)):
-            current = found.current(snap, history.id_of[rowid], when)
+        for rowid in _rows(found, earlier_rows, snap, scoped, earlier, ("earlier", when.first, when.last)):
+            current = found.current(snap, earlier_rows.id_of[rowid], when)
             if current is not None and current in passing:
                 leads[rowid] = current
         found.memo[key] = leads
@@ -74,12 +83,14 @@ def valid_ranking(
     record_filter: RecordFilter,
     lifecycle: str,
     terms: QueryTerms,
-    projections: tuple[FtsProjection, FtsProjection],
+    projections: tuple[FtsProjection, ...],
     when: ValidAt,
     end: int | None,
 ) -> tuple[int, list[tuple[Match, str | None]]]:
-    """(total, the result up to ``end`` at least) at ``when``, as ``knowtk.query.grep`` ranks the present."""
-    history = projections[1]
+    """(total, the result up to ``end`` at least) at ``when``, as ``knowtk.query.grep`` ranks the present.
+
+    ``projections``: main, history, then the expired projection when there is one.
+    """
     wanted = (ACTIVE, SUPERSEDED) if lifecycle == "all" else (lifecycle,)
     ids = found.selected(when, wanted)
     name = ("direct", when.first, when.last, wanted)
@@ -93,16 +104,18 @@ def valid_ranking(
     if lifecycle != ACTIVE:
         return n_direct, ranked
     passing = set(in_force_ids(found, snap, record_filter, (ACTIVE,), when))
-    leads = _leads(found, snap, record_filter, history, when, passing)
-    earlier = rank([Source(history, set(leads))], terms) if leads else []
+    # records superseded by then: in history, or in the expired projection when they rest on a record expired since
+    leads = {proj.key: _leads(found, snap, record_filter, proj, when, passing) for proj in projections[1:]}
+    led = [Source(proj, set(leads[proj.key])) for proj in projections[1:] if leads[proj.key]]
+    earlier = rank(led, terms) if led else []
     if not earlier:
         return n_direct, ranked
     # a record in force then that matches itself is a direct match already: it appears once, there
-    currents = {leads[m.rowid] for m in earlier}
+    currents = {leads[m.source.key][m.rowid] for m in earlier}
     seen = {rid for proj in projections for rid in _matching_ids(proj, terms, currents)}
     replacements = 0
     for m in earlier:
-        current = leads[m.rowid]
+        current = leads[m.source.key][m.rowid]
         if current not in seen:
             seen.add(current)
             ranked.append((m, current))
@@ -134,22 +147,3 @@ def valid_unplaced(
 def _ids(found: Validity, proj: FtsProjection, snap: Snapshot, record_filter: RecordFilter) -> set[str]:
     """The ids of the projection's rows of unplaced records that pass the filters."""
     return {proj.id_of[rowid] for rowid in _rows(found, proj, snap, record_filter, found.unplaced, "unplaced")}
-
-
-def valid_unsearched(
-    found: Validity,
-    snap: Snapshot,
-    record_filter: RecordFilter,
-    lifecycle: str,
-    projections: tuple[FtsProjection, ...],
-    when: ValidAt,
-) -> int:
-    """How many records the query asks for at ``when`` (their lifecycle then, the filters) the keyword index
-    does not hold, so that no search could find them: those that expired since (kept)."""
-    wanted = (ACTIVE, SUPERSEDED) if lifecycle == "all" else (lifecycle,)
-    key = ("unsearched", when.first, when.last, record_filter, wanted, *(p.rows_version for p in projections))
-    count = found.memo.get(key)
-    if count is None:
-        ids = in_force_ids(found, snap, record_filter, wanted, when)
-        count = found.memo[key] = sum(1 for rid in ids if all(rid not in p.ids for p in projections))
-    return int(count)

@@ -69,8 +69,6 @@ def footer(answer: dict[str, Any]) -> list[str]:
         lines.append(
             f"{answer['unplaced']} record(s) left out: neither occurred_at nor recorded_at places them in time"
         )
-    if answer.get("unsearched"):
-        lines.append(f"{answer['unsearched']} record(s) in force then expired since: knowtk records lists them")
     if answer.get("nextOffset") is not None:
         lines.append(f"more: --offset {answer['nextOffset']}")
     return lines
@@ -157,9 +155,8 @@ def readable(answer: dict[str, Any]) -> dict[str, Any]:
 
 def page(answer: dict[str, Any]) -> dict[str, Any]:
     out = {k: answer.get(k) for k in ("total", "offset", "nextOffset", "snapshot")}
-    for name in ("unplaced", "unsearched"):  # validAt: records left out (docs/time.md)
-        if name in answer:
-            out[name] = answer[name]
+    if "unplaced" in answer:  # validAt: records left out (docs/time.md)
+        out["unplaced"] = answer["unplaced"]
     return out
 
 
