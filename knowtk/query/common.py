@@ -16,9 +16,19 @@ from knowtk.query.wording import SCOPE, SINCE, UNTIL
 from knowtk.snapshot.facets import Criteria, Facet, facet_of
 from knowtk.snapshot.model import Snapshot
 
-__all__ = ["FILTER_PARAMS", "RecordFilter", "coverage", "freshness", "next_offset", "record_summary"]
+__all__ = [
+    "FILTER_PARAMS",
+    "PATCH_LIMIT",
+    "RecordFilter",
+    "changes_to_patch",
+    "coverage",
+    "freshness",
+    "next_offset",
+    "record_summary",
+]
 
 KINDS = ("page", "claim", "relationship")
+PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 LIFECYCLES = ("active", "superseded", "all")
 TIME_FIELDS = ("occurred_at", "recorded_at", "updated_at", "due_at")
 
@@ -182,3 +192,13 @@ def next_offset(offset: int, limit: int, total: int, *, max_offset: int | None =
     if nxt >= total or (max_offset is not None and nxt > max_offset):
         return None
     return nxt
+
+
+def changes_to_patch(snap: Snapshot, generation: int, size: int) -> frozenset[str] | None:
+    """The ids at which a structure built from the snapshot of ``generation`` (holding ``size`` records) is
+    patched to ``snap``; None when it must be rebuilt: never built, built from another line of snapshots, or
+    more changed than patching saves (``PATCH_LIMIT``, or a twentieth of the store)."""
+    changed = snap.changed_ids
+    if changed is None or generation < 0 or snap.previous_generation != generation:
+        return None
+    return changed if len(changed) <= max(PATCH_LIMIT, size // 20) else None

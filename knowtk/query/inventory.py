@@ -19,6 +19,7 @@ from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import (
     RecordFilter,
+    changes_to_patch,
     coverage,
     freshness,
     next_offset,
@@ -34,7 +35,6 @@ __all__ = ["CATALOG", "Catalog", "catalog", "full_record", "inventory", "one_rec
 
 CATALOG = "record_catalog"  # the Catalog's key in Engine.extensions
 MEMO_ENTRIES = 64  # answers' id lists kept per snapshot
-PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 
 
 def dates_json(r: Record) -> dict[str, Any]:
@@ -76,17 +76,10 @@ class Catalog:
         """Bring the catalog to ``snap``: kept, patched at its changed ids, or rebuilt."""
         if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
             return
-        changed = snap.changed_ids
-        patch = (
-            changed is not None
-            and self.generation >= 0
-            and snap.previous_generation == self.generation
-            and len(changed) <= max(PATCH_LIMIT, len(self.records) // 20)
-        )
+        changed = changes_to_patch(snap, self.generation, len(self.records))
         self.generation = -1  # until done: a failure half way rebuilds it at the next use
         self.memo = {}
-        if patch:
-            assert changed is not None
+        if changed is not None:
             for rid in changed:
                 self._drop(rid)
             for rid in changed:

@@ -29,7 +29,7 @@ from knowtk.frames import TIME, key
 from knowtk.model.datevalues import LAST_INSTANT, DateValue, format_utc, parse_bound
 from knowtk.model.records import Record
 from knowtk.query.args import BOUND_PATTERN, Param, with_schema
-from knowtk.query.common import RecordFilter
+from knowtk.query.common import RecordFilter, changes_to_patch
 from knowtk.snapshot.model import Snapshot
 
 if TYPE_CHECKING:
@@ -59,7 +59,6 @@ __all__ = [
 
 VALIDITY = "validity"  # the Validity's key in Engine.extensions
 ANSWERS_KEPT = 32  # instants whose answers a Validity keeps
-PATCH_LIMIT = 1000  # a snapshot that changed more ids than this (and than a twentieth of the store) rebuilds it
 ONE_US = timedelta(microseconds=1)
 ACTIVE, SUPERSEDED, EXPIRED = "active", "superseded", "expired"
 
@@ -196,17 +195,10 @@ class Validity:
         """Bring the spans to ``snap``: kept, patched at its changed ids (and what they replace), or rebuilt."""
         if self.generation == snap.generation and self._snap_id == id(snap):
             return
-        changed = snap.changed_ids
-        patch = (
-            changed is not None
-            and self.generation >= 0
-            and snap.previous_generation == self.generation
-            and len(changed) <= max(PATCH_LIMIT, len(self.spans) // 20)
-        )
+        changed = changes_to_patch(snap, self.generation, len(self.spans))
         self.generation = -1  # until done: a failure half way rebuilds at the next use
         self.answers, self.memo = {}, {}
-        if patch:
-            assert changed is not None
+        if changed is not None:
             # a record's end is its replacement's start: the records a changed one replaces change too
             for rid in _with_replaced(snap, changed):
                 self._set(snap, rid)
