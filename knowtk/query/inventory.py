@@ -7,9 +7,8 @@ in the store" never rests on a ranked search.
 
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_left, insort
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +27,7 @@ from knowtk.query.common import (
 from knowtk.query.suggest import suggestions
 from knowtk.query.validity import in_force_ids, lifecycles_then, unplaced_count, validity
 from knowtk.query.wikilinks import wikilinks_of
+from knowtk.snapshot.facets import Criteria, Facets
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -52,18 +52,23 @@ def newest_key(r: Record) -> NewestKey:
 class Catalog:
     """The available records of one snapshot, indexed by what knowledge_records and knowl_query filter on.
 
-    Derived from the snapshot alone (nothing in state.sqlite): each index is built from every
-    record the first time a query needs it, and every built index is patched at the snapshot's
-    ``changed_ids`` when a snapshot follows the one it holds, so that a warm query builds no
-    record it does not show.
+    Derived from the snapshot alone (nothing in state.sqlite). It holds the available ids and their
+    lifecycle (read from the snapshot's lifecycle table: no record is built for them); each index is
+    built the first time a query needs it, the kind, type and tag groups from the records' facets
+    (a stored snapshot's facet columns: still no record built), the rest from the records. Every built
+    index is patched at the snapshot's ``changed_ids`` when a snapshot follows the one it holds: each
+    index keeps what it filed every id under, so a record that left is unfiled without building the
+    record it was. A new process's first inventory thus costs a pass over the lifecycle table, not
+    every record's build.
     """
 
     def __init__(self) -> None:
         self.generation = -1
-        self._snap: weakref.ref[Snapshot] | None = None
-        self.records: dict[str, Record] = {}  # available records whose lifecycle is active or superseded
-        self.lifecycle: dict[str, str] = {}  # the same ids -> lifecycle
+        self._snap: Snapshot | None = None
+        self._facets: Facets | None = None  # the snapshot's, once an index read them
+        self.lifecycle: dict[str, str] = {}  # available ids whose lifecycle is active or superseded -> lifecycle
         self._built: dict[str, Any] = {}  # the indexes below, by name, once a query asked for them
+        self._filed: dict[str, dict[str, Any]] = {}  # index name -> id -> what that index filed it under
         self.memo: dict[Hashable, Any] = {}  # what queries derived from this snapshot's catalog (emptied with it)
 
     def invalidate(self) -> None:
@@ -74,24 +79,27 @@ class Catalog:
 
     def update(self, snap: Snapshot) -> None:
         """Bring the catalog to ``snap``: kept, patched at its changed ids, or rebuilt."""
-        if self.generation == snap.generation and self._snap is not None and self._snap() is snap:
+        if self.generation == snap.generation and self._snap is snap:
             return
-        changed = changes_to_patch(snap, self.generation, len(self.records))
+        changed = changes_to_patch(snap, self.generation, len(self.lifecycle))
         self.generation = -1  # until done: a failure half way rebuilds it at the next use
         self.memo = {}
+        self._snap, self._facets = snap, None
         if changed is not None:
             for rid in changed:
                 self._drop(rid)
             for rid in changed:
                 if self._available(snap, rid):
-                    self._add(snap.records[rid], snap.lifecycle[rid])
+                    self._add(rid, snap.lifecycle[rid])
         else:
-            self.records, self.lifecycle, self._built = {}, {}, {}
-            records, lifecycle = snap.records, snap.lifecycle
-            for rid in snap.records:
-                if self._available(snap, rid):
-                    self.records[rid], self.lifecycle[rid] = records[rid], lifecycle[rid]
-        self.generation, self._snap = snap.generation, weakref.ref(snap)
+            self._built, self._filed = {}, {}
+            unavailable, records = snap.unavailable, snap.records
+            self.lifecycle = {
+                rid: life
+                for rid, life in snap.lifecycle.items()
+                if life in ("active", "superseded") and rid not in unavailable and rid in records
+            }
+        self.generation = snap.generation
 
     @staticmethod
     def _available(snap: Snapshot, rid: str) -> bool:
@@ -99,28 +107,30 @@ class Catalog:
             rid not in snap.unavailable and snap.lifecycle.get(rid) in ("active", "superseded") and rid in snap.records
         )
 
+    @property
+    def records(self) -> Mapping[str, Record]:
+        """The snapshot's records (built when read); the catalog's ids are those of ``lifecycle``."""
+        assert self._snap is not None, "update() first"
+        return self._snap.records
+
     # -- the indexes, each built on first use ---------------------------------------------------------
     @property
     def ids(self) -> list[str]:
         """The ids, sorted."""
-        return self._index("ids", lambda: sorted(self.records))
+        return self._index("ids", lambda: sorted(self.lifecycle))
 
     @property
     def newest(self) -> list[NewestKey]:
         """knowl_query's order without a query (``newest_key``)."""
-        return self._index("newest", lambda: sorted(map(newest_key, self.records.values())))
+        return self._index("newest", lambda: sorted(self._file("newest", rid) for rid in self.lifecycle))
 
     @property
     def active_since(self) -> list[tuple[datetime, str]]:
         """(recorded_at start, id) of the active records with a recorded_at, sorted."""
 
         def build() -> list[tuple[datetime, str]]:
-            out = []
-            for rid, r in self.records.items():
-                recorded = r.dates.get("recorded_at")
-                if recorded is not None and self.lifecycle[rid] == "active":
-                    out.append((recorded.start, rid))
-            return sorted(out)
+            found = (self._file("active_since", rid) for rid, life in self.lifecycle.items() if life == "active")
+            return sorted(key for key in found if key is not None)
 
         return self._index("active_since", build)
 
@@ -130,63 +140,70 @@ class Catalog:
 
     def grouped(self, name: str) -> dict[str, set[str]]:
         """key -> ids, for ``name`` one of kind, type, category (else type) and tag."""
-        return self._index(name, lambda: self._group(name, self.records.values()))
+
+        def build() -> dict[str, set[str]]:
+            out: dict[str, set[str]] = {}
+            for rid in self.lifecycle:
+                for key in self._file(name, rid):
+                    found = out.get(key)
+                    if found is None:
+                        out[key] = {rid}
+                    else:
+                        found.add(rid)
+            return out
+
+        return self._index(name, build)
 
     def _index(self, name: str, build: Callable[[], Any]) -> Any:
         found = self._built.get(name)
         if found is None:
+            self._filed[name] = {}
             found = self._built[name] = build()
         return found
 
-    @staticmethod
-    def _group(name: str, records: Iterable[Record]) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for r in records:
-            for key in _keys(name, r):
-                found = out.get(key)
-                if found is None:
-                    out[key] = {r.id}
-                else:
-                    found.add(r.id)
-        return out
+    def _file(self, name: str, rid: str) -> Any:
+        """What index ``name`` files ``rid`` under, noted so that the id can be unfiled once its record is gone."""
+        assert self._snap is not None
+        if self._facets is None and name in ("kind", "type", "tag"):
+            self._facets = self._snap.facets()
+        key = _filing(name, self._snap, self._facets, rid)
+        self._filed[name][rid] = key
+        return key
 
     # -- patching ------------------------------------------------------------------------------------
-    def _add(self, r: Record, life: str) -> None:
-        rid = r.id
-        self.records[rid], self.lifecycle[rid] = r, life
+    def _add(self, rid: str, life: str) -> None:
+        self.lifecycle[rid] = life
         built = self._built
         if "ids" in built:
             insort(built["ids"], rid)
         if "newest" in built:
-            insort(built["newest"], newest_key(r))
-        recorded = r.dates.get("recorded_at")
-        if "active_since" in built and life == "active" and recorded is not None:
-            insort(built["active_since"], (recorded.start, rid))
+            insort(built["newest"], self._file("newest", rid))
+        if "active_since" in built and life == "active":
+            key = self._file("active_since", rid)
+            if key is not None:
+                insort(built["active_since"], key)
         if "superseded" in built and life == "superseded":
             built["superseded"].add(rid)
         for name in GROUPS:
             if name in built:
-                for key in _keys(name, r):
+                for key in self._file(name, rid):
                     built[name].setdefault(key, set()).add(rid)
 
     def _drop(self, rid: str) -> None:
-        r = self.records.pop(rid, None)
-        if r is None:
+        if self.lifecycle.pop(rid, None) is None:
             return
-        life = self.lifecycle.pop(rid)
-        built = self._built
+        built, filed = self._built, self._filed
         if "ids" in built:
             _remove(built["ids"], rid)
-        if "newest" in built:
-            _remove(built["newest"], newest_key(r))
-        recorded = r.dates.get("recorded_at")
-        if "active_since" in built and life == "active" and recorded is not None:
-            _remove(built["active_since"], (recorded.start, rid))
+        for name in ("newest", "active_since"):
+            key = filed.get(name, {}).pop(rid, None)
+            if name in built and key is not None:
+                _remove(built[name], key)
         if "superseded" in built:
             built["superseded"].discard(rid)
         for name in GROUPS:
             if name in built:
-                for key in _keys(name, r):
+                for key in filed[name].pop(rid, ()):
                     members = built[name].get(key)
                     if members is not None:
                         members.discard(rid)
@@ -207,16 +224,24 @@ class Catalog:
         for key in keys:
             found = index.get(key, set())
             out = set(found) if out is None else out & found
-        return out if out is not None else set(self.records)
+        return out if out is not None else set(self.lifecycle)
 
 
 GROUPS = ("kind", "type", "category", "tag")
 
 
-def _keys(name: str, r: Record) -> Iterable[str]:
-    if name == "tag":
-        return r.tags
-    return (r.kind if name == "kind" else r.type if name == "type" else (r.category or r.type),)
+def _filing(name: str, snap: Snapshot, facets: Facets | None, rid: str) -> Any:
+    """The key(s) index ``name`` files record ``rid`` under; kind, type and tag read from its facets alone."""
+    if facets is not None and name in ("kind", "type", "tag"):
+        facet = facets.of(rid)
+        return facet.tags if name == "tag" else (facet.kind if name == "kind" else facet.type,)
+    r = snap.records[rid]
+    if name == "category":
+        return (r.category or r.type,)
+    if name == "newest":
+        return newest_key(r)
+    recorded = r.dates.get("recorded_at")  # active_since
+    return None if recorded is None else (recorded.start, rid)
 
 
 def _remove(seq: list[Any], item: Any) -> None:
@@ -235,34 +260,36 @@ def catalog(engine: Engine, snap: Snapshot) -> Catalog:
         return cat
 
 
-def _matching(cat: Catalog, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
-    """The sorted ids of the available records that pass the filters (only candidates are looked at)."""
-    found: set[str] | None = None
-    for index, keys, every in (
-        ("kind", record_filter.kinds, False),
-        ("type", record_filter.types, False),
-        ("tag", record_filter.tags, True),
-    ):
-        if keys is not None:
-            ids = cat.all_of(index, keys) if every else cat.any_of(index, keys)
-            found = ids if found is None else found & ids
-    rest = record_filter.scope or record_filter.time_field is not None  # checked on each candidate record
-    lifecycle, records = cat.lifecycle, cat.records
+def _matching(cat: Catalog, snap: Snapshot, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+    """The sorted ids of the available records that pass the filters (only candidates are looked at).
+
+    Filters a record's facets answer (scope, kind, type, tag) are answered by the snapshot's facets, kept per
+    snapshot and shared with knowledge_grep's; only a time range builds records, and only the candidates'.
+    """
+    lifecycle = cat.lifecycle
     every_state = len(wanted) == 2
-    if found is None and not rest:
+    if record_filter.criteria == Criteria():
+        found = None
+    elif record_filter.by_facets:
+        found = snap.matching(record_filter.criteria)
+        return sorted(rid for rid in found if lifecycle.get(rid) in wanted)
+    else:
+        found = snap.matching(record_filter.criteria)
+    if found is None and record_filter.time_field is None:
         return cat.ids if every_state else [rid for rid in cat.ids if lifecycle[rid] in wanted]
+    records = cat.records
     candidates: Iterable[str] = cat.ids if found is None else sorted(found)
-    return [rid for rid in candidates if lifecycle[rid] in wanted and (not rest or record_filter.passes(records[rid]))]
+    return [rid for rid in candidates if lifecycle.get(rid) in wanted and record_filter.passes(records[rid])]
 
 
-def _kept_matching(cat: Catalog, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
+def _kept_matching(cat: Catalog, snap: Snapshot, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:
     """``_matching``, kept in the catalog's memo."""
     key = (record_filter, wanted)
     ids: list[str] | None = cat.memo.get(key)
     if ids is None:
         if len(cat.memo) >= MEMO_ENTRIES:
             cat.memo.clear()
-        ids = cat.memo[key] = _matching(cat, record_filter, wanted)
+        ids = cat.memo[key] = _matching(cat, snap, record_filter, wanted)
     return ids
 
 
@@ -277,7 +304,7 @@ def inventory(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier |
         ids = in_force_ids(found, snap, record_filter, wanted, when)
         extra = {"unplaced": unplaced_count(found, lambda rid: record_filter.passes(snap.records[rid]))}
     else:
-        ids = _kept_matching(catalog(engine, snap), record_filter, wanted)
+        ids = _kept_matching(catalog(engine, snap), snap, record_filter, wanted)
     page = ids[args["offset"] : args["offset"] + args["limit"]]
     rows = []
     for rid in page:

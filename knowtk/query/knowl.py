@@ -40,6 +40,7 @@ from knowtk.query.common import coverage, freshness
 from knowtk.query.grep import parse_terms
 from knowtk.query.inventory import Catalog, catalog
 from knowtk.query.tools.knowl import PROVENANCE
+from knowtk.snapshot.facets import Criteria
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -338,7 +339,8 @@ def _eligible(
 ) -> dict[str, str]:
     """id -> the record's status at the asked instant, for every available record that passes the filters."""
     wanted = ("active", "superseded") if status == "all" else (status,)
-    candidates: set[str] | None = cat.all_of("tag", tags) if tags else None
+    # the tags through the snapshot's facets (kept per snapshot, shared with grep): no record is built for them
+    candidates: set[str] | None = set(snap.matching(Criteria(tags=tags))) if tags else None
     if category:
         of_category = cat.any_of("category", snap.config.expand_type(category))
         candidates = of_category if candidates is None else candidates & of_category
@@ -346,7 +348,7 @@ def _eligible(
     if as_of is None:
         if candidates is None:
             return {rid: life for rid, life in lifecycle.items() if life in wanted}
-        return {rid: lifecycle[rid] for rid in candidates if lifecycle[rid] in wanted}
+        return {rid: lifecycle[rid] for rid in candidates if lifecycle.get(rid) in wanted}
     out: dict[str, str] = {}
     if "active" in wanted:  # active now: active from recorded_at on
         for _, rid in cat.active_since[: bisect_right(cat.active_since, as_of, key=itemgetter(0))]:
