@@ -166,6 +166,12 @@ class Matches:
         self.every_match = (expression, self.tables.rows_version, every)
         return every
 
+    def any_match(self, terms: QueryTerms) -> bool:
+        """Whether any row matches: SQLite stops at the first, and an expression holding a word no row holds
+        ends before it starts."""
+        sql = f"SELECT 1 FROM {self.tables.fts} WHERE {self.tables.fts} MATCH ? LIMIT 1"
+        return self.tables.conn.execute(sql, (terms.expression,)).fetchone() is not None
+
     def count(self, expression: str, among: Among | None, *, conn: sqlite3.Connection | None = None) -> int:
         """How many rows (of the whole table, or among some) an expression matches; a few ranges of rows are
         counted one by one (``Among.runs``: no row outside them read)."""

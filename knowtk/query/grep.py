@@ -167,6 +167,10 @@ def _ranking(
 
     Only the first ``end`` direct matches are put in order; the replacements, few, follow them all.
     """
+    if not main.any_match(terms) and not history.any_match(terms):
+        # no row holds the words: no filter's rows are found for it (a new process's first filter of a kind
+        # cost a query with no hit ~30 ms at 300k records)
+        return 0, []
     if lifecycle == "superseded":
         sources = [Source(history, allowed_rows(history, snap, record_filter))]
     elif lifecycle == "all":
