@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from functools import cached_property
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any, NamedTuple
 
 from knowtk.model.records import Record
@@ -336,11 +337,8 @@ class FacetColumns(Facets):
             code = code_of.get(tag)
             if code is None:
                 return set()
-            holding: set[int] = set()
-            at = _next(codes, code, 0)  # array.index scans in C: Python runs once per record holding the tag
-            while at >= 0:
-                holding.add(bisect_right(ends, at))
-                at = _next(codes, code, at + 1)
+            places = _places(codes, code)  # (each record's, found in C by bisection)
+            holding = set(map(bisect_right, repeat(ends, len(places)), places))
             found = holding if found is None else found & holding
         return found if found is not None else set(range(self.size))
 
@@ -356,6 +354,19 @@ def _both(a: bytes, b: bytes) -> bytes:
     """Two flag strings ANDed byte by byte (as big ints: in C)."""
     both = int.from_bytes(a, "little") & int.from_bytes(b, "little")
     return both.to_bytes(len(a), "little")
+
+
+def _places(codes: array[int], code: int) -> list[int]:
+    """Every index of ``code`` in ``codes``: a byte's found by ``re`` in the bytes (a loop of ``array.index``
+    and a bisection, a Python step per record holding a common tag, cost ~28 ms for 11k at 300k records)."""
+    if codes.typecode == "B":
+        return [m.start() for m in re.finditer(re.escape(bytes((code,))), codes.tobytes())]
+    found: list[int] = []
+    at = _next(codes, code, 0)  # array.index scans in C
+    while at >= 0:
+        found.append(at)
+        at = _next(codes, code, at + 1)
+    return found
 
 
 def _next(codes: array[int], code: int, start: int) -> int:
