@@ -157,7 +157,7 @@ def test_facet_columns_select_what_each_record_passes(folders: int) -> None:
     ]
     ids = [f"r{i}" for i in range(len(facets))]
     columns = FacetColumns(encode_columns(facets), ids, {})
-    assert (columns.columns["folder"].typecode == "B") == (folders < 256)
+    assert (columns.column("folder").typecode == "B") == (folders < 256)
     for criteria in (
         Criteria(scope=(names[1],)),
         Criteria(scope=(names[2], names[-1])),

@@ -220,7 +220,9 @@ def test_a_rowmap_of_other_ids_or_damaged_is_not_used(tmp_path: Path) -> None:
         with knowtk.open_store(root, state_dir=copy) as fresh:
             assert _same_answers(fresh, root, tmp_path / f"ref-{label}") > 10, label
             main = _main(fresh)
-            assert main.rowmaps.last is not None and main.rowmaps.last[2] is None, label  # (read, not taken)
+            assert main.rowmaps.last is not None, label
+            if label != "huge rowid":  # (a rowid past the top is refused where the rowids are used, not read)
+                assert main.rowmaps.last[2] is None, label  # (read, not taken)
             assert main.stored_rows.whole, label
 
 

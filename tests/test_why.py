@@ -57,6 +57,22 @@ def test_some_words_but_not_all(store: StoreBuilder) -> None:
     assert store.open().call("knowledge_grep", {"query": "zebra walrus", "mode": "any"})["total"] == 1
 
 
+def test_some_words_are_counted_in_every_lifecycle_and_the_scope_alone(store: StoreBuilder) -> None:
+    """The records holding some of the words are counted (not ranked) over active and superseded records alike,
+    and only inside the scope: as many as a search for any of them over every lifecycle returns."""
+    store.page("plain-out", "Plain", "Plain words outside.", path="elsewhere/plain.md")
+    s = store.open()
+    for args, some in [
+        ({"query": "zebra okapi walrus"}, 2),  # dec-new (active) and dec-old (superseded)
+        ({"query": "plain other walrus", "scope": "notes"}, 2),  # note-a and note-b; plain-out lies outside
+        ({"query": "plain other walrus"}, 3),
+    ]:
+        answer = s.call("knowledge_grep", args)
+        assert answer["total"] == 0
+        assert f"; {some} hold some of them: try mode any" in answer["why"], args
+        assert s.call("knowledge_grep", {**args, "mode": "any", "lifecycle": "all"})["total"] == some
+
+
 def test_a_dead_end_chain_is_named_with_what_returns_it(store: StoreBuilder) -> None:
     s = store.open()
     answer = s.call("knowledge_grep", {"query": "giraffe"})

@@ -336,6 +336,12 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
 
     ahead = ParallelRead(proj, best_rows) if among.rows is None else None
     wholes = [proj.hit_count(phrase) for phrase in phrases]
+    at_most = min(wholes) if terms.mode == "all" else sum(wholes)
+    # the allowed matches counted first where few rows can match (then no phrase's allowed rows are counted for
+    # an IDF when none does: 28 ms of a query with no hit under a tag at 300k); else after the bound is settled
+    counted = _allowed_matches(proj, terms, allowed, among, at_most) if at_most < KEEP_FROM_ROWS else None
+    if counted is not None and counted[0] == 0:
+        return 0, []
     idf, table_idf, ratio = [], [], 0.0
     for phrase, whole in zip(phrases, wholes, strict=True):
         n_hit = max(0, n_rows - (n_table - whole))  # at least these allowed rows hold it (``_filtered_plain``)
@@ -349,16 +355,10 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     bound = ratio * max(1.0, avgdl / avgdl_table) * (1.0 + BOUND_MARGIN)
     if bound > BOUND_MAX:
         return None  # the filter changes the weights too much for SQLite's order to settle a page
-    at_most = min(wholes) if terms.mode == "all" else sum(wholes)
-    if among.looked_up_here(at_most):  # the matches found here: their count, and SQLite scores them alone
-        matches = list(filter(allowed.__contains__, proj.rowids_matching(terms.expression)))
-        total = len(matches)
-        among = rows_among(matches)
-    else:
-        total = proj.match_count(terms, among)
+    total, matched = counted if counted is not None else _allowed_matches(proj, terms, allowed, among, at_most)
     if total == 0:
         return 0, []
-    best = ahead.result() if ahead is not None else proj.top_among(terms, among, limit)
+    best = ahead.result() if ahead is not None else proj.top_among(terms, matched, limit)
     rowids = [rowid for rowid, _ in best]
     proj.prefetch(rowids)  # (their lengths and ids, read at once: a new process has not read the rows table)
     if len(phrases) == 1:
@@ -384,6 +384,17 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     if len(best) < total and (len(page) < k or -page[-1][0] <= bound * -best[-1][1]):
         return None  # a row not handed over might score as high as the k-th: not settled
     return total, page
+
+
+def _allowed_matches(
+    proj: FtsProjection, terms: QueryTerms, allowed: set[int], among: Among, at_most: int
+) -> tuple[int, Among]:
+    """(how many allowed rows match the query, the rows SQLite then scores: the allowed, or the matches alone
+    where they are found here; ``at_most``: how many rows of the table match at most)."""
+    if among.looked_up_here(at_most):  # the matches found here: their count, and SQLite scores them alone
+        matches = list(filter(allowed.__contains__, proj.rowids_matching(terms.expression)))
+        return len(matches), rows_among(matches)
+    return proj.match_count(terms, among), among
 
 
 def _lower_bound_floors(n_hit: int, n_rows: int) -> bool:

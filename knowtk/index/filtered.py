@@ -111,6 +111,8 @@ def _rows_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
         return None
     flags, tokens = found.flags, rowmap.tokens
     rows = set(rowmap.rowids if flags is None else compress(rowmap.rowids, flags))
+    if rows and max(rows) > rowmap.top:
+        return None  # (a damaged rowmap: a rowid no build wrote)
     rows.discard(0)  # (a stored id without a row here)
     # their tokens too (a filtered ranking's average length), by position: the rows as the build wrote them
     total = sum(tokens if flags is None else compress(tokens, flags))

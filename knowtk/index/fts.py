@@ -330,6 +330,9 @@ class FtsProjection:
     ) -> list[tuple[int, float]]:
         return self.matches.top_among(terms, among, limit, conn=conn)
 
+    def any_match(self, terms: QueryTerms) -> bool:
+        return self.matches.any_match(terms)
+
     def match_count(self, terms: QueryTerms, among: Among | None = None) -> int:
         return self.matches.match_count(terms, among)
 

@@ -28,6 +28,7 @@ SCAN_FROM_ROWS = 200
 TIES_ROWS = 256  # rows past the k-th that ``native_top`` fetches to see the k-th score's ties end
 SPLIT_FROM_ROWS = 20_000  # rows from which ``native_top`` orders the table's two halves at once
 MAX_ROWID = 2**63 - 1
+WHOLES_KEPT = 4096  # phrases whose count in the whole table is kept (``hit_count``): a few ints each
 
 
 class Matches:
@@ -38,6 +39,8 @@ class Matches:
         self.middle: tuple[int, int] | None = None  # (rows_version, the rowid ``native_top`` splits the table at)
         # (expression, rows_version, its every matching row read in parallel): ``every_match_in_parallel``, the last
         self.every_match: tuple[str, int, ParallelRead[list[int]]] | None = None
+        # (rows_version, phrase -> rows of the whole table holding it): ``hit_count``'s, each read once a rows version
+        self.wholes: tuple[int, dict[tuple[str, ...], int]] = (-1, {})
 
     def body_matches(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
         """The rows among ``rowids`` where some phrase of the query stands in the body (from the index alone)."""
@@ -166,6 +169,12 @@ class Matches:
         self.every_match = (expression, self.tables.rows_version, every)
         return every
 
+    def any_match(self, terms: QueryTerms) -> bool:
+        """Whether any row matches: SQLite stops at the first, and an expression holding a word no row holds
+        ends before it starts."""
+        sql = f"SELECT 1 FROM {self.tables.fts} WHERE {self.tables.fts} MATCH ? LIMIT 1"
+        return self.tables.conn.execute(sql, (terms.expression,)).fetchone() is not None
+
     def count(self, expression: str, among: Among | None, *, conn: sqlite3.Connection | None = None) -> int:
         """How many rows (of the whole table, or among some) an expression matches; a few ranges of rows are
         counted one by one (``Among.runs``: no row outside them read)."""
@@ -189,7 +198,18 @@ class Matches:
         or among some rows (``rows_among``), counted by SQLite without scoring them; ``whole``: how many hold
         it in the whole table, when known (then the rows holding it may be looked up here instead)."""
         expression = quoted_phrase(phrase)
-        if among is not None and among.looked_up_here(whole):
+        if among is None:  # kept: a query asked again, or another holding the word, counts no common word again
+            version, known = self.wholes
+            if version != self.tables.rows_version:
+                known = {}
+                self.wholes = (self.tables.rows_version, known)
+            found = known.get(phrase)
+            if found is None:
+                if len(known) >= WHOLES_KEPT:
+                    known.clear()
+                found = known[phrase] = self.count(expression, None)
+            return found
+        if among.looked_up_here(whole):
             return sum(map(cast(Collection[int], among.rows).__contains__, self.rowids_matching(expression)))
         return self.count(expression, among)
 

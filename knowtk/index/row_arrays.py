@@ -76,6 +76,8 @@ class RowArrays:
         if rowmap is None:
             return None
         rowids = np.frombuffer(rowmap.rowids, dtype=np.int32).astype(np.int64)
+        if rowids.max(initial=0) > rowmap.top:
+            return None  # (a damaged rowmap: a rowid no build wrote)
         tokens = np.frombuffer(rowmap.tokens, dtype=np.int32).astype(np.float64)
         held = rowids > 0
         if rowmap.changed:

@@ -56,6 +56,7 @@ class RowMap(NamedTuple):
     changed: frozenset[int] = frozenset()
     newer: Mapping[int, str] = {}
     changed_at: Sequence[int] = ()  # the stored positions of the changed rowids
+    top: int = 0  # the build's last rowid: a rowid past it is no build's (a reader refuses such a rowmap)
 
 
 def unpacked_rowmap(
@@ -135,9 +136,12 @@ class Rowmaps:
         if len(newer) > ROWMAP_CHANGES_MAX:
             return None
         found = unpacked_rowmap(row[2], size, changed, newer)
-        if found is not None and max(found.rowids, default=0) > row[1]:
+        if found is None:
             return None
-        if found is not None and changed:  # where the logged rowids were (one pass in C)
+        # (a rowid past the top is refused where the rowids are used, for the rows used: ``max`` of every
+        # rowid here cost a new process's first filter 8 to 15 ms at 300k records)
+        found = found._replace(top=row[1])
+        if changed:  # where the logged rowids were (one pass in C)
             where = list(compress(range(size), map(changed.__contains__, found.rowids)))
             found = found._replace(changed_at=where)
         return found

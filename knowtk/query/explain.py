@@ -340,7 +340,7 @@ def _eligibility(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: s
     if rid in snap.unavailable:
         return [_unavailable(snap, rid)]
     reasons: list[dict[str, Any]] = []
-    life = snap.lifecycle[rid]
+    life = snap.lifecycle_at(rid)
     filtered = rid  # the record the filters apply to: a replacement's current record
     if life == "superseded" and lifecycle == "active":
         end = snap.chain_ends[rid]
@@ -425,7 +425,7 @@ def _filters(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str, 
 
 def _unmatched(index: KeywordIndex, snap: Snapshot, rid: str, terms: QueryTerms) -> dict[str, Any]:
     """Which words of the query the record holds, asked of its own FTS5 row one word at a time."""
-    proj = index.main if snap.lifecycle[rid] == "active" else index.history
+    proj = index.main if snap.lifecycle_at(rid) == "active" else index.history
     rowid = proj.ids.get(rid)
     words = list(dict.fromkeys(terms.tokens))
     present = [w for w in words if rowid is not None and proj.matching(QueryTerms((w,), "all"), [rowid])]

@@ -236,7 +236,13 @@ class ImageParts:
                 for (rid, _, _), (folder, kind, type_, tags) in zip(change["set"], change["facets"], strict=True):
                     over[rid] = Facet(folder, kind, type_, tuple(tags))
             base = self.meta["parts"].get("record_ids")
-            facets = FacetColumns(columns, stored_ids, over, base=base if isinstance(base, str) else None)
+            facets = FacetColumns(
+                columns,
+                stored_ids,
+                over,
+                base=base if isinstance(base, str) else None,
+                on_damage=lambda exc: self.damaged("record_facets", exc),
+            )
             return facets
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self.damaged("record_facets", exc) from exc
