@@ -47,7 +47,7 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
     def wanted(rule: str, path: str) -> bool:  # (a finding no one will see costs no read of its file)
         return settings.severities[rule] != OFF and not settings.ignored(path)
 
-    found = [*coverage_findings(snap, profiles, where, make, wanted), *chain_findings(snap, where, make)]
+    found = [*coverage_findings(snap, profiles, where, make, wanted), *chain_findings(snap, profiles, where, make)]
     found += adr_findings(snap, adr_records(snap, profiles), where, make)
     checked = [p for p in sorted(snap.paths) if not settings.ignored(p)]
     if any(settings.severities[rule] != OFF for rule in LINK_RULES):
