@@ -15,7 +15,7 @@ from knowtk.model.profile import ProfileMap
 from knowtk.model.records import Issue, Record
 from knowtk.query.lint.rules import RULE_OF_CODE, Finding
 from knowtk.query.lint.where import FileLines, line_in_message
-from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot
+from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, WITHDRAWN, Snapshot
 
 __all__ = ["adr_folders", "chain_findings", "coverage_findings", "superseded_line"]
 
@@ -120,8 +120,10 @@ def chain_findings(snap: Snapshot, profiles: ProfileMap, where: FileLines, make:
         pair = adr.pair(rid) if end.reason != "cycle" else None
         if pair is not None:
             yield from _predates(*pair, where, make)
-    for rid, (reason, detail) in sorted(snap.unavailable_inactive.items()):
-        if reason != DEPENDENCY_UNAVAILABLE or not detail or snap.lifecycle.get(detail) != "withdrawn":
+    unavailable = snap.unavailable_inactive
+    for rid, (reason, detail) in sorted(unavailable.items()):
+        # a withdrawn record is unavailable on its own, as (withdrawn, None): the lifecycle table need not be read
+        if reason != DEPENDENCY_UNAVAILABLE or not detail or unavailable.get(detail) != (WITHDRAWN, None):
             continue
         r = records.get(rid)
         if r is not None and detail in r.depends_on:
