@@ -16,6 +16,7 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
@@ -126,15 +127,20 @@ def extract_links(text: str, *, wiki: bool = True) -> list[list[Any]]:
 class LinkChecker:
     """The link findings of a store: its files' links (from the cache, else read), resolved against its files.
 
-    ``paths`` maps every file of the store to its sha256 (the snapshot's); ``linked`` collects path -> links
-    of each file ``findings`` found links in (what ``LastPass`` keeps).
+    ``paths`` gives the map of every file of the store to its sha256 (the snapshot's), asked for only when a
+    link is resolved or a file's links looked up (a stored snapshot parses it then); ``linked`` collects
+    path -> links of each file ``findings`` found links in (what ``LastPass`` keeps).
     """
 
-    def __init__(self, root: str, paths: Mapping[str, str], profiles: ProfileMap, make: Make) -> None:
-        self.root, self.paths, self.profiles, self.make = root, paths, profiles, make
+    def __init__(self, root: str, paths: Callable[[], Mapping[str, str]], profiles: ProfileMap, make: Make) -> None:
+        self.root, self._paths, self.profiles, self.make = root, paths, profiles, make
         self.linked: dict[str, list[list[Any]]] = {}
         self._anchors: dict[str, set[str] | None] = {}
         self._by_name: dict[str, list[str]] | None = None
+
+    @cached_property
+    def paths(self) -> Mapping[str, str]:
+        return self._paths()
 
     def findings(self, checked: Iterable[str], cache: LinkCache) -> Iterator[Finding]:
         """The findings of the files ``checked``, their links read from ``cache`` (content key -> links,

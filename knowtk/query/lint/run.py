@@ -82,7 +82,7 @@ def _link_findings(
     settings) its links again (``LastPass``), else each file's from the content cache or the file."""
     state_dir = os.path.dirname(engine.state_path)
     wiki = "obsidian" in (profiles.default, *(name for _, name in profiles.prefixes))
-    checker = LinkChecker(engine.root, snap.paths, profiles, make)
+    checker = LinkChecker(engine.root, lambda: snap.paths, profiles, make)
     fingerprint = snap.fingerprint(())
     last = LastPass.load(state_dir)
     if last is not None and last.holds(state_dir, fingerprint, settings.ignore, wiki=wiki):
