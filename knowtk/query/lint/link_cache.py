@@ -62,12 +62,17 @@ class LinkCache(dict[str, Any]):
         data = _read_json(self.path)
         files = data.get("files") if isinstance(data, dict) and data.get("wiki") is wiki else None
         if isinstance(files, dict):
-            self.update((k, v) for k, v in files.items() if isinstance(v, list))
+            self.update(files)  # (an entry that is not a list is a content not read yet: ``links``)
             self.loaded = len(self)
 
     @staticmethod
     def key(sha256: str) -> str:
         return sha256[:KEY_DIGITS]
+
+    def links(self, key: str) -> list[list[Any]] | None:
+        """The links kept for the content ``key`` (None: none kept, or not as a list)."""
+        found = self.get(key)
+        return found if isinstance(found, list) else None
 
     def save(self, current: Collection[str]) -> None:
         """Keep the entries of the contents the store holds now (``current``: their keys), if anything changed."""

@@ -162,7 +162,7 @@ class LinkChecker:
 
     def _links(self, path: str, cache: LinkCache) -> list[list[Any]]:
         key = LinkCache.key(self.paths.get(path) or "")
-        links: list[list[Any]] | None = cache.get(key) if key else None
+        links = cache.links(key) if key else None
         if links is None:
             data = read_regular(os.path.join(self.root, path), _MAX_BYTES)
             if not isinstance(data, bytes):

@@ -72,7 +72,8 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
 
 def _checked(snap: Snapshot, settings: LintSettings) -> list[str]:
     """The files lint checks: the store's, but those its settings ignore, in path order."""
-    return [p for p in sorted(snap.paths) if not settings.ignored(p)]
+    everything = sorted(snap.paths)
+    return [p for p in everything if not settings.ignored(p)] if settings.ignore else everything
 
 
 def _link_findings(
