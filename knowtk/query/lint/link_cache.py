@@ -6,7 +6,7 @@ since: ``LinkCache`` maps a content's SHA-256 (its first 32 hex digits; the snap
 the links ``extract_links`` found in it. ``LastPass`` is what the last lint's link pass saw: the snapshot it
 ran on (its fingerprint, which changes with any file of the store), its ignore patterns, how many files it
 checked and the links of each file that has some. A lint on that same snapshot with the same patterns reads
-only this (small where few files link: nothing at all where none does) and resolves those links again: no
+only this (small where few files link: a few bytes where none does) and resolves those links again: no
 lookup per file, and the content cache is not loaded. The pass holds only while the content cache is the
 file it was saved beside (its inode, size and time): a content cache rewritten, damaged or removed since
 makes the next lint a whole pass, which writes both again.
