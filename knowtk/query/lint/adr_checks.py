@@ -18,7 +18,7 @@ from knowtk.model.dialects.markdown import headings, stem
 from knowtk.model.profile import ProfileMap
 from knowtk.model.records import Record
 from knowtk.query.lint.rules import Finding
-from knowtk.query.lint.store_checks import Make, superseded_line
+from knowtk.query.lint.store_checks import Make, adr_folders, superseded_line
 from knowtk.query.lint.where import FileLines
 from knowtk.snapshot.model import Snapshot
 
@@ -35,9 +35,7 @@ _INDEX_NAMES = frozenset({"readme", "index", "toc", "summary", "_sidebar", "adr-
 
 def adr_records(snap: Snapshot, profiles: ProfileMap) -> list[Record]:
     """The records the ``adr`` profile read as ADRs, in path order (none when no folder is read as ADRs)."""
-    if profiles.plain_contract or not any(
-        name == "adr" for name in (profiles.default, *dict(profiles.prefixes).values())
-    ):
+    if adr_folders(profiles) is None:
         return []
     assert snap.index is not None
     out = []

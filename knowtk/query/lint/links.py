@@ -16,6 +16,7 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
@@ -126,37 +127,51 @@ def extract_links(text: str, *, wiki: bool = True) -> list[list[Any]]:
 class LinkChecker:
     """The link findings of a store: its files' links (from the cache, else read), resolved against its files.
 
-    ``paths`` maps every file of the store to its sha256 (the snapshot's); ``cache`` maps a content's key
-    (``LinkCache.key``) to its links (``extract_links``) and is filled with the files read now.
+    ``paths`` gives the map of every file of the store to its sha256 (the snapshot's), asked for only when a
+    link is resolved or a file's links looked up (a stored snapshot parses it then); ``linked`` collects
+    path -> links of each file ``findings`` found links in (what ``LastPass`` keeps).
     """
 
-    def __init__(self, root: str, paths: Mapping[str, str], profiles: ProfileMap, make: Make, cache: LinkCache) -> None:
-        self.root, self.paths, self.profiles, self.make, self.cache = root, paths, profiles, make, cache
+    def __init__(self, root: str, paths: Callable[[], Mapping[str, str]], profiles: ProfileMap, make: Make) -> None:
+        self.root, self._paths, self.profiles, self.make = root, paths, profiles, make
+        self.linked: dict[str, list[list[Any]]] = {}
         self._anchors: dict[str, set[str] | None] = {}
         self._by_name: dict[str, list[str]] | None = None
 
-    def findings(self, checked: Iterable[str]) -> Iterator[Finding]:
-        for path in checked:
-            links = self._links(path)
-            wiki = bool(links) and self.profiles.for_path(path) == "obsidian"
-            for link in links:
-                if link[0] == "m":
-                    yield from self._markdown(path, link[1], link[2], link[3])
-                elif wiki:
-                    yield from self._wikilink(path, *link[1:])
+    @cached_property
+    def paths(self) -> Mapping[str, str]:
+        return self._paths()
 
-    def _links(self, path: str) -> list[list[Any]]:
+    def findings(self, checked: Iterable[str], cache: LinkCache) -> Iterator[Finding]:
+        """The findings of the files ``checked``, their links read from ``cache`` (content key -> links,
+        ``LinkCache.key``), else from the file (and kept in ``cache``)."""
+        for path in checked:
+            links = self._links(path, cache)
+            if links:
+                self.linked[path] = links
+                yield from self.resolved(path, links)
+
+    def resolved(self, path: str, links: list[list[Any]]) -> Iterator[Finding]:
+        """The findings of one file's links (``extract_links``), resolved against the store as it is now."""
+        wiki = self.profiles.for_path(path) == "obsidian"
+        for link in links:
+            if link[0] == "m":
+                yield from self._markdown(path, link[1], link[2], link[3])
+            elif wiki:
+                yield from self._wikilink(path, *link[1:])
+
+    def _links(self, path: str, cache: LinkCache) -> list[list[Any]]:
         key = LinkCache.key(self.paths.get(path) or "")
-        links: list[list[Any]] | None = self.cache.get(key) if key else None
+        links = cache.links(key) if key else None
         if links is None:
             data = read_regular(os.path.join(self.root, path), _MAX_BYTES)
             if not isinstance(data, bytes):
                 return []
-            wiki = self.cache.wiki
+            wiki = cache.wiki
             marked = b"](" in data or b"]:" in data or (wiki and b"[[" in data)
             links = extract_links(data.decode("utf-8", "replace"), wiki=wiki) if marked else []
             if key:
-                self.cache[key] = links
+                cache[key] = links
         return links
 
     def _markdown(self, path: str, line: int, column: int, raw: str) -> Iterator[Finding]:

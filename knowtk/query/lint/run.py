@@ -12,11 +12,12 @@ Lint reads the store and never writes a Markdown file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from knowtk.query.common import coverage
 from knowtk.query.lint.adr_checks import adr_findings, adr_records
-from knowtk.query.lint.link_cache import LinkCache
+from knowtk.query.lint.link_cache import LastPass, LinkCache
 from knowtk.query.lint.links import LinkChecker
 from knowtk.query.lint.rules import ERROR, OFF, WARNING, Finding
 from knowtk.query.lint.settings import LintSettings, load_settings
@@ -25,7 +26,9 @@ from knowtk.query.lint.where import FileLines
 
 if TYPE_CHECKING:
     from knowtk.engine.engine import Engine
+    from knowtk.model.profile import ProfileMap
     from knowtk.query.citations import EvidenceVerifier
+    from knowtk.snapshot.model import Snapshot
 
 __all__ = ["LINK_RULES", "lint"]
 
@@ -47,27 +50,52 @@ def lint(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
     def wanted(rule: str, path: str) -> bool:  # (a finding no one will see costs no read of its file)
         return settings.severities[rule] != OFF and not settings.ignored(path)
 
-    found = [*coverage_findings(snap, profiles, where, make, wanted), *chain_findings(snap, where, make)]
+    found = [*coverage_findings(snap, profiles, where, make, wanted), *chain_findings(snap, profiles, where, make)]
     found += adr_findings(snap, adr_records(snap, profiles), where, make)
-    checked = [p for p in sorted(snap.paths) if not settings.ignored(p)]
     if any(settings.severities[rule] != OFF for rule in LINK_RULES):
-        # a template's links are placeholders ([next](yyyymmdd-xxx.md)), not links a reviewer would fix
-        linked = [p for p in checked if "template" not in p.rpartition("/")[2].lower()]
-        names = (profiles.default, *(name for _, name in profiles.prefixes))
-        cache = LinkCache(os.path.dirname(engine.state_path), wiki="obsidian" in names)
-        found += LinkChecker(engine.root, snap.paths, profiles, make, cache).findings(linked)
-        cache.save({LinkCache.key(sha) for sha in snap.paths.values() if sha})
+        links, checked = _link_findings(engine, snap, profiles, settings, make)
+        found += links
+    else:
+        checked = len(_checked(snap, settings))
     kept = _kept(found, settings)
     return {
         "findings": [f.to_json() for f in kept],
         "errors": sum(1 for f in kept if f.severity == ERROR),
         "warnings": sum(1 for f in kept if f.severity == WARNING),
         "files": len({f.path for f in kept}),
-        "checked": len(checked),
+        "checked": checked,
         "rules": dict(sorted(settings.severities.items())),
         "snapshot": snap.fingerprint(()),
         "coverage": coverage(snap, ()),  # as every tool's: the issues above, as queries report them
     }
+
+
+def _checked(snap: Snapshot, settings: LintSettings) -> list[str]:
+    """The files lint checks: the store's, but those its settings ignore, in path order."""
+    everything = sorted(snap.paths)
+    return [p for p in everything if not settings.ignored(p)] if settings.ignore else everything
+
+
+def _link_findings(
+    engine: Engine, snap: Snapshot, profiles: ProfileMap, settings: LintSettings, make: Callable[..., Finding]
+) -> tuple[list[Finding], int]:
+    """The link findings and how many files lint checked: on the snapshot the last lint ran on (with the same
+    settings) its links again (``LastPass``), else each file's from the content cache or the file."""
+    state_dir = os.path.dirname(engine.state_path)
+    wiki = "obsidian" in (profiles.default, *(name for _, name in profiles.prefixes))
+    checker = LinkChecker(engine.root, lambda: snap.paths, profiles, make)
+    fingerprint = snap.fingerprint(())
+    last = LastPass.load(state_dir)
+    if last is not None and last.holds(state_dir, fingerprint, settings.ignore, wiki=wiki):
+        return [f for path, links in last.linked.items() for f in checker.resolved(path, links)], last.checked
+    checked = _checked(snap, settings)
+    # a template's links are placeholders ([next](yyyymmdd-xxx.md)), not links a reviewer would fix
+    linked = [p for p in checked if "template" not in p.rpartition("/")[2].lower()]
+    cache = LinkCache(state_dir, wiki=wiki)
+    found = list(checker.findings(linked, cache))
+    cache.save({LinkCache.key(sha) for sha in snap.paths.values() if sha})
+    LastPass(fingerprint, settings.ignore, wiki, len(checked), checker.linked).save(state_dir)
+    return found, len(checked)
 
 
 def _kept(found: list[Finding], settings: LintSettings) -> list[Finding]:

@@ -15,9 +15,9 @@ from knowtk.model.profile import ProfileMap
 from knowtk.model.records import Issue, Record
 from knowtk.query.lint.rules import RULE_OF_CODE, Finding
 from knowtk.query.lint.where import FileLines, line_in_message
-from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, Snapshot
+from knowtk.snapshot.model import DEPENDENCY_UNAVAILABLE, WITHDRAWN, Snapshot
 
-__all__ = ["chain_findings", "coverage_findings", "superseded_line"]
+__all__ = ["adr_folders", "chain_findings", "coverage_findings", "superseded_line"]
 
 Make = Callable[..., Finding]  # (rule, path, line, message, id) -> a Finding at the rule's severity
 
@@ -98,30 +98,86 @@ def superseded_line(r: Record, where: FileLines) -> int | None:
     return r.derived_lines.get("superseded_by") or where.key_line(r.path, "superseded_by")
 
 
-def chain_findings(snap: Snapshot, where: FileLines, make: Make) -> Iterator[Finding]:
-    """Chains that end withdrawn, dependencies on withdrawn records, replacements dated before what they replace."""
+def chain_findings(snap: Snapshot, profiles: ProfileMap, where: FileLines, make: Make) -> Iterator[Finding]:
+    """Chains that end withdrawn, dependencies on withdrawn records, replacements dated before what they replace.
+
+    A record is built only where it may make a finding: the chain ends, successors and availability are the
+    snapshot's tables, and a record's folder (its facets) says whether the ``adr`` profile read it.
+    """
     records = snap.records
+    adr = _AdrPairs(snap, profiles)
     for rid, end in sorted(snap.chain_ends.items()):
-        r = records.get(rid)
-        if r is None:
-            continue
         if end.reason == "withdrawn" and len(end.via) == 1:  # reported where the chain steps onto the withdrawn one
-            message = f"{rid} is superseded by {end.via[0]}, which is withdrawn: the chain leads to no record in force"
-            yield make("chain-ends-withdrawn", r.path, superseded_line(r, where), message, rid)
-        by = snap.superseded_by.get(rid)
-        replacement = records.get(by) if by else None
+            r = records.get(rid)
+            if r is not None:
+                message = (
+                    f"{rid} is superseded by {end.via[0]}, which is withdrawn: the chain leads to no record in force"
+                )
+                yield make("chain-ends-withdrawn", r.path, superseded_line(r, where), message, rid)
         # ADRs only: an ADR's date is its decision's, where a record's occurred_at says when what it records
         # happened, and an older proposal may replace a newer one (PEP 621 replaced PEP 631); in a cycle one
         # side always predates the other
-        if replacement is not None and end.reason != "cycle" and r.profile == replacement.profile == "adr":
-            yield from _predates(r, replacement, where, make)
-    for rid, (reason, detail) in sorted(snap.unavailable_inactive.items()):
-        if reason != DEPENDENCY_UNAVAILABLE or not detail or snap.lifecycle.get(detail) != "withdrawn":
+        pair = adr.pair(rid) if end.reason != "cycle" else None
+        if pair is not None:
+            yield from _predates(*pair, where, make)
+    unavailable = snap.unavailable_inactive
+    for rid, (reason, detail) in sorted(unavailable.items()):
+        # a withdrawn record is unavailable on its own, as (withdrawn, None): the lifecycle table need not be read
+        if reason != DEPENDENCY_UNAVAILABLE or not detail or unavailable.get(detail) != (WITHDRAWN, None):
             continue
         r = records.get(rid)
         if r is not None and detail in r.depends_on:
             message = f"{rid} depends on {detail}, which is withdrawn: {rid} is unavailable to queries"
             yield make("depends-on-withdrawn", r.path, where.value_line(r.path, detail), message, rid)
+
+
+def adr_folders(profiles: ProfileMap) -> Callable[[str], bool] | None:
+    """Whether the ``adr`` profile reads the files of a folder ("" the store's root), as ``ProfileMap.for_path``
+    finds a file's profile (the longest folder prefix that holds it, else the store's); None when it reads none."""
+    if profiles.plain_contract or "adr" not in (profiles.default, *(name for _, name in profiles.prefixes)):
+        return None
+    longest_first = sorted(profiles.prefixes, key=lambda pair: len(pair[0]), reverse=True)  # (stable: the first
+    # of two equal prefixes wins, as in for_path)
+    known: dict[str, bool] = {}
+
+    def reads_adr(folder: str) -> bool:
+        found = known.get(folder)
+        if found is None:
+            name = next(
+                (n for p, n in longest_first if not p or folder == p or folder.startswith(p + "/")), profiles.default
+            )
+            found = known[folder] = name == "adr"
+        return found
+
+    return reads_adr
+
+
+class _AdrPairs:
+    """An ADR and the ADR that supersedes it, built only when the ``adr`` profile read both (their folders say)."""
+
+    def __init__(self, snap: Snapshot, profiles: ProfileMap) -> None:
+        self.snap, self.reads_adr = snap, adr_folders(profiles)
+        self.facets = snap.facets() if self.reads_adr is not None else None
+
+    def _read_as_adr(self, rid: str) -> bool:
+        assert self.reads_adr is not None and self.facets is not None
+        try:
+            return self.reads_adr(self.facets.of(rid).folder)
+        except KeyError:  # no such record
+            return False
+
+    def pair(self, rid: str) -> tuple[Record, Record] | None:
+        """(the ADR ``rid``, the ADR that supersedes it), or None when either is not a record the adr profile read."""
+        if self.reads_adr is None:
+            return None
+        by = self.snap.superseded_by.get(rid)
+        if not by or not self._read_as_adr(rid) or not self._read_as_adr(by):
+            return None
+        records = self.snap.records
+        old, new = records.get(rid), records.get(by)
+        if old is None or new is None or not old.profile == new.profile == "adr":
+            return None
+        return old, new
 
 
 def _predates(old: Record, new: Record, where: FileLines, make: Make) -> Iterator[Finding]:
