@@ -28,7 +28,9 @@ from knowtk.errors import NoKnownPast, StoreUnavailable
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
+from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
+from knowtk.write.past_seed import Known, seed_state
 
 __all__ = [
     "PAST_DIR",
@@ -156,8 +158,9 @@ class GitPast:
             raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
         return _batch(self.repo.top, proc.stdout, proc.returncode)
 
-    def materialise(self, tree: str, dest: str) -> None:
-        """Write every file of ``tree`` under ``dest``."""
+    def materialise(self, tree: str, dest: str, known: Known | None = None) -> None:
+        """Write every file of ``tree`` under ``dest``. A file whose bytes ``known`` (a seeded scan cache) holds
+        at its path gets that stat: the past engine takes it as read; any other gets a stat the cache lacks."""
         entries = list(self.blobs(tree))
         data = self.contents(sorted({blob for _, blob in entries}))
         lost = next(((path, blob) for path, blob in entries if blob not in data), None)
@@ -166,8 +169,23 @@ class GitPast:
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
         for path, blob in entries:
-            with open(os.path.join(dest, *path.split("/")), "wb") as f:
+            full = os.path.join(dest, *path.split("/"))
+            with open(full, "wb") as f:
                 f.write(data[blob])
+            if known and path in known:
+                _restat(full, data[blob], known[path])
+
+
+def _restat(full: str, data: bytes, cached: tuple[int, int, str]) -> None:
+    """Give the file just written at ``full`` the cached stat when the cache read these very bytes there; else
+    make sure its stat is not the cached one (written in the same clock tick as the present file, it could be)."""
+    size, mtime_ns, sha256 = cached
+    if size != len(data):
+        return
+    if hashlib.sha256(data).hexdigest() == sha256:
+        os.utime(full, ns=(mtime_ns, mtime_ns))
+    elif os.stat(full).st_mtime_ns == mtime_ns:
+        os.utime(full, ns=(mtime_ns + 1, mtime_ns + 1))
 
 
 def _plain(path: str) -> bool:
@@ -204,19 +222,30 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
     folder = os.path.join(home, name)
     if not os.path.isdir(folder):
         try:
-            _keep(git, tree, home, name)
+            _keep(git, tree, home, name, os.path.join(state_folder, STATE_FILE))
         except OSError as exc:  # the state folder is full or read-only: the present store still answers
             raise StoreUnavailable(state_folder, f"the store's past files could not be kept: {exc}") from exc
     return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
 
 
-def _keep(git: GitPast, tree: str, home: str, name: str) -> None:
+def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None) -> None:
     """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
-    is whole or absent (another process may have put it there first)."""
+    is whole or absent (another process may have put it there first). With ``seed`` (the present store's
+    state.sqlite), the past store's state is seeded from it first, when it has none yet (``past_seed``), and put
+    in place before the files: a reader that finds the folder finds the state that goes with its stats."""
     os.makedirs(home, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".writing-", dir=home)
     try:
-        git.materialise(tree, os.path.join(work, name))
+        state, known = os.path.join(home, STATE), Known()
+        if seed is not None and not os.path.exists(state):
+            known = seed_state(seed, os.path.join(work, STATE), os.path.abspath(os.path.join(home, name)))
+        git.materialise(tree, os.path.join(work, name), known)
+        if known:
+            try:
+                os.rename(os.path.join(work, STATE), state)
+            except OSError:  # another process seeded it meanwhile: its stats are the present's too
+                if not os.path.isdir(state):
+                    raise
         try:
             os.rename(os.path.join(work, name), os.path.join(home, name))
         except OSError:
@@ -279,6 +308,7 @@ def open_past(present: Engine, files: PastFiles) -> Engine:
         state_dir=files.state_dir,
         change_source=StatWalk,  # the past files never change: nothing to watch
         rebind_state=True,  # a cache of its files, wherever the state folder was moved
+        seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
         profile=present.profile,
         max_files=getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES),
         max_file_bytes=present.scanner.max_file_bytes,
