@@ -348,15 +348,17 @@ class Engine:
         establish. The records the image holds withdrawn or superseded, from files it holds as they are, are
         observed (the build observes those read again); those a safeguard overruled are applied again. Whether
         any was overruled."""
-        records, index = snap.records, snap.index
-        path_of = getattr(records, "path_of", None)
-        kept = [
-            records[rid]
-            for rid, life in snap.lifecycle.items()
-            if life != "active" and (path_of(rid) if path_of is not None else records[rid].path) not in drift
-        ]
+        records = snap.records
+        path_of = getattr(records, "path_of", lambda rid: records[rid].path)  # (stored records: no record built)
+        kept = []
+        for rid, life in snap.lifecycle.items():
+            path = path_of(rid) if life != "active" else None
+            # the scanner's entry, not the stored record: building a few thousand of those builds every record
+            entry = self.scanner.entry(path) if path is not None and path not in drift else None
+            if entry is not None and entry.record is not None and entry.record.id == rid:
+                kept.append(entry.record)
         self.safeguards.observe(kept, now_utc())
-        overruled = set(index.guard_issues) if index is not None else set()
+        overruled = set(snap.index.guard_issues) if snap.index is not None else set()
         self.safeguards.reapply(overruled)
         return bool(overruled)
 
