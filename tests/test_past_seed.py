@@ -62,9 +62,13 @@ def test_a_seeded_past_equals_a_checkout_and_parses_only_what_differs(tmp_path: 
         assert store.stats()["total"] == 6  # the present state: what the pasts are seeded from
         for when in ("2026-01-31", "2026-02-28", "2026-03-31"):
             same_as_checkout(store, when, top, "docs/adr", tmp_path, **opened)
-        past = store.at("2026-02-28")
+        past, later = store.at("2026-02-28"), store.at("2026-03-31")
         assert (Path(past.engine.state_path).parent / STATE_FILE).is_file()
         assert past.engine.scanner.parses < len(list(Path(past.engine.root).rglob("*.md")))  # a seed was used
+        # a file alike in two kept pasts is one file: the later one linked it
+        alike, changed = "0001-sqlite.md", "0002-rest.md"
+        assert Path(later.engine.root, alike).stat().st_ino == Path(past.engine.root, alike).stat().st_ino
+        assert Path(later.engine.root, changed).stat().st_ino != Path(past.engine.root, changed).stat().st_ino
 
 
 def test_the_past_keeps_the_safeguards_of_its_files_not_the_presents(tmp_path: Path) -> None:

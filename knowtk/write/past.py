@@ -158,22 +158,44 @@ class GitPast:
             raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
         return _batch(self.repo.top, proc.stdout, proc.returncode)
 
-    def materialise(self, tree: str, dest: str, known: Known | None = None) -> None:
-        """Write every file of ``tree`` under ``dest``. A file whose bytes ``known`` (a seeded scan cache) holds
-        at its path gets that stat: the past engine takes it as read; any other gets a stat the cache lacks."""
+    def materialise(
+        self, tree: str, dest: str, known: Known | None = None, donor: tuple[str, dict[str, str]] | None = None
+    ) -> None:
+        """Write every file of ``tree`` under ``dest``. A file whose bytes ``known`` (a seeded scan cache) holds at
+        its path gets that stat: the past engine takes it as read; any other gets a stat the cache lacks. A file
+        that ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob is
+        a hard link to it: both are only read, and a link costs a fraction of a new file."""
         entries = list(self.blobs(tree))
-        data = self.contents(sorted({blob for _, blob in entries}))
-        lost = next(((path, blob) for path, blob in entries if blob not in data), None)
-        if lost is not None:
-            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
+        linked = _link_from(donor, entries, dest) if donor is not None else set()
+        data = self.contents(sorted({blob for path, blob in entries if path not in linked}))
+        lost = next(((path, blob) for path, blob in entries if path not in linked and blob not in data), None)
+        if lost is not None:
+            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
         for path, blob in entries:
+            if path in linked:  # its stat is the donor's: the seed's when the cache read it, else read again
+                continue
             full = os.path.join(dest, *path.split("/"))
             with open(full, "wb") as f:
                 f.write(data[blob])
             if known and path in known:
                 _restat(full, data[blob], known[path])
+
+
+def _link_from(donor: tuple[str, dict[str, str]], entries: list[tuple[str, str]], dest: str) -> set[str]:
+    """The paths of ``entries`` made hard links to the donor folder's file holding the same blob at that path."""
+    folder, blobs = donor
+    linked = set()
+    for path, blob in entries:
+        if blobs.get(path) == blob:
+            parts = path.split("/")
+            try:
+                os.link(os.path.join(folder, *parts), os.path.join(dest, *parts), follow_symlinks=False)
+            except OSError:  # gone meanwhile, too many links, a file system without them: written instead
+                continue
+            linked.add(path)
+    return linked
 
 
 def _restat(full: str, data: bytes, cached: tuple[int, int, str]) -> None:
@@ -232,14 +254,15 @@ def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None
     """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
     is whole or absent (another process may have put it there first). With ``seed`` (the present store's
     state.sqlite), the past store's state is seeded from it first, when it has none yet (``past_seed``), and put
-    in place before the files: a reader that finds the folder finds the state that goes with its stats."""
+    in place before the files: a reader that finds the folder finds the state that goes with its stats. The
+    files another kept past folder holds alike are hard links to its (``_donor``)."""
     os.makedirs(home, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".writing-", dir=home)
     try:
         state, known = os.path.join(home, STATE), Known()
         if seed is not None and not os.path.exists(state):
             known = seed_state(seed, os.path.join(work, STATE), os.path.abspath(os.path.join(home, name)))
-        git.materialise(tree, os.path.join(work, name), known)
+        git.materialise(tree, os.path.join(work, name), known, _donor(git, home, name))
         if known:
             try:
                 os.rename(os.path.join(work, STATE), state)
@@ -253,6 +276,25 @@ def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _donor(git: GitPast, home: str, name: str) -> tuple[str, dict[str, str]] | None:
+    """The past folder of the store kept last (its files are only read) and its path -> blob; None: none is."""
+    kept = os.path.dirname(home)
+    folders = [os.path.join(kept, tree, name) for tree in os.listdir(kept) if tree != os.path.basename(home)]
+    for folder in sorted((f for f in folders if os.path.isdir(f)), key=_mtime, reverse=True)[:1]:
+        try:
+            return folder, dict(git.blobs(os.path.basename(os.path.dirname(folder))))
+        except StoreUnavailable:  # a tree Git no longer has: nothing to link to
+            return None
+    return None
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def check_past(root: str, state_folder: str) -> tuple[list[str], list[str]]:
