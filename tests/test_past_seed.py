@@ -47,6 +47,8 @@ def same_as_checkout(
     with knowtk.open_store(clone / folder, state_dir=tmp / f"state-{commit[:8]}", **opened) as cold:
         assert everything(past) == everything(cold), when
         assert safeguards(past) == safeguards(cold), when
+    report = past.check()  # the seeded state checks whole: safeguards and journal agree, projections sound
+    assert report["ok"] and not report["found"], (when, report)
     parsed = differing(clone / folder, top / folder if seeded else tmp / "nowhere")
     assert past.engine.scanner.parses == len(parsed), when
 
