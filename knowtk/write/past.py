@@ -20,8 +20,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import NoKnownPast, StoreUnavailable
@@ -140,47 +141,61 @@ class GitPast:
                 yield path, parts[2]
 
     def contents(self, blobs: list[str]) -> dict[str, bytes]:
-        """Each blob's bytes, by one ``git cat-file --batch``."""
-        if not blobs:
-            return {}
-        try:
-            import subprocess  # imported when used: a query process never reads Git
-
-            proc = subprocess.run(
-                [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
-                input="".join(f"{b}\n" for b in blobs).encode(),
-                capture_output=True,
-                timeout=600,
-                env={**os.environ, **_ENV},
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
-        return _batch(self.repo.top, proc.stdout, proc.returncode)
+        """Each blob's bytes, by one ``git cat-file --batch`` (a blob Git lacks is left out)."""
+        return dict(self.stream(blobs))
 
     def materialise(
-        self, tree: str, dest: str, known: Known | None = None, donor: tuple[str, dict[str, str]] | None = None
-    ) -> None:
-        """Write every file of ``tree`` under ``dest``. A file whose bytes ``known`` (a seeded scan cache) holds at
-        its path gets that stat: the past engine takes it as read; any other gets a stat the cache lacks. A file
-        that ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob is
-        a hard link to it: both are only read, and a link costs a fraction of a new file."""
+        self, tree: str, dest: str, donor: tuple[str, dict[str, str]] | None = None
+    ) -> dict[str, tuple[int, str]]:
+        """Write every file of ``tree`` under ``dest``; path -> (size, sha256) of each file written. A file that
+        ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob is a
+        hard link to it instead (both are only read, and a link costs a fraction of a new file)."""
         entries = list(self.blobs(tree))
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
         linked = _link_from(donor, entries, dest) if donor is not None else set()
-        data = self.contents(sorted({blob for path, blob in entries if path not in linked}))
-        lost = next(((path, blob) for path, blob in entries if path not in linked and blob not in data), None)
-        if lost is not None:
-            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
+        wanted: dict[str, list[str]] = {}  # blob -> the paths that hold it
         for path, blob in entries:
-            if path in linked:  # its stat is the donor's: the seed's when the cache read it, else read again
-                continue
-            full = os.path.join(dest, *path.split("/"))
-            with open(full, "wb") as f:
-                f.write(data[blob])
-            if known and path in known:
-                _restat(full, data[blob], known[path])
+            if path not in linked:
+                wanted.setdefault(blob, []).append(path)
+        written = {}
+        for blob, data in self.stream(sorted(wanted)):  # each file written as Git gives its bytes
+            sha256 = hashlib.sha256(data).hexdigest()
+            for path in wanted.pop(blob, ()):
+                with open(os.path.join(dest, *path.split("/")), "wb") as f:
+                    f.write(data)
+                written[path] = (len(data), sha256)
+        if wanted:
+            blob, paths = next(iter(wanted.items()))
+            raise StoreUnavailable(self.repo.top, f"git has no object {blob} ({paths[0]}): the history is damaged")
+        return written
+
+    def stream(self, blobs: list[str]) -> Iterator[tuple[str, bytes]]:
+        """(blob, bytes) of each blob Git has, read from one ``git cat-file --batch`` as it answers."""
+        if not blobs:
+            return
+        import subprocess  # imported when used: a query process never reads Git
+
+        with tempfile.TemporaryFile() as asked:  # (a file, not a pipe: Git answers while it reads the questions)
+            asked.write("".join(f"{b}\n" for b in blobs).encode())
+            asked.seek(0)
+            try:
+                proc = subprocess.Popen(
+                    [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
+                    stdin=asked,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env={**os.environ, **_ENV},
+                )
+            except OSError as exc:
+                raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
+            assert proc.stdout is not None
+            try:
+                yield from _answers(proc.stdout)
+            finally:
+                proc.stdout.close()
+                proc.kill()
+                proc.wait()
 
 
 def _link_from(donor: tuple[str, dict[str, str]], entries: list[tuple[str, str]], dest: str) -> set[str]:
@@ -198,16 +213,20 @@ def _link_from(donor: tuple[str, dict[str, str]], entries: list[tuple[str, str]]
     return linked
 
 
-def _restat(full: str, data: bytes, cached: tuple[int, int, str]) -> None:
-    """Give the file just written at ``full`` the cached stat when the cache read these very bytes there; else
-    make sure its stat is not the cached one (written in the same clock tick as the present file, it could be)."""
-    size, mtime_ns, sha256 = cached
-    if size != len(data):
-        return
-    if hashlib.sha256(data).hexdigest() == sha256:
-        os.utime(full, ns=(mtime_ns, mtime_ns))
-    elif os.stat(full).st_mtime_ns == mtime_ns:
-        os.utime(full, ns=(mtime_ns + 1, mtime_ns + 1))
+def _restat(dest: str, written: dict[str, tuple[int, str]], known: Known) -> None:
+    """Give each file written whose bytes ``known`` (a seeded scan cache) holds at its path the stat the cache holds:
+    the past engine takes it as read. Any other file the cache knows gets a stat the cache does not hold (written in
+    the clock tick of the present file's last change, it could have it)."""
+    for path, (size, sha256) in written.items():
+        cached = known.get(path)
+        if cached is None or cached[0] != size:
+            continue
+        full = os.path.join(dest, *path.split("/"))
+        mtime_ns = cached[1]
+        if cached[2] == sha256:
+            os.utime(full, ns=(mtime_ns, mtime_ns))
+        elif os.stat(full).st_mtime_ns == mtime_ns:
+            os.utime(full, ns=(mtime_ns + 1, mtime_ns + 1))
 
 
 def _plain(path: str) -> bool:
@@ -215,22 +234,15 @@ def _plain(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
 
 
-def _batch(top: str, out: bytes, code: int) -> dict[str, bytes]:
-    """``git cat-file --batch``'s answer: ``SHA TYPE SIZE\\nBYTES\\n`` per object, ``SHA missing`` for a lost one."""
-    found: dict[str, bytes] = {}
-    at = 0
-    while at < len(out):
-        end = out.index(b"\n", at)
-        head = out[at:end].decode("ascii", "replace").split()
-        if len(head) == 3:
-            size = int(head[2])
-            found[head[0]] = out[end + 1 : end + 1 + size]
-            at = end + 2 + size
-        else:  # "SHA missing": the object is gone
-            at = end + 1
-    if code != 0 and not found:
-        raise StoreUnavailable(top, "git cat-file failed: the history is damaged")
-    return found
+def _answers(out: IO[bytes]) -> Iterator[tuple[str, bytes]]:
+    """``git cat-file --batch``'s answers as they come: ``SHA TYPE SIZE\\nBYTES\\n``, or ``SHA missing``."""
+    while head := out.readline():
+        parts = head.split()
+        if len(parts) != 3:  # "SHA missing": the object is gone
+            continue
+        data = out.read(int(parts[2]))
+        out.read(1)
+        yield parts[0].decode("ascii"), data
 
 
 def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
@@ -253,26 +265,32 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
 def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None) -> None:
     """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
     is whole or absent (another process may have put it there first). With ``seed`` (the present store's
-    state.sqlite), the past store's state is seeded from it first, when it has none yet (``past_seed``), and put
-    in place before the files: a reader that finds the folder finds the state that goes with its stats. The
+    state.sqlite), the past store's state is seeded from it meanwhile, when it has none yet (``past_seed``), and
+    put in place before the files: a reader that finds the folder finds the state that goes with its stats. The
     files another kept past folder holds alike are hard links to its (``_donor``)."""
     os.makedirs(home, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".writing-", dir=home)
     try:
-        state, known = os.path.join(home, STATE), Known()
-        if seed is not None and not os.path.exists(state):
-            known = seed_state(seed, os.path.join(work, STATE), os.path.abspath(os.path.join(home, name)))
-        git.materialise(tree, os.path.join(work, name), known, _donor(git, home, name))
+        state, folder = os.path.join(home, STATE), os.path.abspath(os.path.join(home, name))
+        with ThreadPoolExecutor(1) as pool:  # the copy of the state and the files' writing wait on the disk apart
+            seeding = (
+                pool.submit(seed_state, seed, os.path.join(work, STATE), folder)
+                if seed is not None and not os.path.exists(state)
+                else None
+            )
+            written = git.materialise(tree, os.path.join(work, name), _donor(git, home, name))
+            known = seeding.result() if seeding is not None else Known()
         if known:
+            _restat(os.path.join(work, name), written, known)
             try:
                 os.rename(os.path.join(work, STATE), state)
             except OSError:  # another process seeded it meanwhile: its stats are the present's too
                 if not os.path.isdir(state):
                     raise
         try:
-            os.rename(os.path.join(work, name), os.path.join(home, name))
+            os.rename(os.path.join(work, name), folder)
         except OSError:
-            if not os.path.isdir(os.path.join(home, name)):
+            if not os.path.isdir(folder):
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
