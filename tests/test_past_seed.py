@@ -126,3 +126,18 @@ def test_a_present_state_that_cannot_be_read_seeds_nothing(tmp_path: Path) -> No
     garbage.write_bytes(b"\0garbage" * 1000)
     assert seed_state(str(garbage), str(tmp_path / "seed"), str(tmp_path / "store")) == {}
     assert not any((tmp_path / "seed").iterdir())
+
+
+def test_a_past_read_under_other_profiles_than_the_present_is_read_whole(tmp_path: Path) -> None:
+    """knowtk.yaml names a profile since the last commit: the past before it reads its files as records of another
+    profile, so nothing of the seed's projections serves it; the past after it is seeded as usual."""
+    top = tmp_path / "repo"
+    b = build_history(top)
+    (b.root / "knowtk.yaml").write_text("profile: adr\n")
+    git(top, "add", "docs/adr/knowtk.yaml")
+    git(top, "commit", "-qm", "the adr profile", date="2026-03-25T00:00:00Z")
+    with b.open() as store:
+        assert store.engine.profile_map().key().startswith("adr")
+        store.stats()
+        same_as_checkout(store, "2026-03-31", top, "docs/adr", tmp_path)
+        same_as_checkout(store, "2026-02-28", top, "docs/adr", tmp_path, seeded=False)
