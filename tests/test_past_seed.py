@@ -11,6 +11,8 @@ import pytest
 
 import knowtk
 from knowtk.state import STATE_FILE
+from knowtk.write.checkpoint import Repo
+from knowtk.write.past import GitPast
 from knowtk.write.past_seed import seed_state
 from tests.helpers import StoreBuilder
 from tests.test_known_time import T1, T2, T3, build_history, checkout, decision, everything, git
@@ -141,3 +143,15 @@ def test_a_past_read_under_other_profiles_than_the_present_is_read_whole(tmp_pat
         store.stats()
         same_as_checkout(store, "2026-03-31", top, "docs/adr", tmp_path)
         same_as_checkout(store, "2026-02-28", top, "docs/adr", tmp_path, seeded=False)
+
+
+def test_a_blob_git_stops_sending_midway_is_no_blob(tmp_path: Path) -> None:
+    """A ``git`` that dies while sending a blob (here a stand-in that sends one whole and half of the next): only
+    the whole one is read, so the past is refused as damaged rather than written with half a file."""
+    whole, half = "a" * 40, "b" * 40
+    fake = tmp_path / "git"
+    fake.write_text(f"#!/bin/sh\nprintf '{whole} blob 5\\nhello\\n{half} blob 10\\nhalf'\n")
+    fake.chmod(0o755)
+    git_past = GitPast(Repo(str(fake), str(tmp_path)), "")
+    assert dict(git_past.stream([whole, half])) == {whole: b"hello"}
+    assert git_past.contents([whole, half]) == {whole: b"hello"}

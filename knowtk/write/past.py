@@ -8,7 +8,9 @@ store alike share it), from which a read-only store is opened. Git is read throu
 and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
 
 A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
-one; once in place its files are only read (the past store's index lives beside them, in ``.state``).
+one; once in place its files are only read (the past store's index lives beside them, in ``.state``). Its state
+is seeded from the present store's (``knowtk.write.past_seed``), so that the past engine reads and indexes only
+the files that differ, and a file that the past kept last holds alike is a hard link to it.
 ``check_past`` compares the kept folders with their trees (``knowtk check``); ``commits_touching`` lists the
 commits between two that changed each file (``knowledge_changes``).
 """
@@ -240,8 +242,10 @@ def _answers(out: IO[bytes]) -> Iterator[tuple[str, bytes]]:
         parts = head.split()
         if len(parts) != 3:  # "SHA missing": the object is gone
             continue
-        data = out.read(int(parts[2]))
-        out.read(1)
+        size = int(parts[2])
+        data = out.read(size)
+        if len(data) != size or out.read(1) != b"\n":  # Git stopped midway: no bytes of a blob but all of them
+            return
         yield parts[0].decode("ascii"), data
 
 
