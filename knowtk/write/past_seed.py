@@ -37,7 +37,8 @@ _COPY_TIMEOUT_S = 30.0  # a writer holding the present state longer: no seed, th
 
 def seed_state(present_state: str, folder: str, store: str) -> Known:
     """Copy ``present_state`` (a state.sqlite) into ``folder`` as the state of the past store at ``store`` (its
-    folder); the scan cache's stats by path, or ``{}`` when no seed could be made (``folder`` then holds none)."""
+    folder); the scan cache's stats by path. ``{}`` when no seed could be made (``folder`` then holds none) or its
+    scan cache holds nothing (a present store never queried): the caller then builds the past cold."""
     if not os.path.isfile(present_state):
         return {}
     target = os.path.join(folder, STATE_FILE)
