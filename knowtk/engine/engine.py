@@ -91,12 +91,16 @@ class Engine:
         accept_safeguard_loss: bool = False,
         rebind_state: bool = False,
         profile: str | None = None,
+        seeded: bool = False,
     ) -> None:
         if profile is not None and not has_profile(profile):
             raise InvalidArgument(
                 "profile", f"no profile is named {profile!r}", allowed=list(profile_names()), value=profile
             )
         self.profile = profile  # the store-wide profile asked for; None: knowtk.yaml's (else knowtk)
+        # the state was copied from another store's (a past view seeded from the present): its snapshot image may
+        # have been built under other safeguards, and is taken all the same (``_own_safeguards``)
+        self.seeded = seeded
         self.root = os.path.abspath(os.fspath(root))
         if not os.path.isdir(self.root):
             what = "does not exist" if not os.path.exists(self.root) else "is not a folder"
@@ -263,7 +267,7 @@ class Engine:
         guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
         if self._snapshot is None and not self._image_tried:
             self._image_tried = True
-            self._adopt_image()
+            guards_changed = self._adopt_image() or guards_changed
         snap = self._snapshot
         expired = snap is not None and snap.valid_until is not None and now >= snap.valid_until
         if snap is None or self._touched or config_changed or expired or guards_changed:
@@ -308,13 +312,17 @@ class Engine:
         if self._image_key is not None and token is not None:
             record_behind(self.state, self._image_key, token, sorted(self._behind))
 
-    def _adopt_image(self) -> None:
-        """Take the snapshot stored in state.sqlite as the previous one, with the files changed since as touched."""
+    def _adopt_image(self) -> bool:
+        """Take the snapshot stored in state.sqlite as the previous one, with the files changed since as touched.
+        Whether some of its records must have the safeguards applied again (a seeded state's image)."""
         image = load_image(
             self.state, self.scanner, config=self.config, generation=self._generation + 1, on_damage=self._image_damaged
         )
-        if image is None or image.guards != guards_key(self.safeguards):
-            return
+        if image is None:
+            return False
+        foreign = image.guards != guards_key(self.safeguards)
+        if foreign and not self.seeded:
+            return False
         scanner = self.scanner
         if image.scan_token is not None and image.scan_token == scanner.loaded_token:
             # the scan cache was the image's files when loaded, but those it is behind on: they and what the scan
@@ -333,6 +341,26 @@ class Engine:
             self._adopted = image.snapshot
         image.snapshot.records.current = not drift
         self._snapshot, self._touched = image.snapshot, set(drift)
+        return foreign and self._own_safeguards(image.snapshot, drift)
+
+    def _own_safeguards(self, snap: Snapshot, drift: set[str]) -> bool:
+        """A seeded state's image was built under another store's safeguards: this store's are those its own files
+        establish. The records the image holds withdrawn or superseded, from files it holds as they are, are
+        observed (the build observes those read again); those a safeguard overruled are applied again. Whether
+        any was overruled."""
+        records = snap.records
+        path_of = getattr(records, "path_of", lambda rid: records[rid].path)  # (stored records: no record built)
+        kept = []
+        for rid, life in snap.lifecycle.items():
+            path = path_of(rid) if life != "active" else None
+            # the scanner's entry, not the stored record: building a few thousand of those builds every record
+            entry = self.scanner.entry(path) if path is not None and path not in drift else None
+            if entry is not None and entry.record is not None and entry.record.id == rid:
+                kept.append(entry.record)
+        self.safeguards.observe(kept, now_utc())
+        overruled = set(snap.index.guard_issues) if snap.index is not None else set()
+        self.safeguards.reapply(overruled)
+        return bool(overruled)
 
     def _image_damaged(self) -> None:
         """A part of the stored image proved damaged: forget it; the query runs again on a full build."""

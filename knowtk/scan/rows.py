@@ -10,6 +10,7 @@ bumped by every write to the table.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from knowtk.model.records import FileProblem
@@ -25,6 +26,7 @@ __all__ = [
     "cached_frontmatter",
     "entry_from_row",
     "files_row",
+    "hashed_stats",
     "is_stat_row",
     "read_token",
     "stat_row",
@@ -32,6 +34,13 @@ __all__ = [
 
 # the columns of a scan_files_v1 row as an entry is made from it (``entry_from_row``; a pack holds the same)
 ROWS_SQL = "SELECT path, size, mtime_ns, sha256, problem_code, problem FROM scan_files_v1"
+
+
+def hashed_stats(conn: sqlite3.Connection) -> dict[str, tuple[int, int, str]]:
+    """path -> (size, mtime_ns, sha256) of every file scan_files_v1 holds the hash of: a file at that path with
+    those bytes and that stat is taken as read (a past store seeded from this state, ``knowtk.write.past_seed``)."""
+    rows = conn.execute("SELECT path, size, mtime_ns, sha256 FROM scan_files_v1 WHERE sha256 IS NOT NULL")
+    return {path: (size, mtime, sha) for path, size, mtime, sha in rows}
 
 
 def is_stat_row(row: tuple[Any, ...]) -> bool:

@@ -314,6 +314,11 @@ class Safeguards:
         self._reloaded |= withdrawn.keys() | guards.keys()
         self.invalidate()
 
+    def reapply(self, ids: Iterable[str]) -> None:
+        """Have the next build apply the safeguards again to these records, as if another process had changed
+        theirs (a snapshot image built under other safeguards, taken by a seeded state: ``Engine(seeded=True)``)."""
+        self._reloaded |= set(ids)
+
     def entries(
         self, rid: str
     ) -> tuple[tuple[int, str | None, str, str] | None, tuple[int, str | None, str, str] | None]:

@@ -8,7 +8,9 @@ store alike share it), from which a read-only store is opened. Git is read throu
 and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
 
 A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
-one; once in place its files are only read (the past store's index lives beside them, in ``.state``).
+one; once in place its files are only read (the past store's index lives beside them, in ``.state``). Its state
+is seeded from the present store's (``knowtk.write.past_seed``), so that the past engine reads and indexes only
+the files that differ, and a file that the past kept last holds alike is a hard link to it.
 ``check_past`` compares the kept folders with their trees (``knowtk check``); ``commits_touching`` lists the
 commits between two that changed each file (``knowledge_changes``).
 """
@@ -20,15 +22,18 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import NoKnownPast, StoreUnavailable
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
+from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
+from knowtk.write.past_seed import Known, seed_state
 
 __all__ = [
     "PAST_DIR",
@@ -138,36 +143,92 @@ class GitPast:
                 yield path, parts[2]
 
     def contents(self, blobs: list[str]) -> dict[str, bytes]:
-        """Each blob's bytes, by one ``git cat-file --batch``."""
-        if not blobs:
-            return {}
-        try:
-            import subprocess  # imported when used: a query process never reads Git
+        """Each blob's bytes, by one ``git cat-file --batch`` (a blob Git lacks is left out)."""
+        return dict(self.stream(blobs))
 
-            proc = subprocess.run(
-                [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
-                input="".join(f"{b}\n" for b in blobs).encode(),
-                capture_output=True,
-                timeout=600,
-                env={**os.environ, **_ENV},
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
-        return _batch(self.repo.top, proc.stdout, proc.returncode)
-
-    def materialise(self, tree: str, dest: str) -> None:
-        """Write every file of ``tree`` under ``dest``."""
+    def materialise(
+        self, tree: str, dest: str, donor: tuple[str, dict[str, str]] | None = None
+    ) -> dict[str, tuple[int, str]]:
+        """Write every file of ``tree`` under ``dest``; path -> (size, sha256) of each file written. A file that
+        ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob is a
+        hard link to it instead (both are only read, and a link costs a fraction of a new file)."""
         entries = list(self.blobs(tree))
-        data = self.contents(sorted({blob for _, blob in entries}))
-        lost = next(((path, blob) for path, blob in entries if blob not in data), None)
-        if lost is not None:
-            raise StoreUnavailable(self.repo.top, f"git has no object {lost[1]} ({lost[0]}): the history is damaged")
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
+        linked = _link_from(donor, entries, dest) if donor is not None else set()
+        wanted: dict[str, list[str]] = {}  # blob -> the paths that hold it
         for path, blob in entries:
-            with open(os.path.join(dest, *path.split("/")), "wb") as f:
-                f.write(data[blob])
+            if path not in linked:
+                wanted.setdefault(blob, []).append(path)
+        written = {}
+        for blob, data in self.stream(sorted(wanted)):  # each file written as Git gives its bytes
+            sha256 = hashlib.sha256(data).hexdigest()
+            for path in wanted.pop(blob, ()):
+                with open(os.path.join(dest, *path.split("/")), "wb") as f:
+                    f.write(data)
+                written[path] = (len(data), sha256)
+        if wanted:
+            blob, paths = next(iter(wanted.items()))
+            raise StoreUnavailable(self.repo.top, f"git has no object {blob} ({paths[0]}): the history is damaged")
+        return written
+
+    def stream(self, blobs: list[str]) -> Iterator[tuple[str, bytes]]:
+        """(blob, bytes) of each blob Git has, read from one ``git cat-file --batch`` as it answers."""
+        if not blobs:
+            return
+        import subprocess  # imported when used: a query process never reads Git
+
+        with tempfile.TemporaryFile() as asked:  # (a file, not a pipe: Git answers while it reads the questions)
+            asked.write("".join(f"{b}\n" for b in blobs).encode())
+            asked.seek(0)
+            try:
+                proc = subprocess.Popen(
+                    [self.repo.git, "-C", self.repo.top, "cat-file", "--batch"],
+                    stdin=asked,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env={**os.environ, **_ENV},
+                )
+            except OSError as exc:
+                raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
+            assert proc.stdout is not None
+            try:
+                yield from _answers(proc.stdout)
+            finally:
+                proc.stdout.close()
+                proc.kill()
+                proc.wait()
+
+
+def _link_from(donor: tuple[str, dict[str, str]], entries: list[tuple[str, str]], dest: str) -> set[str]:
+    """The paths of ``entries`` made hard links to the donor folder's file holding the same blob at that path."""
+    folder, blobs = donor
+    linked = set()
+    for path, blob in entries:
+        if blobs.get(path) == blob:
+            parts = path.split("/")
+            try:
+                os.link(os.path.join(folder, *parts), os.path.join(dest, *parts), follow_symlinks=False)
+            except OSError:  # gone meanwhile, too many links, a file system without them: written instead
+                continue
+            linked.add(path)
+    return linked
+
+
+def _restat(dest: str, written: dict[str, tuple[int, str]], known: Known) -> None:
+    """Give each file written whose bytes ``known`` (a seeded scan cache) holds at its path the stat the cache holds:
+    the past engine takes it as read. Any other file the cache knows gets a stat the cache does not hold (written in
+    the clock tick of the present file's last change, it could have it)."""
+    for path, (size, sha256) in written.items():
+        cached = known.get(path)
+        if cached is None or cached[0] != size:
+            continue
+        full = os.path.join(dest, *path.split("/"))
+        mtime_ns = cached[1]
+        if cached[2] == sha256:
+            os.utime(full, ns=(mtime_ns, mtime_ns))
+        elif os.stat(full).st_mtime_ns == mtime_ns:
+            os.utime(full, ns=(mtime_ns + 1, mtime_ns + 1))
 
 
 def _plain(path: str) -> bool:
@@ -175,22 +236,17 @@ def _plain(path: str) -> bool:
     return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
 
 
-def _batch(top: str, out: bytes, code: int) -> dict[str, bytes]:
-    """``git cat-file --batch``'s answer: ``SHA TYPE SIZE\\nBYTES\\n`` per object, ``SHA missing`` for a lost one."""
-    found: dict[str, bytes] = {}
-    at = 0
-    while at < len(out):
-        end = out.index(b"\n", at)
-        head = out[at:end].decode("ascii", "replace").split()
-        if len(head) == 3:
-            size = int(head[2])
-            found[head[0]] = out[end + 1 : end + 1 + size]
-            at = end + 2 + size
-        else:  # "SHA missing": the object is gone
-            at = end + 1
-    if code != 0 and not found:
-        raise StoreUnavailable(top, "git cat-file failed: the history is damaged")
-    return found
+def _answers(out: IO[bytes]) -> Iterator[tuple[str, bytes]]:
+    """``git cat-file --batch``'s answers as they come: ``SHA TYPE SIZE\\nBYTES\\n``, or ``SHA missing``."""
+    while head := out.readline():
+        parts = head.split()
+        if len(parts) != 3:  # "SHA missing": the object is gone
+            continue
+        size = int(parts[2])
+        data = out.read(size)
+        if len(data) != size or out.read(1) != b"\n":  # Git stopped midway: no bytes of a blob but all of them
+            return
+        yield parts[0].decode("ascii"), data
 
 
 def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
@@ -204,26 +260,63 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
     folder = os.path.join(home, name)
     if not os.path.isdir(folder):
         try:
-            _keep(git, tree, home, name)
+            _keep(git, tree, home, name, os.path.join(state_folder, STATE_FILE))
         except OSError as exc:  # the state folder is full or read-only: the present store still answers
             raise StoreUnavailable(state_folder, f"the store's past files could not be kept: {exc}") from exc
     return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
 
 
-def _keep(git: GitPast, tree: str, home: str, name: str) -> None:
+def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None) -> None:
     """Write ``tree``'s files into ``home/name``: into a temporary folder first, then renamed, so that the folder
-    is whole or absent (another process may have put it there first)."""
+    is whole or absent (another process may have put it there first). With ``seed`` (the present store's
+    state.sqlite), the past store's state is seeded from it meanwhile, when it has none yet (``past_seed``), and
+    put in place before the files: a reader that finds the folder finds the state that goes with its stats. The
+    files another kept past folder holds alike are hard links to its (``_donor``)."""
     os.makedirs(home, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".writing-", dir=home)
     try:
-        git.materialise(tree, os.path.join(work, name))
+        state, folder = os.path.join(home, STATE), os.path.abspath(os.path.join(home, name))
+        with ThreadPoolExecutor(1) as pool:  # the copy of the state and the files' writing wait on the disk apart
+            seeding = (
+                pool.submit(seed_state, seed, os.path.join(work, STATE), folder)
+                if seed is not None and not os.path.exists(state)
+                else None
+            )
+            written = git.materialise(tree, os.path.join(work, name), _donor(git, home, name))
+            known = seeding.result() if seeding is not None else Known()
+        if known:
+            _restat(os.path.join(work, name), written, known)
+            try:
+                os.rename(os.path.join(work, STATE), state)
+            except OSError:  # another process seeded it meanwhile: its stats are the present's too
+                if not os.path.isdir(state):
+                    raise
         try:
-            os.rename(os.path.join(work, name), os.path.join(home, name))
+            os.rename(os.path.join(work, name), folder)
         except OSError:
-            if not os.path.isdir(os.path.join(home, name)):
+            if not os.path.isdir(folder):
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _donor(git: GitPast, home: str, name: str) -> tuple[str, dict[str, str]] | None:
+    """The past folder of the store kept last (its files are only read) and its path -> blob; None: none is."""
+    kept = os.path.dirname(home)
+    folders = [os.path.join(kept, tree, name) for tree in os.listdir(kept) if tree != os.path.basename(home)]
+    for folder in sorted((f for f in folders if os.path.isdir(f)), key=_mtime, reverse=True)[:1]:
+        try:
+            return folder, dict(git.blobs(os.path.basename(os.path.dirname(folder))))
+        except StoreUnavailable:  # a tree Git no longer has: nothing to link to
+            return None
+    return None
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def check_past(root: str, state_folder: str) -> tuple[list[str], list[str]]:
@@ -279,6 +372,7 @@ def open_past(present: Engine, files: PastFiles) -> Engine:
         state_dir=files.state_dir,
         change_source=StatWalk,  # the past files never change: nothing to watch
         rebind_state=True,  # a cache of its files, wherever the state folder was moved
+        seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
         profile=present.profile,
         max_files=getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES),
         max_file_bytes=present.scanner.max_file_bytes,

@@ -1,0 +1,157 @@
+"""A past store seeded from the present store's state answers as a cold build of the same commit (a checkout)
+would, reads again only the files that differ, and holds the safeguards its own files establish."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import knowtk
+from knowtk.state import STATE_FILE
+from knowtk.write.checkpoint import Repo
+from knowtk.write.past import GitPast
+from knowtk.write.past_seed import seed_state
+from tests.helpers import StoreBuilder
+from tests.test_known_time import T1, T2, T3, build_history, checkout, decision, everything, git
+
+
+def safeguards(store: knowtk.Store) -> tuple[dict[str, int], dict[str, tuple[int, str | None]]]:
+    guards = store.engine.safeguards
+    guards.refresh()
+    return dict(guards.withdrawn), dict(guards.superseded)
+
+
+def differing(then: Path, now: Path) -> set[str]:
+    """The record files of ``then`` whose bytes the present folder ``now`` does not hold at the same path."""
+    out = set()
+    for dirpath, dirs, names in os.walk(then):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for name in names:
+            if name.endswith(".md") and not name.startswith((".", "_")):
+                past = Path(dirpath) / name
+                present = now / past.relative_to(then)
+                if not present.is_file() or present.read_bytes() != past.read_bytes():
+                    out.add(str(past.relative_to(then)))
+    return out
+
+
+def same_as_checkout(
+    store: knowtk.Store, when: str, top: Path, folder: str, tmp: Path, seeded: bool = True, **opened: Any
+) -> None:
+    """``store.at(when)`` answers as the checkout of its commit does, safeguards included; ``seeded``: it parsed
+    only the files the present store does not hold as they stood then (else: every file)."""
+    past = store.at(when)
+    commit = past.known_at["commit"]
+    clone = checkout(top, commit, tmp / f"clone-{commit[:8]}")
+    with knowtk.open_store(clone / folder, state_dir=tmp / f"state-{commit[:8]}", **opened) as cold:
+        assert everything(past) == everything(cold), when
+        assert safeguards(past) == safeguards(cold), when
+    report = past.check()  # the seeded state checks whole: safeguards and journal agree, projections sound
+    assert report["ok"] and not report["found"], (when, report)
+    parsed = differing(clone / folder, top / folder if seeded else tmp / "nowhere")
+    assert past.engine.scanner.parses == len(parsed), when
+
+
+@pytest.mark.parametrize("profile", [None, "adr"])
+def test_a_seeded_past_equals_a_checkout_and_parses_only_what_differs(tmp_path: Path, profile: str | None) -> None:
+    top = tmp_path / "repo"
+    b = build_history(top)  # leaves a staged file and a file never added
+    b.remove("0003-postgres.md")  # deleted, not committed
+    b.write("0004-grpc.md", decision("adr-4", "Use gRPC, edited"), "gRPC, edited.\n")  # edited, not committed
+    opened = {"profile": profile} if profile else {}
+    with b.open(**opened) as store:
+        assert store.stats()["total"] == 6  # the present state: what the pasts are seeded from
+        for when in ("2026-01-31", "2026-02-28", "2026-03-31"):
+            same_as_checkout(store, when, top, "docs/adr", tmp_path, **opened)
+        past, later = store.at("2026-02-28"), store.at("2026-03-31")
+        assert (Path(past.engine.state_path).parent / STATE_FILE).is_file()
+        assert past.engine.scanner.parses < len(list(Path(past.engine.root).rglob("*.md")))  # a seed was used
+        # a file alike in two kept pasts is one file: the later one linked it
+        alike, changed = "0001-sqlite.md", "0002-rest.md"
+        assert Path(later.engine.root, alike).stat().st_ino == Path(past.engine.root, alike).stat().st_ino
+        assert Path(later.engine.root, changed).stat().st_ino != Path(past.engine.root, changed).stat().st_ino
+
+
+def test_the_past_keeps_the_safeguards_of_its_files_not_the_presents(tmp_path: Path) -> None:
+    """Files brought back, unchanged since the first commit, to what a safeguard of the present overrules: the
+    present keeps adr-2 withdrawn and adr-1 superseded; the store at the first commit has them active."""
+    top = tmp_path / "repo"
+    b = StoreBuilder(top)
+    git(top, "init", "-q", "-b", "main")
+    git(top, "config", "user.email", "ada@example.org")
+    git(top, "config", "user.name", "Ada")
+    (top / ".gitignore").write_text(".knowtk/\n")
+    first = {
+        "0001.md": b.write("0001.md", decision("adr-1", "Use SQLite"), "SQLite.\n").read_bytes(),
+        "0002.md": b.write("0002.md", decision("adr-2", "Use REST"), "REST.\n").read_bytes(),
+    }
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "first", date=T1)
+    with b.open() as store:
+        assert store.stats()["total"] == 2
+        b.write("0001.md", decision("adr-1", "Use SQLite", status="superseded", superseded_by="adr-3"), "SQLite.\n")
+        b.write("0003.md", decision("adr-3", "Use Postgres", supersedes=["adr-1"]), "Postgres.\n")
+        b.write("0002.md", decision("adr-2", "Use REST", status="withdrawn", withdrawn_reason="gRPC"), "REST.\n")
+        git(top, "add", "-A")
+        git(top, "commit", "-qm", "second", date=T2)
+        assert store.stats()["total"] == 3  # the present sees the withdrawal and the supersession
+        for name, data in first.items():
+            (top / name).write_bytes(data)
+        git(top, "commit", "-qam", "back", date=T3)
+    with b.open() as store:  # a new process: the snapshot image it stores holds what the safeguards overrule
+        assert store.record("adr-1")["record"]["lifecycle"] == "superseded"  # the present's safeguards hold
+        assert store.call("knowledge_record", {"id": "adr-2"})["reason"]["code"] == "withdrawn"
+        assert safeguards(store)[0].keys() == {"adr-2"} and safeguards(store)[1].keys() == {"adr-1"}
+        then = store.at("2026-01-31")
+        assert then.record("adr-1")["record"]["lifecycle"] == "active"
+        assert then.record("adr-2")["record"]["lifecycle"] == "active"
+        assert then.engine.scanner.parses == 0  # both files are the present's: nothing read again
+        same_as_checkout(store, "2026-01-31", top, "", tmp_path)
+        same_as_checkout(store, "2026-02-28", top, "", tmp_path)
+        assert safeguards(store.at("2026-02-28"))[0].keys() == {"adr-2"}  # established by its own files
+
+
+def test_a_present_state_that_cannot_be_read_seeds_nothing(tmp_path: Path) -> None:
+    top = tmp_path / "repo"
+    b = build_history(top)
+    with b.open() as store:
+        assert store.stats()["total"] == 7
+        state = Path(store.engine.state_path)
+        state.write_bytes(b"not a database, " * 4096)  # damaged under the open store, its WAL gone too
+        for name in (f"{state.name}-wal", f"{state.name}-shm"):
+            (state.parent / name).unlink(missing_ok=True)
+        same_as_checkout(store, "2026-02-28", top, "docs/adr", tmp_path, seeded=False)  # built cold
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"\0garbage" * 1000)
+    assert seed_state(str(garbage), str(tmp_path / "seed"), str(tmp_path / "store")) == {}
+    assert not any((tmp_path / "seed").iterdir())
+
+
+def test_a_past_read_under_other_profiles_than_the_present_is_read_whole(tmp_path: Path) -> None:
+    """knowtk.yaml names a profile since the last commit: the past before it reads its files as records of another
+    profile, so nothing of the seed's projections serves it; the past after it is seeded as usual."""
+    top = tmp_path / "repo"
+    b = build_history(top)
+    (b.root / "knowtk.yaml").write_text("profile: adr\n")
+    git(top, "add", "docs/adr/knowtk.yaml")
+    git(top, "commit", "-qm", "the adr profile", date="2026-03-25T00:00:00Z")
+    with b.open() as store:
+        assert store.engine.profile_map().key().startswith("adr")
+        store.stats()
+        same_as_checkout(store, "2026-03-31", top, "docs/adr", tmp_path)
+        same_as_checkout(store, "2026-02-28", top, "docs/adr", tmp_path, seeded=False)
+
+
+def test_a_blob_git_stops_sending_midway_is_no_blob(tmp_path: Path) -> None:
+    """A ``git`` that dies while sending a blob (here a stand-in that sends one whole and half of the next): only
+    the whole one is read, so the past is refused as damaged rather than written with half a file."""
+    whole, half = "a" * 40, "b" * 40
+    fake = tmp_path / "git"
+    fake.write_text(f"#!/bin/sh\nprintf '{whole} blob 5\\nhello\\n{half} blob 10\\nhalf'\n")
+    fake.chmod(0o755)
+    git_past = GitPast(Repo(str(fake), str(tmp_path)), "")
+    assert dict(git_past.stream([whole, half])) == {whole: b"hello"}
+    assert git_past.contents([whole, half]) == {whole: b"hello"}
