@@ -25,7 +25,7 @@ from knowtk.index.filtered import allowed_rows
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import QueryTerms
 from knowtk.query.common import RecordFilter
-from knowtk.query.validity import ACTIVE, SUPERSEDED, ValidAt, Validity, in_force_ids
+from knowtk.query.validity import ACTIVE, SUPERSEDED, ValidAt, Validity, in_force_set
 from knowtk.snapshot.model import Snapshot
 
 __all__ = ["valid_ranking", "valid_unplaced"]
@@ -58,7 +58,6 @@ def _leads(
     record_filter: RecordFilter,
     earlier_rows: FtsProjection,
     when: ValidAt,
-    passing: set[str],
 ) -> dict[int, str]:
     """Superseded wording then: rowid (in ``earlier_rows``, history or expired) of a record superseded by ``when``
     -> the record in force then it leads to, where that one passes the filters and the earlier one lies in the
@@ -67,6 +66,7 @@ def _leads(
     leads = found.memo.get(key)
     if leads is None:
         leads = {}
+        passing = in_force_set(found, snap, record_filter, (ACTIVE,), when)
         earlier = found.selected(when, (SUPERSEDED,))
         scoped = RecordFilter(scope=record_filter.scope)
         for rowid in _rows(found, earlier_rows, snap, scoped, earlier, ("earlier", when.first, when.last)):
@@ -103,9 +103,8 @@ def valid_ranking(
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
     if lifecycle != ACTIVE:
         return n_direct, ranked
-    passing = set(in_force_ids(found, snap, record_filter, (ACTIVE,), when))
     # records superseded by then: in history, or in the expired projection when they rest on a record expired since
-    leads = {proj.key: _leads(found, snap, record_filter, proj, when, passing) for proj in projections[1:]}
+    leads = {proj.key: _leads(found, snap, record_filter, proj, when) for proj in projections[1:]}
     led = [Source(proj, set(leads[proj.key])) for proj in projections[1:] if leads[proj.key]]
     earlier = rank(led, terms) if led else []
     if not earlier:

@@ -48,6 +48,7 @@ __all__ = [
     "Validity",
     "eligible",
     "in_force_ids",
+    "in_force_set",
     "lifecycles_then",
     "span_of",
     "start_of",
@@ -296,18 +297,29 @@ def unplaced_count(found: Validity, passes: Callable[[str], bool]) -> int:
     return sum(1 for rid in found.unplaced if passes(rid))
 
 
+def in_force_set(
+    found: Validity, snap: Snapshot, record_filter: RecordFilter, wanted: Collection[str], when: ValidAt
+) -> set[str]:
+    """The ids whose lifecycle at ``when`` is one of ``wanted`` and that pass the filters (kept)."""
+    key = ("set", when.first, when.last, record_filter, tuple(sorted(wanted)))
+    ids = found.memo.get(key)
+    if ids is None:
+        ids = found.selected(when, wanted)
+        if record_filter.scope or not record_filter.is_trivial:
+            ids = ids & snap.matching(record_filter.criteria)
+        if record_filter.time_field is not None:
+            records = snap.records
+            ids = {rid for rid in ids if record_filter.passes(records[rid])}
+        found.memo[key] = ids
+    return ids
+
+
 def in_force_ids(
     found: Validity, snap: Snapshot, record_filter: RecordFilter, wanted: Collection[str], when: ValidAt
 ) -> list[str]:
-    """The sorted ids whose lifecycle at ``when`` is one of ``wanted`` and that pass the filters (kept)."""
+    """``in_force_set`` sorted (kept)."""
     key = ("ids", when.first, when.last, record_filter, tuple(sorted(wanted)))
     ids = found.memo.get(key)
     if ids is None:
-        candidates: Iterable[str] = found.selected(when, wanted)
-        if record_filter.scope or not record_filter.is_trivial:
-            candidates = found.selected(when, wanted) & snap.matching(record_filter.criteria)
-        if record_filter.time_field is not None:
-            records = snap.records
-            candidates = [rid for rid in candidates if record_filter.passes(records[rid])]
-        ids = found.memo[key] = sorted(candidates)
+        ids = found.memo[key] = sorted(in_force_set(found, snap, record_filter, wanted, when))
     return ids
