@@ -14,7 +14,7 @@ snapshot gives the starts through ``Snapshot.starts()``, as it gives the filters
 
 A start depends on the record's file alone (and on ``knowtk.yaml``, which an image is bound to), so a patch
 carries the starts of the records whose file it carries, and nothing else. An image written before this part
-existed has none: its snapshot builds its records for them (``StoredRecords.starts`` says None).
+existed has none: its snapshot builds its records for them (``ImageParts.starts`` says None).
 """
 
 from __future__ import annotations
