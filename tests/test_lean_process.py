@@ -136,6 +136,7 @@ GREP_MODULES = {
     "knowtk.snapshot.image_parts",
     "knowtk.snapshot.image_write",
     "knowtk.snapshot.safeguards",
+    "knowtk.snapshot.starts",  # the records' starts in time, kept in the image (what validAt places records by)
     "knowtk.snapshot.stored",
     "knowtk.state",
     "knowtk.store",

@@ -13,10 +13,10 @@ from typing import Protocol, cast
 
 from knowtk.index.fts import FtsProjection
 from knowtk.model.records import Record
-from knowtk.snapshot.facets import Criteria
+from knowtk.snapshot.facets import Criteria, Positions
 from knowtk.snapshot.model import Snapshot
 
-__all__ = ["APART_MAX", "LOOKUP_SHARE", "RecordFilterLike", "allowed_rows", "rows_passing"]
+__all__ = ["APART_MAX", "LOOKUP_SHARE", "RecordFilterLike", "allowed_rows", "rows_at_positions", "rows_passing"]
 
 APART_MAX = 5000  # records changed since the stored image past which a filter's rows are found by id (read whole)
 LOOKUP_SHARE = 0.2  # a filter selecting more than this share of a projection's rows finds them in one pass
@@ -104,7 +104,17 @@ def _rows_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
     Records changed since the image (their facets may differ from their stored position's) and rows written
     since the build (their rowid may differ from the rowmap's) are answered by id, from their own facets."""
     found = snap.positions(record_filter.criteria)
-    if found is None or len(found.apart) > APART_MAX:
+    if found is None:
+        return None
+    return rows_at_positions(proj, snap, found, _passes(snap, record_filter))
+
+
+def rows_at_positions(
+    proj: FtsProjection, snap: Snapshot, found: Positions, passes: Callable[[str], bool]
+) -> set[int] | None:
+    """The rows of the records ``found`` holds by stored position (``Positions``), from the rowmap; ``passes``
+    answers a record whose row was written since the build, by id. None where the rowmap does not answer."""
+    if len(found.apart) > APART_MAX:
         return None
     rowmap = proj.rowmap(found.base, found.size)
     if rowmap is None:
@@ -124,7 +134,7 @@ def _rows_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
         now = proj.rowids_of(redo)  # (each id's row as it is now)
         gone = rows.intersection(now.values())
         rows.difference_update(gone)
-        extra, apart, passes = set(found.extra), found.apart, _passes(snap, record_filter)
+        extra, apart = set(found.extra), found.apart
         added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
         rows.update(added)
         proj.prefetch([*gone, *added])

@@ -129,5 +129,10 @@ def _record_delta(base: Snapshot, snap: Snapshot, paths: list[str], claims: list
         order = {rid: i for i, rid in enumerate(records)} if moved else {}
         put = sorted(moved, key=order.__getitem__)
     gone = sorted(rid for rid in ids if rid not in records and rid in base_records)
-    facets = snap.facets()
-    return {"set": [moved[rid] for rid in put], "del": gone, "facets": [list(facets.of(rid)) for rid in put]}
+    facets, starts = snap.facets(), snap.starts()
+    return {
+        "set": [moved[rid] for rid in put],
+        "del": gone,
+        "facets": [list(facets.of(rid)) for rid in put],
+        "starts": [starts.of(rid) for rid in put],
+    }

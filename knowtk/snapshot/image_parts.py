@@ -20,6 +20,7 @@ from typing import Any
 from knowtk.snapshot.facets import Facet, FacetColumns
 from knowtk.snapshot.image_format import STORED_PLAIN, ImageDamaged, shard_of
 from knowtk.snapshot.overlay import ABSENT, UNKNOWN
+from knowtk.snapshot.starts import StartColumns
 from knowtk.state import inflate_bytes
 
 __all__ = ["UNTOUCHED", "ImageParts"]
@@ -246,3 +247,29 @@ class ImageParts:
             return facets
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self.damaged("record_facets", exc) from exc
+
+    def starts(self, ids: Callable[[], list[str]]) -> StartColumns | None:
+        """The stored records' starts in time (``ids`` as for ``facets``), with the patches' changes over them;
+        None for an image, or a patch, written without them."""
+        if "record_starts" not in self.meta["parts"] or any("starts" not in p["records"] for p in self.patches()):
+            return None
+        data = self.get("record_starts", lambda data: data)
+
+        def stored_ids() -> list[str]:
+            found = ids()
+            if len(found) != len(columns.column):
+                raise self.damaged("record_starts", ValueError("the start column does not match the stored ids"))
+            return found
+
+        try:
+            over: dict[str, int | None] = {}
+            for patch in self.patches():
+                change = patch["records"]
+                for rid in change["del"]:
+                    over[rid] = None
+                for (rid, _, _), start in zip(change["set"], change["starts"], strict=True):
+                    over[rid] = int(start)
+            columns = StartColumns(data, stored_ids, over)
+            return columns
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self.damaged("record_starts", exc) from exc

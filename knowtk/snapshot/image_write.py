@@ -40,6 +40,7 @@ from knowtk.snapshot.image_format import (
 )
 from knowtk.snapshot.model import Snapshot
 from knowtk.snapshot.safeguards import Safeguards
+from knowtk.snapshot.starts import encode_starts
 from knowtk.state import Contention, StateDB, deflate
 
 __all__ = [
@@ -143,6 +144,11 @@ def _part_texts(snap: Snapshot) -> Iterator[tuple[str, Iterable[str]]]:
     del at
     facets = snap.facets()  # the filters' facets in the same order: a new process filters without building records
     yield "record_facets", (json.dumps(encode_columns(map(facets.of, ids)), ensure_ascii=False),)
+    # each record's start in time, in the same order: a new process places records (validAt) without building them
+    # (left out where that would build records: a snapshot over an image stored without them)
+    starts = snap.starts()
+    if starts.cheap:
+        yield "record_starts", (json.dumps(encode_starts(map(starts.of, ids))),)
     for name, text in _point_texts(snap, ids):
         yield name, (text,)
 

@@ -17,6 +17,7 @@ from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Issue, Record
 from knowtk.model.shapes import field, shape
 from knowtk.snapshot.facets import Criteria, Facets, Positions, RecordFacets
+from knowtk.snapshot.starts import RecordStarts, Starts
 
 __all__ = [
     "DEPENDENCY_MISSING",
@@ -150,6 +151,14 @@ class Snapshot:
         if isinstance(records, dict):
             return RecordFacets(records)
         found: Facets = records.facets()  # StoredRecords, or Layered over them (knowtk.snapshot.stored, overlay)
+        return found
+
+    def starts(self) -> Starts:
+        """The records' starts in time (``knowtk.snapshot.starts``); a stored snapshot's without building a record."""
+        records = self.records
+        if isinstance(records, dict):
+            return RecordStarts(records)
+        found: Starts = records.starts()  # StoredRecords, or Layered over them (knowtk.snapshot.stored, overlay)
         return found
 
     @cached_property

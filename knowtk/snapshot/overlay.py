@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from knowtk.model.records import Record
 from knowtk.snapshot.facets import Facets, LayeredFacets
+from knowtk.snapshot.starts import LayeredStarts, Starts
 
 __all__ = [
     "ABSENT",
@@ -145,6 +146,10 @@ class Layered(Mapping[str, Record]):
     def facets(self) -> Facets:
         """The records' filter facets: this build's records over the stored facets (none built for them)."""
         return LayeredFacets(self.base.facets, self.top, self.gone)
+
+    def starts(self) -> Starts:
+        """The records' starts in time: this build's records over the stored starts (none built for them)."""
+        return LayeredStarts(self.base.starts, self.top, self.gone)
 
     def sha256_of(self, rid: str) -> str | None:
         if rid in self.top:

@@ -32,6 +32,7 @@ from knowtk.snapshot.image_format import FORMAT, INDEX_PARTS, SNAPSHOT_PARTS, TA
 from knowtk.snapshot.image_parts import UNTOUCHED, ImageParts
 from knowtk.snapshot.model import Snapshot, SnapshotIndex
 from knowtk.snapshot.overlay import ABSENT, UNKNOWN, Layered, StaleRecord
+from knowtk.snapshot.starts import RecordStarts, Starts
 from knowtk.state import Contention, StateDB, now_utc
 
 __all__ = [
@@ -286,6 +287,16 @@ class StoredRecords(Mapping[str, Record]):
         # dict cost ~50 ms at 300k records)
         # (the stored ids read when first needed: a filter answered by stored position needs none)
         return self._parts.facets(lambda: self._record_ids)
+
+    def starts(self) -> Starts:
+        """The stored records' starts in time, read from the image (no record built for them); from the records
+        for an image stored without them."""
+        return self._starts
+
+    @cached_property
+    def _starts(self) -> Starts:
+        found = self._parts.starts(lambda: self._record_ids)
+        return RecordStarts(self) if found is None else found
 
     @cached_property
     def at_path(self) -> dict[str, str]:
