@@ -236,10 +236,10 @@ class Store:
 
         The past comes from Git, when the store lies in a Git work tree (its folder in the last commit of HEAD's
         first-parent line committed at or before ``when``), and from what knowtk saw (every revision its scans
-        observed, with the instant first seen): the newer of the two wins (docs/time.md). ``NoKnownPast`` (naming the earliest
-        instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no date, or
-        still to come. The past files are kept in the state folder (``past/``); the view stays open until this
-        store closes.
+        observed, with the instant first seen): the newer of the two wins (docs/time.md). ``NoKnownPast`` (naming
+        the earliest instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no
+        date, or still to come. The past files are kept in the state folder (``past/``); the view stays open until
+        this store closes.
         """
         from knowtk.write.past import open_past, past_files  # imported when used: a query never reads Git
 

@@ -36,9 +36,9 @@ def clock_at(store: knowtk.Store, when: str) -> None:
 
 def seen_git(root: Path) -> Callable[..., str]:
     folder = root / ".knowtk" / "seen.git"
-    return lambda *args: subprocess.run(
-        ["git", "--git-dir", str(folder), *args], capture_output=True, text=True, check=True
-    ).stdout
+    return lambda *args: (
+        subprocess.run(["git", "--git-dir", str(folder), *args], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def in_new_process(root: Path, code: str) -> Any:
@@ -125,7 +125,9 @@ def test_a_store_in_git_adds_its_uncommitted_states_the_newer_witness_winning(tm
         assert store.record("adr-1")["record"]["title"] == "Use SQLite (edited)"
         assert store.at("2026-04-05").record("adr-1")["record"]["title"] != "Use SQLite (edited)"
         edited = store.at("2026-04-11")
-        assert edited.known_at["source"] == "seen" and edited.record("adr-1")["record"]["title"] == "Use SQLite (edited)"
+        assert (
+            edited.known_at["source"] == "seen" and edited.record("adr-1")["record"]["title"] == "Use SQLite (edited)"
+        )
         rows = store.changes("2026-03-21", until="2026-04-11").to_dict()["rows"]
         made = {r["id"]: [c.get("commit") or c["at"] for c in r["commits"]] for r in rows}
         assert made["adr-5"] == [head] and made["adr-1"] == ["2026-04-10T00:00:00Z"]

@@ -369,7 +369,9 @@ def commits_touching(root: str, old: str, new: str) -> dict[str, list[dict[str, 
     return _touching(git, f"{old}..{new}")
 
 
-def made_by(root: str, state_folder: str, before: PastFiles, after: PastFiles | None) -> dict[str, list[dict[str, str]]]:
+def made_by(
+    root: str, state_folder: str, before: PastFiles, after: PastFiles | None
+) -> dict[str, list[dict[str, str]]]:
     """Path inside the store -> what changed it between two sides (``after`` None: the files now), oldest first:
     the first-parent commits after the commit in force at ``before`` up to the one in force at ``after`` (``{commit,
     at, message}``), then the observations between the two in what knowtk saw (``{observation, at}``)."""

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
 from knowtk.engine.engine import Engine
 from knowtk.model.config import CONFIG_FILE
 from knowtk.model.records import read_regular
@@ -374,7 +375,9 @@ def check_seen(keeper: SeenKeeper) -> dict[str, list[str]]:
     damage = _damage(folder) if read_ref(folder) is not None else "no observation is kept"
     if damage is None:
         if out["found"]:
-            out["repaired"].append(f"{SEEN_DIR}: the record reads whole; the paths not kept are kept at their next change")
+            out["repaired"].append(
+                f"{SEEN_DIR}: the record reads whole; the paths not kept are kept at their next change"
+            )
         return out
     out["found"].append(f"{SEEN_DIR}: {damage}")
     if os.path.isdir(folder):
