@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound, StoreUnavailable
+from knowtk.errors import InvalidArgument, KnowtkError, PastIsReadOnly, RecordNotFound, StoreUnavailable
 from knowtk.model.datevalues import format_utc, parse_instant
 from knowtk.query import TOOLS
 from knowtk.query.args import BOUND_PATTERN, spelled_for, validate
@@ -208,6 +208,13 @@ class Store:
         report["ok"] = report["ok"] and not seen["found"]
         return report
 
+    def keep_written(self) -> None:
+        """Scan now, so that what a write changed is kept as seen at its instant (``seen``), not at the next query."""
+        try:
+            self.engine.snapshot()
+        except KnowtkError:
+            pass  # the write is done and answered: the next query's scan keeps what it wrote
+
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
 
@@ -271,7 +278,9 @@ class Store:
             self.refuse_writes(f"{spec.name} ({checked.get('operation', 'a change')})")
         with spelled_for(spec.params, python=python):
             if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
-                return Result(spec.name, run(self.engine, checked, self.verifier), checked)
+                answer = run(self.engine, checked, self.verifier)
+                self.keep_written()
+                return Result(spec.name, answer, checked)
             return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
 
     def invoke(self, tool: str, arguments: Mapping[str, Any]) -> Result:
@@ -397,6 +406,7 @@ class Store:
         answer = undo_receipt(
             self.engine, rid, expected_sha256=expected_sha256, reason=reason, actor=actor, checkpoint=checkpoint
         )
+        self.keep_written()
         return Result("knowledge_mutation", answer, {"operation": "undo", "receipt": rid})
 
     def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
@@ -446,6 +456,8 @@ class Store:
                 actor=actor,
                 checkpoint=bool(checkpoint),
             )
+        if not dry_run:
+            self.keep_written()
         return Result("knowledge_mutation", answer, args)
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:

@@ -222,3 +222,18 @@ def test_mcp_asks_a_store_outside_git_at_an_instant_it_saw(builder: StoreBuilder
             assert early.is_error and T1 in early.content[0].text
 
     anyio.run(scenario)
+
+
+def test_a_write_keeps_what_it_wrote_at_its_instant(builder: StoreBuilder) -> None:
+    builder.page("p1", "One")
+    with builder.open() as store:
+        clock_at(store, T1)
+        sha = store.record("p1")["record"]["sha256"]
+        clock_at(store, T2)
+        store.update("p1", {"title": "One, updated"}, expected_sha256=sha)  # no query after it
+    log = seen_git(builder.root)("log", "--format=%ct %s", "HEAD").splitlines()
+    stamps = [datetime.fromtimestamp(int(line.split()[0]), UTC).strftime("%Y-%m-%dT%H:%M:%SZ") for line in log]
+    assert stamps == [T2, T1]
+    with builder.open() as store:
+        assert store.at("2026-06-01T10:30:00Z").record("p1")["record"]["title"] == "One"
+        assert store.at(T2).record("p1")["record"]["title"] == "One, updated"
