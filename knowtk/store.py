@@ -565,7 +565,8 @@ class Store:
 class PastStore(Store):
     """The store as its files stood at an instant (``Store.at``): it reads as any store, and writes nothing.
 
-    Every answer carries ``knownAt``: ``{instant, source, commit, committedAt}``. It shares its engine with the
+    Every answer carries ``knownAt``: ``{instant, source: "git", commit, committedAt}``, or ``{instant, source:
+    "seen", observation, seenAt}`` when it stands on what knowtk saw. It shares its engine with the
     other views of the same past files and is closed with the store it came from (``close`` does nothing).
     """
 

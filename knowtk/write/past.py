@@ -1,7 +1,11 @@
 """Known time: the store's folder as its files stood at an instant, read from Git's objects.
 
-``past_files(root, state_folder, instant)`` finds the commit in force at ``instant`` (the last commit of HEAD's
-first-parent line whose committer date is at or before it) and writes the store's folder of that commit into a
+Two sources: the store's Git history (``GitPast``: HEAD's first-parent line) and what knowtk saw (``SeenPast``: the
+observations ``knowtk.write.seen`` keeps in ``STATE/seen.git``, read the same way). ``in_force`` applies the rule
+that merges them: the newer witness wins (the last observation at or before the instant, unless a commit was
+committed after it and at or before the instant; before the first observation, Git alone).
+
+``past_files(root, state_folder, instant)`` finds the commit (or observation) in force at ``instant`` and writes the store's folder of that commit into a
 cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the folder's tree: commits that left the
 store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
 (``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index

@@ -43,6 +43,7 @@ SEEN_DIR = "seen.git"  # under the state folder
 SEEN_REF = "refs/knowtk/seen"
 SCAN_MARK = "knowtk-scan"  # in SEEN_DIR: "TIP TOKEN", the tip holds the scan cache's files at that change counter
 LOCK_FILE = "knowtk.lock"  # in SEEN_DIR: one observation at a time, across processes
+MAX_PROBLEMS = 20  # failures noted until the next check (the same one again is not noted twice in a row)
 REPACK_AT = 48  # packs (one a change) past which the small ones are rolled together (git repack --geometric)
 AUTHOR = b"knowtk <knowtk@localhost>"
 # every object and the ref fsynced before fast-import exits; one pack a change, never loose objects (each one more
@@ -117,7 +118,9 @@ class SeenKeeper:
             self._failed = False
             return
         self._failed = True
-        self.problems.append(f"{SEEN_DIR}: an observation could not be kept ({job.error})")
+        problem = f"{SEEN_DIR}: an observation could not be kept ({job.error})"
+        if problem not in self.problems[-1:] and len(self.problems) < MAX_PROBLEMS:  # (each change tries again)
+            self.problems.append(problem)
         if job.whole:
             self._whole = True
         else:
