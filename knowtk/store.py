@@ -15,6 +15,7 @@ lock, inside one transaction of its state (docs/reliability.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -210,10 +211,8 @@ class Store:
 
     def keep_written(self) -> None:
         """Scan now, so that what a write changed is kept as seen at its instant (``seen``), not at the next query."""
-        try:
+        with contextlib.suppress(KnowtkError):  # the write is done and answered: the next query's scan keeps it
             self.engine.snapshot()
-        except KnowtkError:
-            pass  # the write is done and answered: the next query's scan keeps what it wrote
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).

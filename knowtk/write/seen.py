@@ -27,10 +27,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from knowtk.engine.engine import Engine
 from knowtk.model.config import CONFIG_FILE
 from knowtk.model.records import read_regular
+
+if TYPE_CHECKING:
+    from knowtk.write.checkpoint import Repo
 
 try:
     import fcntl
@@ -176,11 +180,17 @@ def _observe(keeper: SeenKeeper, job: _Job) -> None:
     if git is None:
         raise SeenFailed("the git command is not installed or not on PATH")
     folder = keeper.folder
-    with _locked(folder, git, keeper.root, whole=job.whole):
+    made = not os.path.isfile(os.path.join(folder, "HEAD"))
+    located = _store_repo(keeper.root) if made or job.whole else None
+    if made:
+        _create(folder, git)
+    if made or job.whole:  # the store's repository as the alternate: named again at each whole observation
+        _link_alternate(folder, _store_objects(located))
+    with _locked(folder):
         tip = read_ref(folder)
         if tip is None and not job.whole:
             raise SeenFailed("the record holds no observation to add a change to: the whole store is kept next")
-        committed = _committed(git, keeper.root) if job.whole else {}
+        committed = _committed(located) if job.whole else {}
         command = [git, "--git-dir", folder, *GIT_CONFIG, "fast-import", "--quiet", "--date-format=raw", "--depth=0"]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         assert proc.stdin is not None and proc.stderr is not None
@@ -230,18 +240,25 @@ def _stream(keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str,
     yield b"done\n"
 
 
-def _committed(git: str, root: str) -> dict[str, tuple[str, int]]:
-    """Path inside the store -> (blob, size) of the files HEAD of the store's Git work tree has as they are now
-    (``git diff HEAD`` names the others); empty outside Git or before the first commit."""
+def _store_repo(root: str) -> tuple[Repo, str] | None:
+    """The Git work tree holding the store and the store's folder in it ("": its root); None outside Git."""
     from knowtk.write.checkpoint import find_repo  # imported when used: a query that changed nothing runs no git
 
     repo = find_repo(root, required=False)
     if repo is None:
-        return {}
+        return None
     rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
     if rel == ".." or rel.startswith("../"):
+        return None
+    return repo, "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _committed(located: tuple[Repo, str] | None) -> dict[str, tuple[str, int]]:
+    """Path inside the store -> (blob, size) of the files HEAD of the store's Git work tree has as they are now
+    (``git diff HEAD`` names the others); empty outside Git or before the first commit."""
+    if located is None:
         return {}
-    prefix = "" if rel == "." else rel.replace(os.sep, "/")
+    repo, prefix = located
     try:
         listing = repo.run("ls-tree", "-r", "-z", "-l", f"HEAD:{prefix}", env=_READ_ONLY)
         changed = repo.run("diff", "HEAD", "--name-only", "-z", "--no-renames", "--", prefix or ".", env=_READ_ONLY)
@@ -274,14 +291,8 @@ def _quoted(path: str) -> bytes:
 
 
 @contextmanager
-def _locked(folder: str, git: str, root: str, *, whole: bool) -> Iterator[None]:
-    """The record made if absent (a bare repository, HEAD on the seen ref), the store's repository named as its
-    alternate (when it is made, and at each whole observation), and held for one observation (``flock``)."""
-    made = not os.path.isfile(os.path.join(folder, "HEAD"))
-    if made:
-        _create(folder, git)
-    if made or whole:
-        _link_alternate(folder, _store_objects(root))
+def _locked(folder: str) -> Iterator[None]:
+    """The record held for one observation, across threads and processes: ``flock`` on its lock file."""
     fd = os.open(os.path.join(folder, LOCK_FILE), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         if fcntl is not None:
@@ -292,13 +303,13 @@ def _locked(folder: str, git: str, root: str, *, whole: bool) -> Iterator[None]:
 
 
 def _create(folder: str, git: str) -> None:
+    """A bare repository whose HEAD is the seen ref, made beside and renamed into place (whole or absent)."""
     import subprocess
 
     work = f"{folder}.new-{os.getpid()}-{threading.get_ident()}"
     subprocess.run([git, "init", "-q", "--bare", work], capture_output=True, check=True, timeout=60)
-    subprocess.run(
-        [git, "--git-dir", work, "symbolic-ref", "HEAD", SEEN_REF], capture_output=True, check=True, timeout=60
-    )
+    with open(os.path.join(work, "HEAD"), "w", encoding="ascii") as f:  # what `git symbolic-ref HEAD` writes
+        f.write(f"ref: {SEEN_REF}\n")
     try:
         os.rename(work, folder)
     except OSError:  # another process made it first
@@ -322,13 +333,13 @@ def _link_alternate(folder: str, objects: str) -> None:
         os.replace(path + ".tmp", path)
 
 
-def _store_objects(root: str) -> str:
+def _store_objects(located: tuple[Repo, str] | None) -> str:
     """The objects folder of the Git repository holding the store ("" when there is none)."""
-    from knowtk.write.checkpoint import find_repo  # imported when used: a query that changed nothing runs no git
-
-    repo = find_repo(root, required=False)
-    if repo is None:
+    if located is None:
         return ""
+    repo = located[0]
+    if os.path.isdir(os.path.join(repo.top, ".git", "objects")):  # the usual layout (a worktree's .git is a file)
+        return os.path.join(repo.top, ".git", "objects")
     try:
         return repo.run("rev-parse", "--path-format=absolute", "--git-path", "objects", env=_READ_ONLY)
     except Exception:
