@@ -6,8 +6,8 @@ that merges them: the newer witness wins (the last observation at or before the 
 committed after it and at or before the instant; before the first observation, Git alone).
 
 ``past_files(root, state_folder, instant)`` finds the commit (or observation) in force at ``instant`` and writes
-the store's folder of that commit into a cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the folder's tree: commits that left the
-store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
+the store's folder of that commit into a cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the
+folder's tree: commits that left the store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
 (``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index
 and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
 
