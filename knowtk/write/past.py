@@ -7,9 +7,10 @@ committed after it and at or before the instant; before the first observation, G
 
 ``past_files(root, state_folder, instant)`` finds the commit (or observation) in force at ``instant`` and writes
 the store's folder of that commit into a cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the
-folder's tree: commits that left the store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
-(``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index
-and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
+folder's tree: commits that left the store alike share it), from which a read-only store is opened. Git is read
+through the ``git`` binary alone (``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked
+out, and the work tree, the index and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat
+refresh away).
 
 A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
 one; once in place its files are only read (the past store's index lives beside them, in ``.state``).
