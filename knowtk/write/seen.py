@@ -81,6 +81,7 @@ class SeenKeeper:
         self.clock = clock
         self.problems: list[str] = []  # what failed since the last check (Store.check reports them)
         self.kept = 0  # observations kept by this process
+        self.last_error: str | None = None  # why the last observation failed (None: it was kept)
         self._looked = False  # the tip compared with the scan cache (once a process)
         self._whole = False  # the whole store is to be observed at the next scan
         self._failed = False  # the last observation failed: tried again at the next change, not at every query
@@ -116,7 +117,7 @@ class SeenKeeper:
         if job is None:
             return
         job.thread.join()
-        self._job = None
+        self._job, self.last_error = None, job.error
         if job.error is None:
             self.kept += 1
             self._failed = False
@@ -133,11 +134,10 @@ class SeenKeeper:
     def observe_whole(self) -> str | None:
         """Observe the whole store now (``knowtk check``, after the record was lost); the error, if any."""
         self.settle()
-        self._looked, self._whole, self._failed = True, True, False
-        self.engine.snapshot()  # the scan calls saw(), which starts it
-        job = self._job
+        self._looked, self._whole, self._failed, self.last_error = True, True, False, None
+        self.engine.snapshot()  # the scan calls saw(), which starts it; the call waits for it (settle)
         self.settle()
-        return None if job is None else job.error
+        return self.last_error
 
     def take_problems(self) -> list[str]:
         found, self.problems = self.problems, []
