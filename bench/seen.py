@@ -5,7 +5,8 @@
 STORE is a store outside Git (only read: its states go to ``DIR``); GIT_STORE the same files committed in a Git
 repository, unchanged since (only read too). Each cold build runs in a fresh process with a new state: ``off`` with
 the keeper detached (``store.engine.observer = None``: today's build), ``on`` as a store opens, the first
-observation kept before the first query answers. Then, on the ``on`` state of STORE copied aside with one file of
+observation kept before the first query answers (wall and CPU seconds, the CPU of the parse workers and of git
+included: what a loaded machine changes least). Then, on the ``on`` state of STORE copied aside with one file of
 it copied into a scratch store of the same state (so STORE is never written): a change of one file (its title
 rewritten, the next query timed) in a warmed process, the median of ``--changes``, on and off; and the first change
 of a new process, on and off. Prints one JSON object: seconds, and the record's size (``seen.git``) in MiB.
@@ -27,13 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 COLD = """
-import sys, time, knowtk
-t = time.perf_counter()
+import os, sys, time, knowtk
+t, cpu = time.perf_counter(), sum(os.times()[:4])
 store = knowtk.open_store(sys.argv[1], state_dir=sys.argv[2])
 if sys.argv[3] == "off":
     store.engine.observer = None
 store.stats()
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, sum(os.times()[:4]) - cpu)
 store.close()
 """
 
@@ -59,11 +60,16 @@ store.close()
 
 
 def child(code: str, *args: str) -> float:
+    """The last figure the child printed (seconds)."""
+    return run_child(code, *args)[-1]
+
+
+def run_child(code: str, *args: str) -> list[float]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     res = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         raise SystemExit(res.stderr)
-    return float(res.stdout.split()[-1])
+    return [float(x) for x in res.stdout.split()]
 
 
 def size_mib(folder: Path) -> float:
@@ -86,7 +92,9 @@ def main() -> None:
         for mode in ("off", "on"):
             state = out / f"state-{name.split()[0]}-{mode}"
             shutil.rmtree(state, ignore_errors=True)
-            result[f"cold build {name}, {mode}"] = child(COLD, store, str(state), mode)
+            wall, cpu = run_child(COLD, store, str(state), mode)
+            result[f"cold build {name}, {mode}"] = wall
+            result[f"cold build {name}, {mode}, CPU (workers and git included)"] = cpu
         result[f"seen.git {name}, MiB"] = size_mib(out / f"state-{name.split()[0]}-on" / "seen.git")
     # a change of one file: a scratch store of one file beside STORE's (STORE itself is never written)
     scratch = out / "scratch"
@@ -98,7 +106,7 @@ def main() -> None:
     for mode in ("off", "on"):
         state = out / f"state-scratch-{mode}"
         shutil.rmtree(state, ignore_errors=True)
-        child(COLD, str(scratch), str(state), mode)
+        run_child(COLD, str(scratch), str(state), mode)
         result[f"one file changed, warmed process, {mode}"] = child(
             CHANGE, str(scratch), str(state), mode, str(args.changes), str(target)
         )
