@@ -307,7 +307,7 @@ def _create(folder: str, git: str) -> None:
     import subprocess
 
     work = f"{folder}.new-{os.getpid()}-{threading.get_ident()}"
-    subprocess.run([git, "init", "-q", "--bare", work], capture_output=True, check=True, timeout=60)
+    subprocess.run([git, "init", "-q", "--bare", "--template=", work], capture_output=True, check=True, timeout=60)
     with open(os.path.join(work, "HEAD"), "w", encoding="ascii") as f:  # what `git symbolic-ref HEAD` writes
         f.write(f"ref: {SEEN_REF}\n")
     try:
