@@ -237,3 +237,22 @@ def test_a_write_keeps_what_it_wrote_at_its_instant(builder: StoreBuilder) -> No
     with builder.open() as store:
         assert store.at("2026-06-01T10:30:00Z").record("p1")["record"]["title"] == "One"
         assert store.at(T2).record("p1")["record"]["title"] == "One, updated"
+
+
+def test_without_git_the_present_store_answers_and_check_says_why(
+    builder: StoreBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder.page("p1", "One")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))  # no git to run
+    with builder.open() as store:
+        assert store.stats()["total"] == 1
+        builder.page("p2", "Two")
+        assert store.stats()["total"] == 2
+        report = store.check()
+        why = "seen.git: an observation could not be kept (the git command is not installed or not on PATH)"
+        assert report["found"].count(why) == 1 and not report["ok"]
+        assert [u for u in report["unrepaired"] if u.startswith("seen.git: could not be started again")]
+        monkeypatch.undo()  # git back: the next change keeps the whole store
+        builder.page("p3", "Three")
+        assert store.stats()["total"] == 3
+        assert store.at(datetime.now(UTC).date().isoformat()).stats()["total"] == 3

@@ -96,10 +96,12 @@ class SeenKeeper:
             self._whole = self._whole or not self._in_step()
         elif read_ref(self.folder) is None:  # the record was removed meanwhile: it starts again, whole
             self._whole = True
+        if self._failed and not touched and not config_changed:
+            return  # tried again at the next change, not at every query
         paths = set(touched) | self._pending
         if config_changed:
             paths.add(CONFIG_FILE)
-        if not paths and (not self._whole or self._failed):
+        if not paths and not self._whole:
             return
         whole, self._whole, self._pending = self._whole, False, set()
         if whole:
