@@ -15,6 +15,7 @@ lock, inside one transaction of its state (docs/reliability.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowtk.engine.engine import Engine
-from knowtk.errors import InvalidArgument, PastIsReadOnly, RecordNotFound, StoreUnavailable
+from knowtk.errors import InvalidArgument, KnowtkError, PastIsReadOnly, RecordNotFound, StoreUnavailable
 from knowtk.model.datevalues import format_utc, parse_instant
 from knowtk.query import TOOLS
 from knowtk.query.args import BOUND_PATTERN, spelled_for, validate
@@ -33,6 +34,7 @@ from knowtk.results import Result
 from knowtk.scan.changes import DEFAULT_MAX_FILES, ChangeSource
 from knowtk.scan.entry import DEFAULT_MAX_FILE_BYTES
 from knowtk.write import journal
+from knowtk.write.seen import SeenKeeper, check_seen
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,6 +117,9 @@ class Store:
             profile=profile,
         )
         self.verifier = EvidenceVerifier(self.engine.root)
+        #: keeps every revision of the files the scans see, with the instant first seen (docs/time.md)
+        self.seen = SeenKeeper(self.engine)
+        self.engine.observer = self.seen
         self._past: dict[str, tuple[Engine, EvidenceVerifier]] = {}  # the past stores opened, by their tree
         self._past_lock = threading.Lock()
         self.engine.after_reconcile.append(lambda snap: journal.mark_reconciled(self.engine.state, snap))
@@ -182,8 +187,9 @@ class Store:
 
         Returns ``{"ok": bool, "state": path, "integrity": [lines], "found": [...], "repaired": [...],
         "unrepaired": [...]}``; ``ok`` is True when nothing was found wrong. The past files ``at`` kept are
-        compared with Git's trees too; a folder that differs is removed (written again when asked), and the views
-        of the past open until then are closed.
+        compared with their trees too; a folder that differs is removed (written again when asked), and the views
+        of the past open until then are closed. The record of what knowtk saw (``seen.git``) is checked with
+        ``git fsck``: a damaged one is moved aside and started again from the files as they are.
         """
         from knowtk.write.past import PAST_DIR, check_past  # imported when used: a query never reads Git
 
@@ -197,7 +203,16 @@ class Store:
             report["found"] += found
             report["repaired"] += repaired
             report["ok"] = report["ok"] and not found
+        seen = check_seen(self.seen)
+        for key in ("found", "repaired", "unrepaired"):
+            report[key] += seen[key]
+        report["ok"] = report["ok"] and not seen["found"]
         return report
+
+    def keep_written(self) -> None:
+        """Scan now, so that what a write changed is kept as seen at its instant (``seen``), not at the next query."""
+        with contextlib.suppress(KnowtkError):  # the write is done and answered: the next query's scan keeps it
+            self.engine.snapshot()
 
     def accept_safeguard_loss(self) -> dict[str, Any]:
         """Accept a loss of safeguards that knowtk refused (a ``StateError`` said what was lost).
@@ -222,13 +237,15 @@ class Store:
     def at(self, when: str, *, argument: str = "when") -> PastStore:
         """The store as its files stood at ``when`` (a timestamp with seconds and an explicit offset, or a date:
         the end of that UTC day), read-only: every read tool, method, frame and widget works on it, and each
-        answer carries ``knownAt`` (the instant and the commit it stands on). A write raises ``PastIsReadOnly``.
+        answer carries ``knownAt`` (the instant and the commit or observation it stands on). A write raises
+        ``PastIsReadOnly``.
 
-        The past comes from Git, when the store lies in a Git work tree: its folder in the last commit of HEAD's
-        first-parent line committed at or before ``when`` (docs/time.md). ``NoKnownPast`` (naming the earliest
-        instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no date, or
-        still to come. The past files are kept in the state folder (``past/``); the view stays open until this
-        store closes.
+        The past comes from Git, when the store lies in a Git work tree (its folder in the last commit of HEAD's
+        first-parent line committed at or before ``when``), and from what knowtk saw (every revision its scans
+        observed, with the instant first seen): the newer of the two wins (docs/time.md). ``NoKnownPast`` (naming
+        the earliest instant known) before that; ``InvalidArgument`` (naming ``argument``) for an instant that is no
+        date, or still to come. The past files are kept in the state folder (``past/``); the view stays open until
+        this store closes.
         """
         from knowtk.write.past import open_past, past_files  # imported when used: a query never reads Git
 
@@ -260,7 +277,9 @@ class Store:
             self.refuse_writes(f"{spec.name} ({checked.get('operation', 'a change')})")
         with spelled_for(spec.params, python=python):
             if spec.writes:  # outside a query's transaction: a mutation takes the write lock and writes files
-                return Result(spec.name, run(self.engine, checked, self.verifier), checked)
+                answer = run(self.engine, checked, self.verifier)
+                self.keep_written()
+                return Result(spec.name, answer, checked)
             return Result(spec.name, self.engine.run(lambda: run(self.engine, checked, self.verifier)), checked)
 
     def invoke(self, tool: str, arguments: Mapping[str, Any]) -> Result:
@@ -386,6 +405,7 @@ class Store:
         answer = undo_receipt(
             self.engine, rid, expected_sha256=expected_sha256, reason=reason, actor=actor, checkpoint=checkpoint
         )
+        self.keep_written()
         return Result("knowledge_mutation", answer, {"operation": "undo", "receipt": rid})
 
     def preview(self, operation: str, id: str, **args: Any) -> dict[str, Any]:
@@ -435,6 +455,8 @@ class Store:
                 actor=actor,
                 checkpoint=bool(checkpoint),
             )
+        if not dry_run:
+            self.keep_written()
         return Result("knowledge_mutation", answer, args)
 
     def diff(self, id: str, a: str | None = None, b: str | None = None) -> str:
@@ -460,7 +482,8 @@ class Store:
 
         if freq not in PERIOD_ENDS:
             raise InvalidArgument("freq", f"{freq!r} is no step", allowed=list(PERIOD_ENDS), value=freq)
-        start = parse_instant("since", since if since is not None else earliest_known(self.root) or "0001-01-01")
+        earliest = earliest_known(self.root, os.path.dirname(self.state_path))
+        start = parse_instant("since", since if since is not None else earliest or "0001-01-01")
         end = parse_instant("until", until) if until is not None else datetime.now(UTC)
         if start > end:
             raise InvalidArgument("since", "lies after until", allowed="an instant at or before until", value=since)
@@ -541,7 +564,8 @@ class Store:
 class PastStore(Store):
     """The store as its files stood at an instant (``Store.at``): it reads as any store, and writes nothing.
 
-    Every answer carries ``knownAt``: ``{instant, source, commit, committedAt}``. It shares its engine with the
+    Every answer carries ``knownAt``: ``{instant, source: "git", commit, committedAt}``, or ``{instant, source:
+    "seen", observation, seenAt}`` when it stands on what knowtk saw. It shares its engine with the
     other views of the same past files and is closed with the store it came from (``close`` does nothing).
     """
 
@@ -555,12 +579,12 @@ class PastStore(Store):
         self.read_only = True
 
     def __repr__(self) -> str:
-        return f"<Store {self.present.root!r} at {self.known_at['instant']} (commit {self.files.commit.sha[:12]})>"
+        return f"<Store {self.present.root!r} at {self.known_at['instant']} ({self.files.label})>"
 
     def refuse(self, what: str) -> PastIsReadOnly:
         return PastIsReadOnly(
-            f"{what}: this is the store as it stood at {self.known_at['instant']} (commit "
-            f"{self.files.commit.sha[:12]}), a view of the past that nothing writes; ask the present store"
+            f"{what}: this is the store as it stood at {self.known_at['instant']} ({self.files.label}), "
+            "a view of the past that nothing writes; ask the present store"
         )
 
     def _run(self, tool: str, args: Mapping[str, Any] | None, *, python: bool) -> Result:

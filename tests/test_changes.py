@@ -55,6 +55,7 @@ def test_changes_to_now_include_what_is_not_committed(history: tuple[knowtk.Stor
     git_root = Path(store.root).parent.parent
     (Path(store.root) / "0003-postgres.md").unlink()  # a removal seen by the present store
     removed = store.changes("2026-03-31", id="adr-3").to_dict()["rows"]
+    seen = removed[0].pop("commits")  # no commit made it: the observation of what knowtk saw that found it gone
     assert removed == [
         {
             "id": "adr-3",
@@ -63,9 +64,15 @@ def test_changes_to_now_include_what_is_not_committed(history: tuple[knowtk.Stor
             "fields": [],
             "lifecycleBefore": "active",
             "lifecycleAfter": None,
-            "commits": [],
         }
     ]
+    assert [set(item) for item in seen] == [{"observation", "at"}]
+    assert store.at(seen[0]["at"]).known_at == {
+        "instant": seen[0]["at"],
+        "source": "seen",
+        "observation": seen[0]["observation"],
+        "seenAt": seen[0]["at"],
+    }
     assert git(git_root, "status", "--porcelain").count("0003-postgres.md") == 1
 
 

@@ -323,7 +323,8 @@ def test_a_one_query_program_leaves_at_once_with_its_whole_answer_and_its_state_
     cmd = [sys.executable, "-m", "knowtk", "--store", str(builder.root), "--state-dir", str(state)]
     whole = subprocess.run([*cmd, "--json", "grep", "zebra", "--limit", "50"], capture_output=True, timeout=120)
     assert whole.returncode == 0 and json.loads(whole.stdout)["total"] == 400  # (parses: every byte written)
-    assert sorted(p.name for p in state.iterdir()) == ["safeguards.jsonl", "state.sqlite"]
+    # no WAL left; seen.git: the record of what knowtk saw (its first observation kept before the answer)
+    assert sorted(p.name for p in state.iterdir()) == ["safeguards.jsonl", "seen.git", "state.sqlite"]
     bad = subprocess.run([*cmd, "grep", "zebra", "--limit", "999"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "limit" in bad.stderr
     head = subprocess.run(f"{' '.join(cmd)} grep zebra --limit 50 | head -c 10", shell=True, capture_output=True)

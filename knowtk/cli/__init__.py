@@ -202,7 +202,10 @@ def answer(cmd: Command, options: argparse.Namespace) -> int:
         print(cmd.table(answer))
         known = answer.get("knownAt")
         if isinstance(known, dict):  # --at: what the answer stands on
-            print(f"known at {known['instant']}: commit {known['commit'][:12]} of {known['committedAt']}")
+            if known.get("source") == "seen":
+                print(f"known at {known['instant']}: observation {known['observation'][:12]}, seen {known['seenAt']}")
+            else:
+                print(f"known at {known['instant']}: commit {known['commit'][:12]} of {known['committedAt']}")
         for note in getattr(options, "notes", None) or ():  # what the command line adds (knowtk.cli.tools)
             print(f"note: {note}")
     sys.stdout.flush()

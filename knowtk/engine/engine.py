@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from knowtk.engine import repair
 from knowtk.engine.desired import ExpiredKeyword, PatchedMap, TrustedMap, clustered
@@ -44,7 +44,7 @@ from knowtk.snapshot.safeguards import Safeguards
 from knowtk.snapshot.stored import StoredRecords, StoredSnapshot, load_image
 from knowtk.state import STATE_DIR, STATE_FILE, Contention, StateDB, accept_hint, is_busy, now_utc
 
-__all__ = ["Engine", "KeywordIndex"]
+__all__ = ["Engine", "KeywordIndex", "Observer"]
 
 T = TypeVar("T")
 _ordinals = itertools.count()  # a global order of engines: several are always locked in this order
@@ -61,6 +61,15 @@ UNSURE_IDS = 20_000
 # many, or a twentieth of the store): a new process applies fewer changes to it than a build costs
 IMAGE_DRIFT_FILES = 1000
 PROFILES_META = "profiles"  # knowtk_meta: the profiles the projections were built under (absent: knowtk)
+
+
+class Observer(Protocol):
+    """Told what each scan found changed (``saw``), and waited for before a call answers (``settle``): the keeper
+    of what knowtk saw (``knowtk.write.seen``)."""
+
+    def saw(self, touched: set[str], config_changed: bool) -> None: ...
+
+    def settle(self) -> None: ...
 
 
 @shape
@@ -164,6 +173,7 @@ class Engine:
         self.extensions: dict[str, Any] = {}
         # called with the snapshot after each successful keyword reconcile (the write layer marks receipts indexed)
         self.after_reconcile: list[Callable[[Snapshot], None]] = []
+        self.observer: Observer | None = None  # told what each scan found changed (the store's keeper of it)
 
     @property
     def state_path(self) -> str:
@@ -238,6 +248,8 @@ class Engine:
                 self.invalidate()
         if commit and self._depth == 1:  # the outermost call: a large WAL left by its writes is cut back
             self.state.trim_wal()
+        if self._depth == 1 and self.observer is not None:  # what the call saw is kept before it answers
+            self.observer.settle()
 
     def leave_call(self) -> None:
         self._depth -= 1
@@ -259,11 +271,15 @@ class Engine:
         self._touched |= touched  # kept until a snapshot has taken them in
         now = now_utc()
         config_changed = self._reload_config()
+        seen = touched
         if config_changed and self.profile_map() != self.scanner.profiles:
             self._profiles_changed()
             touched, bodies = self.scanner.scan(keep_bodies=PENDING_BODY_CHARS)
             self._pending_bodies.update(bodies)
             self._touched |= touched
+            seen = seen | touched
+        if self.observer is not None:
+            self.observer.saw(seen, config_changed)
         guards_changed = self.safeguards.refresh()  # raises while a safeguard loss is not accepted
         if self._snapshot is None and not self._image_tried:
             self._image_tried = True
@@ -679,6 +695,8 @@ class Engine:
 
     def close(self) -> None:
         with self.lock:
+            if self.observer is not None:
+                self.observer.settle()
             self.closed = True
             close_source = getattr(self.scanner.source, "close", None)
             if close_source is not None:

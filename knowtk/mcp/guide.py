@@ -44,8 +44,9 @@ def agents_guide() -> str:
         'values; `_meta["knowtk/error"]` holds the same as data.',
         "",
         "Every read tool also takes `knownAt`: a date (its end, UTC) or a timestamp with seconds and an offset. "
-        "It answers from the store as its files stood then (a store in Git: the commit in force), and the answer "
-        "carries `knownAt` {instant, source, commit, committedAt}.",
+        "It answers from the store as its files stood then (the commit in force, or what knowtk saw of the files), "
+        "and the answer carries `knownAt` {instant, source: git, commit, committedAt} or {instant, source: seen, "
+        "observation, seenAt}.",
     ]
     for tool, spec in TOOLS.read_only().items():
         guide = spec.guide or spec.agent_description

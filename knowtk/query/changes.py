@@ -3,7 +3,8 @@
 The store at ``since`` and at ``until`` (``Store.at``'s past files; ``until`` omitted: the files now) are each
 read whole, and compared record by record: a record whose file hash or effective lifecycle differs is changed,
 with the frontmatter keys whose values differ. The commits of HEAD's first-parent line between the two commits
-in force that touched a record's file are listed with it.
+in force that touched a record's file are listed with it, and the observations of what knowtk saw between the two
+(``{observation, at}``) that did.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from knowtk.errors import InvalidArgument
 from knowtk.model.datevalues import format_utc
 from knowtk.query.common import coverage
 from knowtk.snapshot.model import Snapshot
-from knowtk.write.past import PastFiles, commits_touching, open_past, past_files
+from knowtk.write.past import PastFiles, made_by, open_past, past_files
 
 if TYPE_CHECKING:
     from knowtk.engine.engine import Engine
@@ -41,11 +42,10 @@ def changes(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) ->
     after = past_files(engine.root, folder, until) if until is not None else None
     both = _with_past(engine, before, lambda old: _with_past(engine, after, lambda new: _compared(old, new, args)))
     rows, seen = both
-    head = after.commit.sha if after is not None else "HEAD"
-    touched = commits_touching(engine.root, before.commit.sha, head)
+    touched = made_by(engine.root, folder, before, after)
     for row in rows:
         made = [*touched.get(row.get("pathBefore") or row["path"], []), *touched.get(row["path"], [])]
-        row["commits"] = list({c["commit"]: c for c in made}.values())
+        row["commits"] = list({c.get("commit") or c["observation"]: c for c in made}.values())
     limit, offset = args["limit"], args["offset"]
     page = rows[offset : offset + limit]
     following = offset + len(page)

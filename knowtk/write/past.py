@@ -1,11 +1,16 @@
 """Known time: the store's folder as its files stood at an instant, read from Git's objects.
 
-``past_files(root, state_folder, instant)`` finds the commit in force at ``instant`` (the last commit of HEAD's
-first-parent line whose committer date is at or before it) and writes the store's folder of that commit into a
-cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the folder's tree: commits that left the
-store alike share it), from which a read-only store is opened. Git is read through the ``git`` binary alone
-(``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked out, and the work tree, the index
-and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat refresh away).
+Two sources: the store's Git history (``GitPast``: HEAD's first-parent line) and what knowtk saw (``SeenPast``: the
+observations ``knowtk.write.seen`` keeps in ``STATE/seen.git``, read the same way). ``in_force`` applies the rule
+that merges them: the newer witness wins (the last observation at or before the instant, unless a commit was
+committed after it and at or before the instant; before the first observation, Git alone).
+
+``past_files(root, state_folder, instant)`` finds the commit (or observation) in force at ``instant`` and writes
+the store's folder of that commit into a cache folder of knowtk's state (``STATE/past/TREE/NAME``, keyed by the
+folder's tree: commits that left the store alike share it), from which a read-only store is opened. Git is read
+through the ``git`` binary alone (``log``, ``rev-parse``, ``ls-tree``, ``cat-file --batch``): nothing is checked
+out, and the work tree, the index and HEAD are never touched (``GIT_OPTIONAL_LOCKS=0`` keeps even the index's stat
+refresh away).
 
 A cache folder is written whole into a temporary folder and renamed into place, so a reader never sees half of
 one; once in place its files are only read (the past store's index lives beside them, in ``.state``). Its state
@@ -34,14 +39,18 @@ from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, find_repo
 from knowtk.write.past_seed import Known, seed_state
+from knowtk.write.seen import SEEN_DIR, SEEN_REF, read_ref
 
 __all__ = [
     "PAST_DIR",
     "Commit",
     "PastFiles",
+    "SeenPast",
     "check_past",
     "commits_touching",
     "earliest_known",
+    "in_force",
+    "made_by",
     "open_past",
     "past_files",
 ]
@@ -67,22 +76,34 @@ class PastFiles:
     """The store's files at ``instant``: ``folder`` holds them, ``state_dir`` the past store's state."""
 
     instant: datetime
-    commit: Commit
+    commit: Commit  # the commit in force, or the observation (a commit of the record of what knowtk saw)
     tree: str
     folder: str
     state_dir: str
+    source: str = "git"  # "git": the store's Git history; "seen": what knowtk saw
 
     def known_at(self) -> dict[str, Any]:
-        """What an answer at this instant stands on: ``{instant, source, commit, committedAt}``."""
+        """What an answer at this instant stands on: ``{instant, source: "git", commit, committedAt}``, or
+        ``{instant, source: "seen", observation, seenAt}`` (the observation and the instant it was first seen)."""
         instant, commit = format_utc(self.instant), self.commit
+        if self.source == "seen":
+            return {"instant": instant, "source": "seen", "observation": commit.sha, "seenAt": commit.when}
         return {"instant": instant, "source": "git", "commit": commit.sha, "committedAt": commit.when}
+
+    @property
+    def label(self) -> str:
+        """``commit abc123def456`` or ``observation abc123def456``: what the view stands on, in words."""
+        return f"{'observation' if self.source == 'seen' else 'commit'} {self.commit.sha[:12]}"
 
 
 class GitPast:
     """The first-parent line of HEAD of the Git work tree holding the store, and the store's folder in it."""
 
-    def __init__(self, repo: Repo, prefix: str) -> None:
+    source = "git"
+
+    def __init__(self, repo: Repo, prefix: str, env: dict[str, str] | None = None) -> None:
         self.repo, self.prefix = repo, prefix
+        self.env = {**_ENV, **(env or {})}  # what every git command of it runs with
 
     @classmethod
     def of(cls, root: str) -> GitPast | None:
@@ -96,7 +117,7 @@ class GitPast:
 
     def git(self, *args: str, data: bytes | None = None) -> str:
         try:
-            return self.repo.run(*args, data=data, env=_ENV)
+            return self.repo.run(*args, data=data, env=self.env)
         except GitFailed as exc:
             raise StoreUnavailable(self.repo.top, f"git {args[0]} failed: {exc}") from exc
 
@@ -187,7 +208,7 @@ class GitPast:
                     stdin=asked,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
-                    env={**os.environ, **_ENV},
+                    env={**os.environ, **self.env},
                 )
             except OSError as exc:
                 raise StoreUnavailable(self.repo.top, f"git cat-file failed: {exc}") from exc
@@ -231,6 +252,33 @@ def _restat(dest: str, written: dict[str, tuple[int, str]], known: Known) -> Non
             os.utime(full, ns=(mtime_ns + 1, mtime_ns + 1))
 
 
+class SeenPast(GitPast):
+    """What knowtk saw (``knowtk.write.seen``): the observations on the seen ref of ``STATE/seen.git``, read as a
+    first-parent line whose commits are the observations and whose tree is the store's folder."""
+
+    source = "seen"
+
+    @classmethod
+    def at(cls, state_folder: str) -> SeenPast | None:
+        """The record of what knowtk saw in this state folder; None when it holds no observation."""
+        folder = os.path.join(state_folder, SEEN_DIR)
+        if read_ref(folder) is None:
+            return None
+        git = shutil.which("git")
+        return None if git is None else cls(Repo(git, folder), "", {"GIT_DIR": folder})
+
+    def line(self) -> list[Commit]:
+        """The observations, newest first; of several in a row that saw the same files, the first one only (a
+        change another process had kept already)."""
+        out = self.git("log", "--first-parent", "--format=%H %ct %T", SEEN_REF)
+        rows = [row.split() for row in out.splitlines() if row.strip()]
+        kept = [row for i, row in enumerate(rows) if i + 1 == len(rows) or rows[i + 1][2] != row[2]]
+        return [Commit(sha, int(at)) for sha, at, _ in kept]
+
+    def earliest(self, line: list[Commit]) -> str | None:
+        return None if not line else line[-1].when
+
+
 def _plain(path: str) -> bool:
     """A path that stays inside the folder it is written to (Git refuses others; a crafted tree might not)."""
     return bool(path) and not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
@@ -251,10 +299,7 @@ def _answers(out: IO[bytes]) -> Iterator[tuple[str, bytes]]:
 
 def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
     """The store's files at ``instant``, written into the cache once (NoKnownPast when no past reaches back to it)."""
-    git = GitPast.of(root)
-    if git is None:
-        raise NoKnownPast(format_utc(instant), None, "the store lies in no Git work tree: knowtk knows no past of it")
-    commit, tree = git.in_force(instant)
+    git, commit, tree = in_force(root, state_folder, instant)
     home = os.path.join(state_folder, PAST_DIR, tree)
     name = os.path.basename(os.path.abspath(root))  # the folder's name: a store's name unless knowtk.yaml gives one
     folder = os.path.join(home, name)
@@ -263,7 +308,37 @@ def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
             _keep(git, tree, home, name, os.path.join(state_folder, STATE_FILE))
         except OSError as exc:  # the state folder is full or read-only: the present store still answers
             raise StoreUnavailable(state_folder, f"the store's past files could not be kept: {exc}") from exc
-    return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE))
+    return PastFiles(instant, commit, tree, folder, os.path.join(home, STATE), git.source)
+
+
+def sources(root: str, state_folder: str) -> list[GitPast]:
+    """Where the store's past comes from: its Git history (when it lies in a Git work tree) and what knowtk saw."""
+    found = [GitPast.of(root), SeenPast.at(state_folder)]
+    return [source for source in found if source is not None]
+
+
+def in_force(root: str, state_folder: str, instant: datetime) -> tuple[GitPast, Commit, str]:
+    """The source, commit and store tree in force at ``instant``: the newer witness wins. The last observation at or
+    before it, unless a commit of HEAD's first-parent line was committed after that observation and at or before
+    ``instant``; before the first observation, Git alone. NoKnownPast (naming the earliest instant known) before
+    both."""
+    best: tuple[GitPast, Commit, str] | None = None
+    earliest: list[str] = []
+    for source in sources(root, state_folder):
+        try:
+            commit, tree = source.in_force(instant)
+        except NoKnownPast as exc:
+            earliest += [exc.earliest] if exc.earliest else []
+            continue
+        # (Git first, then what knowtk saw: an observation of the same second as a commit wins)
+        if best is None or commit.at >= best[1].at:
+            best = (source, commit, tree)
+    if best is not None:
+        return best
+    if not earliest:
+        why = "the store lies in no Git work tree and knowtk has not seen it yet: knowtk knows no past of it"
+        raise NoKnownPast(format_utc(instant), None, why)
+    raise NoKnownPast(format_utc(instant), min(earliest))
 
 
 def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None) -> None:
@@ -324,25 +399,30 @@ def check_past(root: str, state_folder: str) -> tuple[list[str], list[str]]:
     has): they are written again when asked. ``(found, repaired)``, as ``Store.check`` reports them."""
     kept = os.path.join(state_folder, PAST_DIR)
     homes = sorted(os.listdir(kept)) if os.path.isdir(kept) else []
-    git = GitPast.of(root) if homes else None
+    known = sources(root, state_folder) if homes else []
     found, repaired = [], []
     for tree in homes:
         home = os.path.join(kept, tree)
-        wrong = _differs(git, tree, home)
+        wrong = _differs(known, tree, home)
         if wrong:
             found.append(f"past/{tree[:12]}: {wrong}")
             shutil.rmtree(home, ignore_errors=True)
-            repaired.append(f"past/{tree[:12]}: removed, written again from Git when asked")
+            repaired.append(f"past/{tree[:12]}: removed, written again when asked")
     return found, repaired
 
 
-def _differs(git: GitPast | None, tree: str, home: str) -> str | None:
-    """Why the files kept in ``home`` are not ``tree``'s (None: they are)."""
-    if git is None:
+def _differs(known: list[GitPast], tree: str, home: str) -> str | None:
+    """Why the files kept in ``home`` are not ``tree``'s in Git or in what knowtk saw (None: they are)."""
+    if not known:
         return "no Git history to check it against"
-    try:
-        want = dict(git.blobs(tree))
-    except StoreUnavailable:
+    want = None
+    for source in known:
+        try:
+            want = dict(source.blobs(tree))
+            break
+        except StoreUnavailable:
+            continue
+    if want is None:
         return "its tree is not in Git"
     for name in (n for n in os.listdir(home) if not n.startswith(".")):
         have = {}
@@ -359,10 +439,10 @@ def _differs(git: GitPast | None, tree: str, home: str) -> str | None:
     return None
 
 
-def earliest_known(root: str) -> str | None:
+def earliest_known(root: str, state_folder: str) -> str | None:
     """The earliest instant the store's past can be asked at (None: it has none)."""
-    git = GitPast.of(root)
-    return None if git is None else git.earliest(git.line())
+    found = [when for source in sources(root, state_folder) if (when := source.earliest(source.line()))]
+    return min(found) if found else None  # (all "YYYY-MM-DDTHH:MM:SSZ": ordered as text)
 
 
 def open_past(present: Engine, files: PastFiles) -> Engine:
@@ -385,20 +465,61 @@ def commits_touching(root: str, old: str, new: str) -> dict[str, list[dict[str, 
     git = GitPast.of(root)
     if git is None or old == new:
         return {}
-    limit = ["--", git.prefix] if git.prefix else []
+    return _touching(git, f"{old}..{new}")
+
+
+def made_by(
+    root: str, state_folder: str, before: PastFiles, after: PastFiles | None
+) -> dict[str, list[dict[str, str]]]:
+    """Path inside the store -> what changed it between two sides (``after`` None: the files now), oldest first:
+    the first-parent commits after the commit in force at ``before`` up to the one in force at ``after`` (``{commit,
+    at, message}``), then the observations between the two in what knowtk saw (``{observation, at}``)."""
+    touched: dict[str, list[dict[str, str]]] = {}
+    for source in sources(root, state_folder):
+        old, new = _ends(source, before), _ends(source, after) if after is not None else SEEN_REF
+        if source.source == "git" and after is None:
+            new = "HEAD"
+        if new is None or old == new:
+            continue
+        found = _touching(source, f"{old}..{new}" if old is not None else new)
+        for path, items in found.items():
+            touched.setdefault(path, []).extend(items)
+    return touched
+
+
+def _ends(source: GitPast, side: PastFiles) -> str | None:
+    """The commit of ``source`` in force at ``side`` (its own when it stands on that source). Before the first
+    observation, that first one: it saw the files as they were, it changed none (after Git's past, the files it
+    saw uncommitted are listed with no commit)."""
+    if side.source == source.source:
+        return side.commit.sha
+    try:
+        return source.in_force(side.instant)[0].sha
+    except NoKnownPast:
+        if source.source == "seen":
+            line = source.line()
+            return line[-1].sha if line else None
+        return None
+
+
+def _touching(source: GitPast, span: str) -> dict[str, list[dict[str, str]]]:
+    limit = ["--", source.prefix] if source.prefix else []
     form = "--format=%x1e%H%x1f%cI%x1f%s"
-    out = git.git(
-        "-c", "core.quotepath=off", "log", "--first-parent", "--reverse", form, "--name-only", f"{old}..{new}", *limit
+    out = source.git(
+        "-c", "core.quotepath=off", "log", "--first-parent", "--reverse", form, "--name-only", span, *limit
     )
     touched: dict[str, list[dict[str, str]]] = {}
-    cut = len(git.prefix) + 1 if git.prefix else 0
+    cut = len(source.prefix) + 1 if source.prefix else 0
     for item in out.split("\x1e"):
         head, _, names = item.partition("\n")
         parts = head.split("\x1f")
         if len(parts) != 3:
             continue
-        commit = {"commit": parts[0], "at": parts[1], "message": parts[2]}
+        if source.source == "seen":
+            made = {"observation": parts[0], "at": format_utc(datetime.fromisoformat(parts[1]))}
+        else:
+            made = {"commit": parts[0], "at": parts[1], "message": parts[2]}
         for name in names.splitlines():
             if name.strip():
-                touched.setdefault(name.strip()[cut:], []).append(commit)
+                touched.setdefault(name.strip()[cut:], []).append(made)
     return touched

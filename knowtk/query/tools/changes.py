@@ -36,7 +36,7 @@ def table(answer: dict[str, Any]) -> str:
         ("id", lambda r: r["id"], 28),
         ("lifecycle", lambda r: f"{r['lifecycleBefore'] or '-'} -> {r['lifecycleAfter'] or '-'}", 26),
         ("fields", lambda r: ", ".join(r["fields"]), 40),
-        ("commits", lambda r: " ".join(c["commit"][:8] for c in r["commits"]), 30),
+        ("commits", lambda r: " ".join((c.get("commit") or c["observation"])[:8] for c in r["commits"]), 30),
     ]
     return "\n".join([head, *table_columns(answer["rows"], cols), *footer(answer)])
 
