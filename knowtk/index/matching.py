@@ -41,6 +41,8 @@ class Matches:
         self.every_match: tuple[str, int, ParallelRead[list[int]]] | None = None
         # (rows_version, phrase -> rows of the whole table holding it): ``hit_count``'s, each read once a rows version
         self.wholes: tuple[int, dict[tuple[str, ...], int]] = (-1, {})
+        # (rows_version, expression -> rows of the whole table it matches): ``match_count``'s, kept the same way
+        self.whole_matches: tuple[int, dict[str, int]] = (-1, {})
 
     def body_matches(self, terms: QueryTerms, rowids: Iterable[int]) -> set[int]:
         """The rows among ``rowids`` where some phrase of the query stands in the body (from the index alone)."""
@@ -156,10 +158,23 @@ class Matches:
 
     def match_count(self, terms: QueryTerms, among: Among | None = None) -> int:
         """How many rows match (no score computed); ``among``: how many of some rows (``rows_among``)."""
-        expected = self.every_match
-        if among is None and expected is not None and expected[:2] == (terms.expression, self.tables.rows_version):
-            return len(expected[2].result())  # (every matching row, read in parallel: ``every_match_in_parallel``)
-        return self.count(terms.expression, among)
+        if among is not None:
+            return self.count(terms.expression, among)
+        version, known = self.whole_matches
+        if version != self.tables.rows_version:
+            known = {}
+            self.whole_matches = (self.tables.rows_version, known)
+        found = known.get(terms.expression)
+        if found is None:  # kept: a query asked again counts its matches no more than its first call did
+            expected = self.every_match
+            if expected is not None and expected[:2] == (terms.expression, self.tables.rows_version):
+                found = len(expected[2].result())  # (every matching row, read in parallel: ``every_match_in_parallel``)
+            else:
+                found = self.count(terms.expression, None)
+            if len(known) >= WHOLES_KEPT:
+                known.clear()
+            known[terms.expression] = found
+        return found
 
     def every_match_in_parallel(self, terms: QueryTerms) -> ParallelRead[list[int]]:
         """Every row the query's expression matches, read beside the query (``ParallelRead``); this table's

@@ -273,9 +273,10 @@ class StoredRecords(Mapping[str, Record]):
         return sha
 
     def parse_all(self) -> None:
-        """Parse the stored ids, paths, hashes and facets now (raises ImageDamaged for a damaged part)."""
+        """Parse the stored ids, paths, hashes, facets and starts now (raises ImageDamaged for a damaged part)."""
         self._sha  # noqa: B018 (parsed on first use, and the ids and paths with it)
         self.facets()
+        self.starts()
 
     def facets(self) -> FacetColumns:
         """The stored records' filter facets, read from the image: no record is built for them."""
