@@ -93,7 +93,9 @@ def argument_sets(store: Any) -> list[Call]:
         ("knowledge_grep", {"query": word, "validAt": middle}),
         ("knowledge_lookup", {"query": some, "validAt": middle}),
         ("knowledge_records", {"kind": "claim", "limit": 5, "validAt": middle}),
-        ("knowledge_timeline", {"since": quarter, "validAt": middle}),
+        ("knowledge_timeline", {"since": quarter}),
+        ("knowledge_timeline", {"since": quarter, "validAt": middle}),  # an instant before the range: no row then
+        ("knowledge_timeline", {"since": quarter, "validAt": day}),  # at the latest occurrence: the whole range
         ("knowledge_timeline", {"entity": busy, "limit": 20, "validAt": middle}),
     ]
 

@@ -390,3 +390,27 @@ def test_every_tool_answers_only_what_was_in_force_on_the_demo(demo_store: knowt
         assert rows and {r["id"] for r in rows} <= in_force and {r["lifecycle"] for r in rows} == {"active"}
     hits = demo_store.call("knowledge_grep", {"query": "search", "validAt": when, "limit": 50})["hits"]
     assert hits and {h["id"] for h in hits} <= in_force
+
+
+def test_the_timeline_at_an_instant_ends_its_range_there(builder: StoreBuilder) -> None:
+    """A row that occurred after the instant is not in force then, one at it is (to the microsecond), and a
+    record that cannot be placed is counted whatever its occurrence."""
+    builder.page("old", "Old note", "Dated by day.", path="n/old.md", occurred_at="2024-03-10")
+    builder.page("at", "Call", "Dated by instant.", path="n/at.md", occurred_at="2024-03-11T04:30:00+01:00")
+    builder.page("late", "Late note", "Replaced by an undated one.", path="n/late.md", occurred_at="2025-01-01",
+                 status="superseded", superseded_by="undated")  # fmt: skip
+    builder.page("undated", "Undated note", "No date.", path="n/undated.md", updated_at="2024-01-01")
+    store = builder.open()
+
+    def timeline(when: str, **args: Any) -> tuple[list[str], int, int]:
+        res = store.call("knowledge_timeline", {"validAt": when, **args})
+        assert res["total"] == len(res["rows"])
+        return [r["id"] for r in res["rows"]], res["total"], res["unplaced"]
+
+    assert timeline("2024-03-11T03:30:00Z") == (["old", "at"], 2, 1)
+    assert timeline("2024-03-11T03:29:59.999999Z") == (["old"], 1, 1)
+    assert timeline("2024-03-10") == (["old"], 1, 1)  # a date: its whole UTC day, before the call
+    assert timeline("2024-03-11", order="desc") == (["at", "old"], 2, 1)
+    assert timeline("2024-03-11", until="2024-03-11T00:00:00Z") == (["old"], 1, 0)
+    assert timeline("2024-03-11", since="2024-06-01") == ([], 0, 1)  # late occurred in range: counted, not shown
+    assert timeline("2026-01-01", eligibility="include_inactive") == (["old", "at"], 2, 1)

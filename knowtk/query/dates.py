@@ -441,7 +441,11 @@ def _valid_at(
     unplaced = found.memo.get(key, 0 if not found.unplaced else None)
     if unplaced is None:
         unplaced = found.memo[key] = _select(engine, snap, replace(s, among="unplaced"), (0, 0), found.unplaced)[2]
-    return replace(s, among="in force"), found, unplaced, wanted
+    kept = replace(s, among="in force")
+    if s.field == OCCURRED:  # an occurrence is its record's start: a row dated after the instant is not kept then
+        last = to_us(args["valid_at"].last)
+        kept = replace(kept, until=last if s.until is None else min(s.until, last))
+    return kept, found, unplaced, wanted
 
 
 def chronicle_day(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> dict[str, Any]:

@@ -216,6 +216,7 @@ class Validity:
         self.stored: tuple[str, int] | None = None  # (base, size): the first ``size`` ids are the stored positions
         self.answers: dict[tuple[datetime, datetime], tuple[Any, bytes]] = {}
         self.memo: dict[Any, Any] = {}  # what queries derive from an instant's answer (emptied with it)
+        self.shown: dict[str, tuple[str | None, str | None]] = {}  # spans as rows show them, of this snapshot
 
     def invalidate(self) -> None:
         """Nothing in state.sqlite: a rollback leaves the snapshot, so the spans hold (kept for the protocol)."""
@@ -229,7 +230,7 @@ class Validity:
             return
         changed = changes_to_patch(snap, self.generation, len(self.ids))
         self.generation = -1  # until done: a failure half way rebuilds at the next use
-        self.answers, self.memo = {}, {}
+        self.answers, self.memo, self.shown = {}, {}, {}
         if changed is not None:
             # a record's end is its replacement's start: the records a changed one replaces change too
             self._patch(snap, _with_replaced(snap, changed))
@@ -361,6 +362,18 @@ class Validity:
             LIFECYCLES[self.ended[at]],
         )
 
+    def shown_span(self, rid: str) -> tuple[str | None, str | None]:
+        """(start, end) of ``span(rid)`` as rows show them, UTC (None: no span, or no end); kept per snapshot."""
+        found = self.shown.get(rid)
+        if found is None:
+            span = self.span(rid)
+            if span is None:
+                found = (None, None)
+            else:
+                found = (format_utc(span.start), None if span.end is None else format_utc(span.end))
+            self.shown[rid] = found
+        return found
+
     def current(self, snap: Snapshot, rid: str, when: ValidAt) -> str | None:
         """Where superseded wording leads at ``when``: ``superseded_by`` followed to the record in force then."""
         states, seen = self.at(when), {rid}
@@ -475,9 +488,7 @@ def lifecycles_then(rows: Iterable[dict[str, Any]], states: Mapping[str, str], k
 def with_spans(rows: Iterable[dict[str, Any]], found: Validity) -> None:
     """Add each row's span of validity: ``validFrom`` and ``validUntil`` (None: no end), UTC."""
     for row in rows:
-        span = found.span(row["id"])
-        row["validFrom"] = None if span is None else format_utc(span.start)
-        row["validUntil"] = None if span is None or span.end is None else format_utc(span.end)
+        row["validFrom"], row["validUntil"] = found.shown_span(row["id"])
 
 
 def unplaced_count(found: Validity, passes: Callable[[str], bool]) -> int:
