@@ -31,7 +31,7 @@ def _run(*args: Any, **kwargs: Any) -> Any:
         raise GitFailed(str(exc)) from exc
 
 
-__all__ = ["Repo", "find_repo", "record_commits"]
+__all__ = ["Repo", "find_repo", "locate_store", "record_commits"]
 
 _TIMEOUT = 60
 
@@ -100,6 +100,18 @@ def find_repo(root: str, *, required: bool) -> Repo | None:
             raise InvalidArgument("checkpoint", f"the store {root} is not inside a Git work tree")
         return None
     return Repo(git, proc.stdout.decode().strip())
+
+
+def locate_store(root: str) -> tuple[Repo, str] | None:
+    """The Git work tree holding the store and the store's folder in it ("": its root); None outside Git (or
+    when the work tree Git names does not hold the folder, as a symlinked path may make it)."""
+    repo = find_repo(root, required=False)
+    if repo is None:
+        return None
+    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
+    if rel == ".." or rel.startswith("../"):
+        return None
+    return repo, "" if rel == "." else rel.replace(os.sep, "/")
 
 
 def record_commits(repo: Repo, root: str, path: str) -> list[dict[str, Any]]:

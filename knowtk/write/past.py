@@ -37,7 +37,7 @@ from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
 from knowtk.state import STATE_FILE
-from knowtk.write.checkpoint import GitFailed, Repo, find_repo
+from knowtk.write.checkpoint import GitFailed, Repo, locate_store
 from knowtk.write.past_seed import Known, seed_state
 from knowtk.write.seen import SEEN_DIR, SEEN_REF, read_ref
 
@@ -107,13 +107,8 @@ class GitPast:
 
     @classmethod
     def of(cls, root: str) -> GitPast | None:
-        repo = find_repo(root, required=False)
-        if repo is None:
-            return None
-        rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
-        if rel == ".." or rel.startswith("../"):
-            return None
-        return cls(repo, "" if rel == "." else rel.replace(os.sep, "/"))
+        located = locate_store(root)
+        return None if located is None else cls(*located)
 
     def git(self, *args: str, data: bytes | None = None) -> str:
         try:

@@ -244,15 +244,9 @@ def _stream(keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str,
 
 def _store_repo(root: str) -> tuple[Repo, str] | None:
     """The Git work tree holding the store and the store's folder in it ("": its root); None outside Git."""
-    from knowtk.write.checkpoint import find_repo  # imported when used: a query that changed nothing runs no git
+    from knowtk.write.checkpoint import locate_store  # imported when used: a query that changed nothing runs no git
 
-    repo = find_repo(root, required=False)
-    if repo is None:
-        return None
-    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.top))
-    if rel == ".." or rel.startswith("../"):
-        return None
-    return repo, "" if rel == "." else rel.replace(os.sep, "/")
+    return locate_store(root)
 
 
 def _committed(located: tuple[Repo, str] | None) -> dict[str, tuple[str, int]]:
