@@ -27,7 +27,7 @@ from knowtk.query.common import (
 from knowtk.query.suggest import suggestions
 from knowtk.query.validity import in_force_ids, lifecycles_then, unplaced_count, validity
 from knowtk.query.wikilinks import wikilinks_of
-from knowtk.snapshot.facets import Criteria, Facets
+from knowtk.snapshot.facets import Criteria
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import now_utc
 
@@ -53,9 +53,10 @@ class Catalog:
     """The available records of one snapshot, indexed by what knowledge_records and knowl_query filter on.
 
     Derived from the snapshot alone (nothing in state.sqlite). It holds the available ids and their
-    lifecycle (read from the snapshot's lifecycle table: no record is built for them); each index is
-    built the first time a query needs it, the kind, type and tag groups from the records' facets
-    (a stored snapshot's facet columns: still no record built), the rest from the records. Every built
+    lifecycle (read from the snapshot's lifecycle table: no record is built for them); each index
+    (sorted ids, newest order, active records by recorded_at, superseded ids, ids by category) is
+    built the first time a query needs it. Filters on scope, kind, type and tag are answered by the
+    snapshot's facets (a stored snapshot's facet columns: no record built). Every built
     index is patched at the snapshot's ``changed_ids`` when a snapshot follows the one it holds: each
     index keeps what it filed every id under, so a record that left is unfiled without building the
     record it was. A new process's first inventory thus costs a pass over the lifecycle table, not
@@ -65,7 +66,6 @@ class Catalog:
     def __init__(self) -> None:
         self.generation = -1
         self._snap: Snapshot | None = None
-        self._facets: Facets | None = None  # the snapshot's, once an index read them
         self.lifecycle: dict[str, str] = {}  # available ids whose lifecycle is active or superseded -> lifecycle
         self._built: dict[str, Any] = {}  # the indexes below, by name, once a query asked for them
         self._filed: dict[str, dict[str, Any]] = {}  # index name -> id -> what that index filed it under
@@ -84,7 +84,7 @@ class Catalog:
         changed = changes_to_patch(snap, self.generation, len(self.lifecycle))
         self.generation = -1  # until done: a failure half way rebuilds it at the next use
         self.memo = {}
-        self._snap, self._facets = snap, None
+        self._snap = snap
         if changed is not None:
             for rid in changed:
                 self._drop(rid)
@@ -138,21 +138,16 @@ class Catalog:
     def superseded(self) -> set[str]:
         return self._index("superseded", lambda: {rid for rid, life in self.lifecycle.items() if life == "superseded"})
 
-    def grouped(self, name: str) -> dict[str, set[str]]:
-        """key -> ids, for ``name`` one of kind, type, category (else type) and tag."""
+    def categories(self) -> dict[str, set[str]]:
+        """category (else type) -> ids. Filters on kind, type and tag read the snapshot's facets instead."""
 
         def build() -> dict[str, set[str]]:
             out: dict[str, set[str]] = {}
             for rid in self.lifecycle:
-                for key in self._file(name, rid):
-                    found = out.get(key)
-                    if found is None:
-                        out[key] = {rid}
-                    else:
-                        found.add(rid)
+                out.setdefault(self._file("category", rid), set()).add(rid)
             return out
 
-        return self._index(name, build)
+        return self._index("category", build)
 
     def _index(self, name: str, build: Callable[[], Any]) -> Any:
         found = self._built.get(name)
@@ -164,9 +159,7 @@ class Catalog:
     def _file(self, name: str, rid: str) -> Any:
         """What index ``name`` files ``rid`` under, noted so that the id can be unfiled once its record is gone."""
         assert self._snap is not None
-        if self._facets is None and name in ("kind", "type", "tag"):
-            self._facets = self._snap.facets()
-        key = _filing(name, self._snap, self._facets, rid)
+        key = _filing(name, self._snap, rid)
         self._filed[name][rid] = key
         return key
 
@@ -184,10 +177,8 @@ class Catalog:
                 insort(built["active_since"], key)
         if "superseded" in built and life == "superseded":
             built["superseded"].add(rid)
-        for name in GROUPS:
-            if name in built:
-                for key in self._file(name, rid):
-                    built[name].setdefault(key, set()).add(rid)
+        if "category" in built:
+            built["category"].setdefault(self._file("category", rid), set()).add(rid)
 
     def _drop(self, rid: str) -> None:
         if self.lifecycle.pop(rid, None) is None:
@@ -201,43 +192,27 @@ class Catalog:
                 _remove(built[name], key)
         if "superseded" in built:
             built["superseded"].discard(rid)
-        for name in GROUPS:
-            if name in built:
-                for key in filed[name].pop(rid, ()):
-                    members = built[name].get(key)
-                    if members is not None:
-                        members.discard(rid)
-                        if not members:
-                            del built[name][key]
+        category = filed.get("category", {}).pop(rid, None)
+        if "category" in built and category is not None:
+            members = built["category"].get(category)
+            if members is not None:
+                members.discard(rid)
+                if not members:
+                    del built["category"][category]
 
-    # -- set algebra ---------------------------------------------------------------------------------
-    def any_of(self, name: str, keys: Iterable[str]) -> set[str]:
-        """The ids under any of these keys of index ``name``."""
-        index, out = self.grouped(name), set()
+    def of_categories(self, keys: Iterable[str]) -> set[str]:
+        """The ids of any of these categories."""
+        index, out = self.categories(), set()
         for key in keys:
             out |= index.get(key, set())
         return out
 
-    def all_of(self, name: str, keys: Iterable[str]) -> set[str]:
-        """The ids under every one of these keys of index ``name``."""
-        index, out = self.grouped(name), None
-        for key in keys:
-            found = index.get(key, set())
-            out = set(found) if out is None else out & found
-        return out if out is not None else set(self.lifecycle)
 
-
-GROUPS = ("kind", "type", "category", "tag")
-
-
-def _filing(name: str, snap: Snapshot, facets: Facets | None, rid: str) -> Any:
-    """The key(s) index ``name`` files record ``rid`` under; kind, type and tag read from its facets alone."""
-    if facets is not None and name in ("kind", "type", "tag"):
-        facet = facets.of(rid)
-        return facet.tags if name == "tag" else (facet.kind if name == "kind" else facet.type,)
+def _filing(name: str, snap: Snapshot, rid: str) -> Any:
+    """The key index ``name`` files record ``rid`` under (built from its record)."""
     r = snap.records[rid]
     if name == "category":
-        return (r.category or r.type,)
+        return r.category or r.type
     if name == "newest":
         return newest_key(r)
     recorded = r.dates.get("recorded_at")  # active_since
@@ -267,19 +242,17 @@ def _matching(cat: Catalog, snap: Snapshot, record_filter: RecordFilter, wanted:
     snapshot and shared with knowledge_grep's; only a time range builds records, and only the candidates'.
     """
     lifecycle = cat.lifecycle
-    every_state = len(wanted) == 2
     if record_filter.criteria == Criteria():
-        found = None
-    elif record_filter.by_facets:
-        found = snap.matching(record_filter.criteria)
-        return sorted(rid for rid in found if lifecycle.get(rid) in wanted)
+        if record_filter.time_field is None:
+            return cat.ids if len(wanted) == 2 else [rid for rid in cat.ids if lifecycle[rid] in wanted]
+        candidates: Iterable[str] = cat.ids
     else:
-        found = snap.matching(record_filter.criteria)
-    if found is None and record_filter.time_field is None:
-        return cat.ids if every_state else [rid for rid in cat.ids if lifecycle[rid] in wanted]
+        candidates = sorted(snap.matching(record_filter.criteria))
+    kept = [rid for rid in candidates if lifecycle.get(rid) in wanted]
+    if record_filter.time_field is None:
+        return kept
     records = cat.records
-    candidates: Iterable[str] = cat.ids if found is None else sorted(found)
-    return [rid for rid in candidates if lifecycle.get(rid) in wanted and record_filter.passes(records[rid])]
+    return [rid for rid in kept if record_filter.passes(records[rid])]
 
 
 def _kept_matching(cat: Catalog, snap: Snapshot, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:

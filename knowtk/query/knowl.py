@@ -342,7 +342,7 @@ def _eligible(
     # the tags through the snapshot's facets (kept per snapshot, shared with grep): no record is built for them
     candidates: set[str] | None = set(snap.matching(Criteria(tags=tags))) if tags else None
     if category:
-        of_category = cat.any_of("category", snap.config.expand_type(category))
+        of_category = cat.of_categories(snap.config.expand_type(category))
         candidates = of_category if candidates is None else candidates & of_category
     lifecycle = cat.lifecycle
     if as_of is None:
