@@ -363,6 +363,21 @@ def test_a_moved_store_keeps_asking_its_past(tmp_path: Path) -> None:
         assert past.name == "renamed" and past.stats()["total"] == 3
 
 
+def test_a_relative_state_folder_keeps_its_past_after_a_change_of_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state folder given relative to the working directory is that folder, wherever the caller goes next."""
+    build_history(tmp_path / "repo", folder="")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with knowtk.open_store("repo", state_dir="kept-state") as store:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert store.at("2026-01-31").stats()["total"] == 3
+        assert store.stats()["total"] == 7  # the staged and the loose decision too
+    assert (tmp_path / "kept-state" / "state.sqlite").is_file()
+    assert not (tmp_path / "elsewhere" / "kept-state").exists()
+
+
 def test_check_finds_and_removes_past_files_that_differ_from_git(tmp_path: Path) -> None:
     b = build_history(tmp_path / "repo")
     with b.open() as store:

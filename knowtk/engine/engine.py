@@ -122,8 +122,9 @@ class Engine:
         self._writes = 0  # state.writes when the running call began
         self._depth = 0  # nesting of run() in this thread (a tool calling another tool)
         self._pinned: Snapshot | None = None  # the snapshot of the running call
-        folder = os.fspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
-        default = os.path.abspath(folder) == os.path.join(self.root, STATE_DIR)
+        # absolute: a relative state folder stays the same folder when the caller (a notebook) changes directory
+        folder = os.path.abspath(state_dir) if state_dir is not None else os.path.join(self.root, STATE_DIR)
+        default = folder == os.path.join(self.root, STATE_DIR)
         self.state = StateDB(
             os.path.join(folder, STATE_FILE),
             store="." if default else self.root,  # the usual .knowtk moves with its store
