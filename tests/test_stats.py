@@ -21,6 +21,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import knowtk
+import knowtk.scan.entry
+from knowtk.model.records import build_record
 from knowtk.serve import client
 from tests.helpers import REPO, StoreBuilder, copy_demo, inspector_bin, listening, markdown_digest
 
@@ -57,6 +59,35 @@ def test_counts_every_record_by_kind_type_and_lifecycle(tmp_path: Path) -> None:
     assert [i["path"] for i in answer["coverage"]["issues"]] == ["broken.md"]
     assert scoped["total"] == 1 and scoped["rows"][0]["lifecycle"] == "withdrawn"
     assert markdown_digest(b.root) == before
+
+
+def test_a_stored_snapshot_counts_without_building_a_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new process counts from the records' facets: the same answer as built records give, files edited,
+    removed and added since the stored image included, and no record built for it."""
+    root = copy_demo(tmp_path / "demo")
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as first:
+        before = first.call("knowledge_stats")  # and the stored image
+    claims = sorted((root / "claims").glob("*.md"))
+    claims[0].write_text(claims[0].read_text().replace("kind: claim", "kind: page", 1))
+    claims[1].unlink()
+    shutil.copy(claims[2], root / "claims" / "copy.md")
+    (root / "claims" / "copy.md").write_text((root / "claims" / "copy.md").read_text().replace("id: ", "id: x-", 1))
+    args = [{}, {"scope": "claims"}, {"scope": "decisions"}]
+    with knowtk.open_store(root, state_dir=tmp_path / "fresh") as fresh:
+        want = [fresh.call("knowledge_stats", a) for a in args]
+    built: list[str] = []
+
+    def counted(path: str, *rest: object) -> object:
+        built.append(path)
+        return build_record(path, *rest)
+
+    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as store:
+        got = [store.call("knowledge_stats", a) for a in args]
+    assert [(a["rows"], a["total"]) for a in got] == [(a["rows"], a["total"]) for a in want]
+    assert want[0]["rows"] != before["rows"] and 0 < want[1]["total"] < want[0]["total"]
+    changed = {"claims/copy.md", claims[0].relative_to(root).as_posix()}
+    assert set(built) <= changed  # only the files changed since the image (read by the scan), none for the count
 
 
 def test_python_call_method_frame_and_html_agree(demo: Path) -> None:

@@ -29,7 +29,7 @@ import re
 import sys
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from itertools import compress, repeat
 from typing import Any, NamedTuple
@@ -117,6 +117,12 @@ class Facets:
         """``select`` by stored position; None where the records are not stored ones."""
         return None
 
+    def scalars(self) -> Iterator[tuple[str, str, str, str]]:
+        """(id, folder, kind, type) of every record, each once, in no set order (a count reads them all)."""
+        for rid in self.select(Criteria()):
+            f = self.of(rid)
+            yield rid, f.folder, f.kind, f.type
+
 
 class RecordFacets(Facets):
     """The facets of records that are built already (a snapshot's dict of records)."""
@@ -130,6 +136,10 @@ class RecordFacets(Facets):
     def select(self, criteria: Criteria) -> list[str]:
         passes = criteria.passes
         return [rid for rid, r in self.records.items() if passes(facet_of(r))]
+
+    def scalars(self) -> Iterator[tuple[str, str, str, str]]:
+        for rid, r in self.records.items():
+            yield rid, r.path.rpartition("/")[0], r.kind, r.type
 
 
 SCALARS = ("folder", "kind", "type")  # one value per record; tags are a list per record
@@ -321,6 +331,16 @@ class FacetColumns(Facets):
             found += [rid for rid, f in over.items() if f is not None and criteria.passes(f)]
         return found
 
+    def scalars(self) -> Iterator[tuple[str, str, str, str]]:
+        # the columns mapped to their values in C (zip, map): a Python step per record only where a patch set it apart
+        over = self.over
+        values = [map(self.vocab[name].__getitem__, self.column(name)) for name in SCALARS]
+        stored = zip(self.ids, *values, strict=True)
+        yield from stored if not over else (row for row in stored if row[0] not in over)
+        for rid, f in over.items():
+            if f is not None:
+                yield rid, f.folder, f.kind, f.type
+
     def selected(self, criteria: Criteria) -> frozenset[str]:
         # the stored records' ids as a set first: the few a patch set apart are then taken out one by one,
         # where a pass over every selected id cost ~7 ms for 82k of them at 300k records
@@ -420,3 +440,9 @@ class LayeredFacets(Facets):
         top, gone, passes = self.top, self.gone, criteria.passes
         found = [rid for rid in self.base.select(criteria) if rid not in top and rid not in gone]
         return found + [rid for rid, r in top.items() if passes(facet_of(r))]
+
+    def scalars(self) -> Iterator[tuple[str, str, str, str]]:
+        top, gone = self.top, self.gone
+        yield from (row for row in self.base.scalars() if row[0] not in top and row[0] not in gone)
+        for rid, r in top.items():
+            yield rid, r.path.rpartition("/")[0], r.kind, r.type

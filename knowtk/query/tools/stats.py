@@ -15,7 +15,7 @@ from knowtk.query.common import coverage
 from knowtk.query.registry import Tool
 from knowtk.query.views import COVERAGE_SCHEMA, footer, obj, table_columns
 from knowtk.query.wording import SCOPE
-from knowtk.snapshot.model import in_scope
+from knowtk.snapshot.facets import in_folder
 
 if TYPE_CHECKING:
     from knowtk.engine.engine import Engine
@@ -37,10 +37,12 @@ def stats(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> d
     """
     snap = engine.snapshot()
     scope = snap.normalize_scope(args["scope"])
+    # read from the records' facets: a new process counts a stored snapshot without building its records
+    lifecycle, unavailable = snap.lifecycle, snap.unavailable
     counts = Counter(
-        (record.kind, record.type, snap.lifecycle.get(rid, record.status), rid not in snap.unavailable)
-        for rid, record in snap.records.items()
-        if in_scope(record.path, scope)
+        (kind, type_, lifecycle.get(rid) or snap.records[rid].status, rid not in unavailable)
+        for rid, folder, kind, type_ in snap.facets().scalars()
+        if in_folder(folder, scope)
     )
     rows = [
         {"kind": kind, "type": type_, "lifecycle": lifecycle, "available": available, "count": n}
