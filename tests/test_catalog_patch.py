@@ -128,3 +128,43 @@ def test_the_inventory_of_a_stored_snapshot_builds_only_the_records_it_shows(
     assert got == want
     shown = {row["path"] for answer in got for row in answer["rows"]}
     assert shown and set(built) <= shown  # a filter on facets builds no record it does not show
+
+
+def test_knowl_without_a_query_or_at_an_instant_builds_only_the_records_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored snapshot's newest order and recorded_at instants come from the temporal projection: the same
+    answers as built records give, files edited since the stored image included."""
+    root = copy_demo(tmp_path / "demo")
+    asked = [
+        {"limit": 3},
+        {"limit": 3, "status": "all"},
+        {"limit": 3, "asOf": "2026-01-15"},
+        {"limit": 3, "asOf": "2026-02-20", "status": "all"},
+        {"limit": 3, "asOf": "2026-02-20", "status": "superseded"},
+    ]
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as first:
+        first.call("knowledge_timeline", {"timeField": "recorded_at"})  # the stored image, the temporal projection
+        first.call("knowl_query", {"query": "search", "limit": 1})  # the keyword projections
+    claims = _claims(root)
+    _edit(claims[0], lambda m: m.update(recorded_at="2026-12-01"))  # now the newest
+    _edit(claims[1], lambda m: m.pop("recorded_at", None))  # now undated: listed last
+    with knowtk.open_store(root, state_dir=tmp_path / "fresh") as fresh:
+        want = [_stable(fresh.call("knowl_query", args)) for args in asked]
+        snap = fresh.snapshot()
+        # a replacement no date tool shows (withdrawn) is not in the temporal projection: its record says its date
+        hidden = {snap.records[by].path for by in snap.superseded_by.values() if by in snap.unavailable_inactive}
+    built: list[str] = []
+
+    def counted(path: str, *args: Any) -> Any:
+        built.append(path)
+        return build_record(path, *args)
+
+    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as store:
+        got = [_stable(store.call("knowl_query", args)) for args in asked]
+    assert got == want
+    assert want[0]["results"][0]["id"] == yaml.safe_load(claims[0].read_text().split("---\n")[1])["id"]
+    shown = {item["path"] for answer in got for item in answer["results"] if item.get("path")}
+    edited = {p.relative_to(root).as_posix() for p in claims[:2]}
+    assert built and set(built) <= shown | edited | hidden  # the page's records, the files the scan read again

@@ -7,13 +7,15 @@ in the store" never rests on a ranked search.
 
 from __future__ import annotations
 
+import sqlite3
 from bisect import bisect_left, insort
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import StoreUnavailable
+from knowtk.index.temporal import from_us, reconciled, to_us
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import (
@@ -41,12 +43,9 @@ def dates_json(r: Record) -> dict[str, Any]:
     return {name: value.to_json() for name, value in r.dates.items()}
 
 
-NewestKey = tuple[int, float, str]  # knowl_query's order without a query: newest recorded first, undated last
-
-
-def newest_key(r: Record) -> NewestKey:
-    recorded = r.dates.get("recorded_at")
-    return (0, -recorded.start.timestamp(), r.id) if recorded else (1, 0.0, r.id)
+# knowl_query's order without a query: newest recorded first, undated last, then by id:
+# (0, -(recorded_at start as POSIX seconds), id), or (1, 0.0, id) for a record without recorded_at
+NewestKey = tuple[int, float, str]
 
 
 class Catalog:
@@ -60,7 +59,9 @@ class Catalog:
     index is patched at the snapshot's ``changed_ids`` when a snapshot follows the one it holds: each
     index keeps what it filed every id under, so a record that left is unfiled without building the
     record it was. A new process's first inventory thus costs a pass over the lifecycle table, not
-    every record's build.
+    every record's build. A stored snapshot's newest order and recorded_at instants are read from the
+    temporal projection (``recorded``: each record's recorded_at as the date tools store it), so that a
+    new process's knowl_query without a query, or at ``asOf``, builds no record for them either.
     """
 
     def __init__(self) -> None:
@@ -70,6 +71,9 @@ class Catalog:
         self._built: dict[str, Any] = {}  # the indexes below, by name, once a query asked for them
         self._filed: dict[str, dict[str, Any]] = {}  # index name -> id -> what that index filed it under
         self.memo: dict[Hashable, Any] = {}  # what queries derived from this snapshot's catalog (emptied with it)
+        # reads (the ids it answers for, id -> recorded_at start in us) of the snapshot: set by catalog()
+        self.recorded_source: Callable[[], tuple[Collection[str], Mapping[str, int]]] | None = None
+        self._recorded: tuple[Collection[str], Mapping[str, int]] | None = None
 
     def invalidate(self) -> None:
         """Nothing in state.sqlite: a rollback leaves the snapshot, so the catalog holds (kept for the protocol)."""
@@ -83,7 +87,7 @@ class Catalog:
             return
         changed = changes_to_patch(snap, self.generation, len(self.lifecycle))
         self.generation = -1  # until done: a failure half way rebuilds it at the next use
-        self.memo = {}
+        self.memo, self._recorded = {}, None
         self._snap = snap
         if changed is not None:
             for rid in changed:
@@ -121,7 +125,7 @@ class Catalog:
 
     @property
     def newest(self) -> list[NewestKey]:
-        """knowl_query's order without a query (``newest_key``)."""
+        """knowl_query's order without a query (``NewestKey``)."""
         return self._index("newest", lambda: sorted(self._file("newest", rid) for rid in self.lifecycle))
 
     @property
@@ -133,6 +137,23 @@ class Catalog:
             return sorted(key for key in found if key is not None)
 
         return self._index("active_since", build)
+
+    def recorded_us(self, rid: str) -> int | None:
+        """The start of record ``rid``'s recorded_at in microseconds since the epoch (None: it has none)."""
+        found = self._recorded_starts()
+        if found is not None and rid in found[0]:
+            return found[1].get(rid)
+        recorded = self.records[rid].dates.get("recorded_at")
+        return None if recorded is None else to_us(recorded.start)
+
+    def _recorded_starts(self) -> tuple[Collection[str], Mapping[str, int]] | None:
+        """A stored snapshot's recorded_at starts, read once per snapshot; None for built records (read there)."""
+        if self._recorded is None and self.recorded_source is not None and not isinstance(self.records, dict):
+            try:
+                self._recorded = self.recorded_source()
+            except sqlite3.Error:  # the temporal tables unavailable: the records say it (built for it)
+                self.recorded_source = None
+        return self._recorded
 
     @property
     def superseded(self) -> set[str]:
@@ -159,7 +180,16 @@ class Catalog:
     def _file(self, name: str, rid: str) -> Any:
         """What index ``name`` files ``rid`` under, noted so that the id can be unfiled once its record is gone."""
         assert self._snap is not None
-        key = _filing(name, self._snap, rid)
+        if name == "category":
+            r = self._snap.records[rid]
+            key: Any = r.category or r.type
+        else:
+            # (the float datetime.timestamp() gives: the instant's whole microseconds divided by a million)
+            us = self.recorded_us(rid)
+            if name == "newest":
+                key = (1, 0.0, rid) if us is None else (0, -(us / 1_000_000), rid)
+            else:  # active_since
+                key = None if us is None else (from_us(us), rid)
         self._filed[name][rid] = key
         return key
 
@@ -208,17 +238,6 @@ class Catalog:
         return out
 
 
-def _filing(name: str, snap: Snapshot, rid: str) -> Any:
-    """The key index ``name`` files record ``rid`` under (built from its record)."""
-    r = snap.records[rid]
-    if name == "category":
-        return r.category or r.type
-    if name == "newest":
-        return newest_key(r)
-    recorded = r.dates.get("recorded_at")  # active_since
-    return None if recorded is None else (recorded.start, rid)
-
-
 def _remove(seq: list[Any], item: Any) -> None:
     i = bisect_left(seq, item)
     if i < len(seq) and seq[i] == item:
@@ -232,7 +251,15 @@ def catalog(engine: Engine, snap: Snapshot) -> Catalog:
         if cat is None:
             cat = engine.extensions[CATALOG] = Catalog()
         cat.update(snap)
+        cat.recorded_source = lambda: _recorded_starts(engine, snap)
         return cat
+
+
+def _recorded_starts(engine: Engine, snap: Snapshot) -> tuple[Collection[str], Mapping[str, int]]:
+    """(the ids the temporal projection holds, id -> recorded_at start): the projection brought to ``snap``."""
+    proj = reconciled(engine, snap)
+    rows = proj.state.conn.execute(f"SELECT id, start_us FROM {proj.dates} WHERE field = 'recorded_at'")
+    return proj.sigs.keys(), dict(rows)
 
 
 def _matching(cat: Catalog, snap: Snapshot, record_filter: RecordFilter, wanted: tuple[str, ...]) -> list[str]:

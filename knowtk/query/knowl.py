@@ -33,6 +33,7 @@ from knowtk.index.bm25 import Source, rank
 from knowtk.index.embeddings import EmbeddingCache, embedding_text
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import COLUMNS, K1, WEIGHTS, B, QueryTerms
+from knowtk.index.temporal import to_us
 from knowtk.model.datevalues import DateValue
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier, utf16_len
@@ -355,25 +356,26 @@ def _eligible(
             if candidates is None or rid in candidates:
                 out[rid] = "active"
     for rid in cat.superseded if candidates is None else cat.superseded & candidates:
-        state = _status_at(snap, cat.records[rid], as_of)
+        state = _status_at(cat, snap, rid, to_us(as_of))
         if state is not None and state in wanted:
             out[rid] = state
     return out
 
 
-def _status_at(snap: Snapshot, r: Record, as_of: datetime) -> str | None:
-    """active from recorded_at until the replacement's recorded_at, superseded after; None: not yet, or unknown."""
-    recorded = r.dates.get("recorded_at")
-    if recorded is None or recorded.start > as_of:
+def _status_at(cat: Catalog, snap: Snapshot, rid: str, as_of: int) -> str | None:
+    """active from recorded_at until the replacement's recorded_at, superseded after; None: not yet, or unknown.
+    Instants in microseconds since the epoch (``Catalog.recorded_us``: a stored snapshot builds no record)."""
+    recorded = cat.recorded_us(rid)
+    if recorded is None or recorded > as_of:
         return None
-    life = snap.lifecycle[r.id]
+    life = snap.lifecycle[rid]
     if life == "active":
         return "active"
-    replacement = snap.records.get(snap.superseded_by.get(r.id) or "")
-    replaced = replacement.dates.get("recorded_at") if replacement is not None else None
+    replacement = snap.superseded_by.get(rid) or ""
+    replaced = cat.recorded_us(replacement) if replacement in snap.records else None
     if life != "superseded" or replaced is None:
         return None  # withdrawn is never valid; a replacement without a date cannot be placed in time
-    return "active" if replaced.start > as_of else "superseded"
+    return "active" if replaced > as_of else "superseded"
 
 
 def _locate(index: KeywordIndex, rid: str) -> tuple[FtsProjection, int]:
