@@ -148,7 +148,8 @@ class Store:
 
     @property
     def freshness_mode(self) -> str:
-        """'inotify' when the OS tells each query what changed, 'walk' when each query stats every file."""
+        """'inotify' when the OS tells each query what changed, 'walk' when each query stats every file, 'settled'
+        for a view of the past (``at``): its files, written once, are walked by its first query only."""
         return self.engine.freshness_mode
 
     def snapshot(self) -> Snapshot:

@@ -19,6 +19,7 @@ import pytest
 
 import knowtk
 from knowtk.cli import main
+from knowtk.scan.changes import SettledWalk
 from tests.helpers import StoreBuilder, markdown_digest, required_in_ci
 
 T1, T2, T3 = "2026-01-10T10:00:00Z", "2026-02-15T10:00:00+01:00", "2026-03-20T18:30:00Z"
@@ -376,6 +377,28 @@ def test_a_relative_state_folder_keeps_its_past_after_a_change_of_directory(
         assert store.stats()["total"] == 7  # the staged and the loose decision too
     assert (tmp_path / "kept-state" / "state.sqlite").is_file()
     assert not (tmp_path / "elsewhere" / "kept-state").exists()
+
+
+def test_a_view_of_the_past_walks_its_files_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A past's files are written once: its first query walks them, later ones answer from that walk."""
+    build_history(tmp_path / "repo", folder="")
+    walked: list[str] = []
+    listed_alone = SettledWalk._listed_alone
+
+    def counted(self: SettledWalk, prefix: str, root_fd: int | None) -> Any:
+        walked.append(prefix)
+        return listed_alone(self, prefix, root_fd)
+
+    monkeypatch.setattr(SettledWalk, "_listed_alone", counted)
+    with knowtk.open_store(tmp_path / "repo") as store:
+        past = store.at("2026-02-28")
+        first = (past.stats().to_dict()["rows"], past.grep("REST").to_dict()["hits"])
+        assert walked and past.freshness_mode == "settled" and store.freshness_mode != "settled"
+        walked.clear()
+        again = (past.stats().to_dict()["rows"], past.grep("REST").to_dict()["hits"])
+        assert store.at("2026-02-20").stats().to_dict()["rows"] == first[0]
+    assert again == first and first[1]
+    assert walked == []
 
 
 def test_check_finds_and_removes_past_files_that_differ_from_git(tmp_path: Path) -> None:

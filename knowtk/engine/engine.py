@@ -182,7 +182,8 @@ class Engine:
 
     @property
     def freshness_mode(self) -> str:
-        """How a query learns what changed: 'inotify' (the OS says) or 'walk' (every file is stat'ed)."""
+        """How a query learns what changed: 'inotify' (the OS says), 'walk' (every file is stat'ed) or 'settled'
+        (files written once, walked once: a past)."""
         return freshness_mode(self.scanner.source)
 
     def profile_map(self) -> ProfileMap:

@@ -25,6 +25,7 @@ __all__ = [
     "ChangeSource",
     "FolderWalk",
     "ScanDelta",
+    "SettledWalk",
     "Stat",
     "StatWalk",
     "flatten",
@@ -315,6 +316,41 @@ class StatWalk:
         changed = {path: st for path, st in listing.items() if known.get(path) != st}
         removed = [path for path in known if path not in listing]
         return ScanDelta(changed, removed)
+
+
+class SettledWalk(StatWalk):
+    """The walk of files written once and only read after (a past kept in the state folder, ``store.at``): walked
+    once, every later question answered from that walk, with no ``stat`` call. What changed is still the
+    difference between that walk and what the scanner knows, so a scan that failed half way reads again what it
+    had not taken in; a file changed by hand after the walk is not seen (``knowtk check`` compares a past's files
+    with their source and removes them where they differ)."""
+
+    freshness_mode = "settled"
+
+    def __init__(self, root: str, *, max_files: int = DEFAULT_MAX_FILES) -> None:
+        super().__init__(root, max_files=max_files)
+        self._walked: dict[str, dict[str, Stat]] | None = None
+        self._flat: dict[str, Stat] | None = None
+
+    def listing_by_folder(
+        self,
+        *,
+        enter: Callable[[str], object] | None = None,
+        symlinks: set[str] | None = None,
+        known: Mapping[str, int] | None = None,
+        leave: Callable[[str], object] | None = None,
+    ) -> dict[str, dict[str, Stat]]:
+        if self._walked is None or symlinks is not None:
+            found = super().listing_by_folder(enter=enter, symlinks=symlinks, known=known, leave=leave)
+            self._walked, self._flat = found, None
+        return {folder: dict(files) for folder, files in self._walked.items()}  # (the scanner may keep them)
+
+    def listing(
+        self, *, enter: Callable[[str], object] | None = None, symlinks: set[str] | None = None
+    ) -> dict[str, Stat]:
+        if self._walked is None or self._flat is None or symlinks is not None:
+            self._flat = flatten(self.listing_by_folder(enter=enter, symlinks=symlinks))
+        return dict(self._flat)
 
 
 # what the listing found unreadable, by the negative size it lists the path under

@@ -590,6 +590,7 @@ def choose_change_source(
 
 def freshness_mode(source: ChangeSource) -> str:
     """'inotify' or 'walk' for knowtk's sources; a custom source may say its own by a ``freshness_mode`` attribute."""
-    if isinstance(source, StatWalk):
-        return "walk"
-    return str(getattr(source, "freshness_mode", "custom"))
+    found = getattr(source, "freshness_mode", None)
+    if isinstance(found, str):  # (a StatWalk that says its own: SettledWalk)
+        return found
+    return "walk" if isinstance(source, StatWalk) else "custom"

@@ -35,7 +35,7 @@ from knowtk.engine.engine import Engine
 from knowtk.errors import NoKnownPast, StoreUnavailable
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
-from knowtk.scan.changes import DEFAULT_MAX_FILES, StatWalk
+from knowtk.scan.changes import DEFAULT_MAX_FILES, SettledWalk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, locate_store
 from knowtk.write.past_seed import Known, seed_state
@@ -445,7 +445,7 @@ def open_past(present: Engine, files: PastFiles) -> Engine:
     return Engine(
         files.folder,
         state_dir=files.state_dir,
-        change_source=StatWalk,  # the past files never change: nothing to watch
+        change_source=SettledWalk,  # the past files never change: walked once, nothing to watch
         rebind_state=True,  # a cache of its files, wherever the state folder was moved
         seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
         profile=present.profile,
