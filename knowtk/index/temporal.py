@@ -16,13 +16,21 @@ projected: withdrawn records and records unavailable even with expired assertion
 not. A record's signature is its file hash plus the lifecycle and strict availability stored
 with it, so ``reconcile`` rewrites only the records whose file changed or whose lifecycle or
 expiry changed; a missing table or another fingerprint rebuilds the projection.
+
+Beside the signatures, the mirror can keep each record's rowid in the records table (``row_ids``), so that a
+query can hand SQLite one flag per row (``rows_version`` names each state of it). It is read on first use, dropped
+wherever the signatures are loaded again, and patched where they are. A record written again keeps its rowid; a
+new one takes the next after the largest.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from knowtk.index.projection import Findings, Host, Runner, kept, register
 from knowtk.model.datevalues import format_utc
@@ -48,6 +56,7 @@ _SCHEMA = (
 FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1")).encode()).hexdigest()[:16]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
+_ROWS_VERSIONS = itertools.count(1)  # every state of every mirror's rowids has its own number
 
 
 def to_us(instant: datetime) -> int:
@@ -72,7 +81,7 @@ def links_of(r: Record) -> list[tuple[str, str]]:
 
 
 class TemporalProjection:
-    """The temporal tables of one scope, with an in-memory mirror of ``{id: signature}``."""
+    """The temporal tables of one scope, with an in-memory mirror of ``{id: signature}`` (and of ``{id: rowid}``)."""
 
     def __init__(self, state: StateDB, suffix: str = "root") -> None:
         self.state = state
@@ -81,6 +90,8 @@ class TemporalProjection:
         self.dates = f"temporal_dates_v1_{suffix}"
         self.links = f"temporal_links_v1_{suffix}"
         self.sigs: dict[str, str] = {}
+        self._rowids: dict[str, int] | None = None  # id -> the rowid of its row in the records table (row_ids)
+        self.rows_version = next(_ROWS_VERSIONS)  # changes whenever ``row_ids`` may have
         self.indexed_at: str | None = None
         self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
         self._version: int | None = None
@@ -95,6 +106,22 @@ class TemporalProjection:
     def invalidate(self) -> None:
         """Forget the mirror (after a rollback): loaded again at the next use."""
         self._version, self._synced = None, None
+        self._forget_rows()
+
+    def row_ids(self) -> dict[str, int]:
+        """id -> the rowid of its row in the records table, as the tables are in this query's transaction.
+
+        Ask it after ``reconcile`` (or ``ensure``) in the same transaction: read then on first use, it is kept
+        while the signatures are, patched with them, and forgotten when they are loaded again (``rows_version``
+        changes each time).
+        """
+        if self._rowids is None:
+            self._rowids = dict(self.state.conn.execute(f"SELECT id, rowid FROM {self.records}"))
+            self.rows_version = next(_ROWS_VERSIONS)
+        return self._rowids
+
+    def _forget_rows(self) -> None:
+        self._rowids, self.rows_version = None, next(_ROWS_VERSIONS)
 
     def ensure(self) -> None:
         """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed.
@@ -160,6 +187,7 @@ class TemporalProjection:
         with self.state.reading(), self.state.transaction() as conn:
             conn.execute(f"DELETE FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
         self._version, self._synced = None, None
+        self._forget_rows()
 
     def _ensure(self) -> None:
         conn = self.state.conn
@@ -191,6 +219,7 @@ class TemporalProjection:
         assert state is not None
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
+        self._forget_rows()
         self._version, self._synced = self.state.data_version(), None
         problems = self.problems()
         if problems:  # rows of records the records table lost: start again
@@ -271,13 +300,16 @@ class TemporalProjection:
             self._synced = snap.generation
             return 0
         records, dates, links = [], [], []
+        rowids = self._rowids if self._rowids is not None else {}
         for rid in fresh:
             r = snap.records[rid]
             life, strict = snap.lifecycle[rid], int(rid not in snap.unavailable)
             own = links_of(r)
+            rowid = rowids.get(rid)  # a record written again keeps its row's number; a new one is numbered below
             records.append(
-                (rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event), len(r.dates), len(own))
-            )
+                (rowid, rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event), len(r.dates),
+                 len(own))
+            )  # fmt: skip
             for name, v in r.dates.items():
                 dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
             links += [(rid, role, target) for role, target in own]
@@ -287,7 +319,8 @@ class TemporalProjection:
             gone = [(rid,) for rid in {*stale, *fresh}]  # fresh too: no row of theirs may be left over
             for table in self.tables:
                 conn.executemany(f"DELETE FROM {table} WHERE id = ?", gone)
-            conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
+            records = _numbered(conn, self.records, records)
+            conn.executemany(f"INSERT INTO {self.records} (rowid, {_COLUMNS}) VALUES ({_MARKS})", records)
             conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
             conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
             indexed_at = format_utc(now_utc())
@@ -295,9 +328,24 @@ class TemporalProjection:
         self.indexed_at = indexed_at
         for rid in stale:
             del self.sigs[rid]
+            rowids.pop(rid, None)
         self.sigs.update((rid, desired[rid]) for rid in fresh)
+        rowids.update((row[1], row[0]) for row in records)  # (a map not read yet stays unread)
+        self.rows_version = next(_ROWS_VERSIONS)
         self._synced = snap.generation
         return len(self.written)
+
+
+_COLUMNS = "id, sig, kind, type, lifecycle, strict, source, source_event, dates, links"
+_MARKS = ", ".join("?" * (1 + len(_COLUMNS.split(","))))
+
+
+def _numbered(conn: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``rows`` with a rowid each: its own where it has one, else the next after the largest of the table's and
+    theirs (a row written again was deleted first: the table's largest may be below its own)."""
+    (largest,) = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()
+    fresh = itertools.count(max([largest, *(row[0] for row in rows if row[0] is not None)]) + 1)
+    return [row if row[0] is not None else (next(fresh), *row[1:]) for row in rows]
 
 
 def reconciled(engine: Host, snap: Snapshot) -> TemporalProjection:
