@@ -18,9 +18,11 @@ with it, so ``reconcile`` rewrites only the records whose file changed or whose 
 expiry changed; a missing table or another fingerprint rebuilds the projection.
 
 Beside the signatures, the mirror can keep each record's rowid in the records table (``row_ids``), so that a
-query can hand SQLite one flag per row (``rows_version`` names each state of it). It is read on first use, dropped
-wherever the signatures are loaded again, and patched where they are. A record written again keeps its rowid; a
-new one takes the next after the largest.
+query can hand SQLite one flag per record, by rowid (``rows_version`` names each state of the map). It is read on
+first use, dropped wherever the signatures are loaded again, and patched where they are. A record written again
+keeps its rowid; a new one takes the next after the largest. A date's rowid is its record's shifted left by
+``DATE_ROW_SHIFT``, plus the field's place in ``DATE_FIELDS`` (part of the fingerprint): a range of dates finds
+each row's record flag without a join.
 """
 
 from __future__ import annotations
@@ -30,15 +32,14 @@ import itertools
 import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from knowtk.index.projection import Findings, Host, Runner, kept, register
 from knowtk.model.datevalues import format_utc
-from knowtk.model.records import Record
+from knowtk.model.records import DATE_FIELDS, Record
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, StateDB, now_utc
 
-__all__ = ["NAME", "STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
+__all__ = ["DATE_ROW_SHIFT", "NAME", "STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
 
 NAME = "temporal"  # the projection's key in Engine.extensions
 STATE_TABLE = "temporal_state_v1"
@@ -53,7 +54,10 @@ _SCHEMA = (
     "CREATE TABLE {links} (id TEXT NOT NULL, role TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY (id, role, target))",
     "CREATE INDEX {links}_target ON {links} (target, role)",
 )
-FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1")).encode()).hexdigest()[:16]
+DATE_ROW_SHIFT = max(len(DATE_FIELDS) - 1, 1).bit_length()  # a date's rowid: its record's << this | its field's place
+_DATE_SLOT = {name: place for place, name in enumerate(DATE_FIELDS)}
+_ROWIDS = f"date rowid = record rowid << {DATE_ROW_SHIFT} | place in {','.join(DATE_FIELDS)}"
+FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1", _ROWIDS)).encode()).hexdigest()[:16]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
 _ROWS_VERSIONS = itertools.count(1)  # every state of every mirror's rowids has its own number
@@ -150,6 +154,12 @@ class TemporalProjection:
             if held != said:
                 out.append(f"{table} holds {held} rows, {self.records} counts {said}")
         if snap is not None:
+            (misplaced,) = conn.execute(
+                f"SELECT count(*) FROM {self.dates} d JOIN {self.records} r ON r.id = d.id "
+                f"WHERE d.rowid >> {DATE_ROW_SHIFT} != r.rowid"
+            ).fetchone()
+            if misplaced:
+                out.append(f"{self.dates} has {misplaced} rows not numbered after their record's")
             desired = self.desired(snap)
             sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
             if sigs != desired:
@@ -300,28 +310,33 @@ class TemporalProjection:
             self._synced = snap.generation
             return 0
         records, dates, links = [], [], []
-        rowids = self._rowids if self._rowids is not None else {}
         for rid in fresh:
             r = snap.records[rid]
             life, strict = snap.lifecycle[rid], int(rid not in snap.unavailable)
             own = links_of(r)
-            rowid = rowids.get(rid)  # a record written again keeps its row's number; a new one is numbered below
             records.append(
-                (rowid, rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event), len(r.dates),
-                 len(own))
-            )  # fmt: skip
+                (rid, desired[rid], r.kind, r.type, life, strict, r.source, int(r.source_event), len(r.dates), len(own))
+            )
             for name, v in r.dates.items():
                 dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
             links += [(rid, role, target) for role, target in own]
+        rowids = self._rowids if self._rowids is not None else {}
         with self.state.transaction() as conn:
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise Contention(f"{self.records} changed before it could be written")
             gone = [(rid,) for rid in {*stale, *fresh}]  # fresh too: no row of theirs may be left over
             for table in self.tables:
                 conn.executemany(f"DELETE FROM {table} WHERE id = ?", gone)
-            records = _numbered(conn, self.records, records)
-            conn.executemany(f"INSERT INTO {self.records} (rowid, {_COLUMNS}) VALUES ({_MARKS})", records)
-            conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
+            # a record written again keeps its row's number (where this mirror read them); a date is numbered after it
+            number = dict(zip(fresh, _numbered(conn, self.records, [rowids.get(rid) for rid in fresh]), strict=True))
+            conn.executemany(
+                f"INSERT INTO {self.records} (rowid, {_COLUMNS}) VALUES ({_MARKS})",
+                [(number[row[0]], *row) for row in records],
+            )
+            conn.executemany(
+                f"INSERT INTO {self.dates} (rowid, {_DATE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [((number[row[0]] << DATE_ROW_SHIFT) | _DATE_SLOT[row[1]], *row) for row in dates],
+            )
             conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
             indexed_at = format_utc(now_utc())
             conn.execute(f"UPDATE {STATE_TABLE} SET indexed_at = ? WHERE projection = ?", (indexed_at, self.key))
@@ -330,7 +345,7 @@ class TemporalProjection:
             del self.sigs[rid]
             rowids.pop(rid, None)
         self.sigs.update((rid, desired[rid]) for rid in fresh)
-        rowids.update((row[1], row[0]) for row in records)  # (a map not read yet stays unread)
+        rowids.update(number)  # (a map not read yet stays unread)
         self.rows_version = next(_ROWS_VERSIONS)
         self._synced = snap.generation
         return len(self.written)
@@ -338,14 +353,15 @@ class TemporalProjection:
 
 _COLUMNS = "id, sig, kind, type, lifecycle, strict, source, source_event, dates, links"
 _MARKS = ", ".join("?" * (1 + len(_COLUMNS.split(","))))
+_DATE_COLUMNS = "id, field, value, date_only, start_us, end_us"
 
 
-def _numbered(conn: sqlite3.Connection, table: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """``rows`` with a rowid each: its own where it has one, else the next after the largest of the table's and
+def _numbered(conn: sqlite3.Connection, table: str, own: list[int | None]) -> list[int]:
+    """A rowid for each row to write: its own where it has one, else the next after the largest of the table's and
     theirs (a row written again was deleted first: the table's largest may be below its own)."""
     (largest,) = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()
-    fresh = itertools.count(max([largest, *(row[0] for row in rows if row[0] is not None)]) + 1)
-    return [row if row[0] is not None else (next(fresh), *row[1:]) for row in rows]
+    fresh = itertools.count(max([largest, *(n for n in own if n is not None)]) + 1)
+    return [next(fresh) if n is None else n for n in own]
 
 
 def reconciled(engine: Host, snap: Snapshot) -> TemporalProjection:

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument, StateError
-from knowtk.index.temporal import TemporalProjection, from_us, reconciled, to_us
+from knowtk.index.temporal import DATE_ROW_SHIFT, TemporalProjection, from_us, reconciled, to_us
 from knowtk.model.datevalues import format_utc
 from knowtk.model.records import Record
 from knowtk.query.citations import EvidenceVerifier
@@ -154,6 +154,10 @@ def _fetch(
     if s.kind is not None:
         where.append("e.type = :kind")
     elig = _eligible(p, s)
+    joined = elig
+    if s.among == FLAGGED:  # a date's rowid names its record's (DATE_ROW_SHIFT): its flag, read without a join
+        where.append(f"substr(:kept, d.rowid >> {DATE_ROW_SHIFT}, 1) = x'01'")
+        joined = f"(SELECT id, kind, type, source FROM {p.records})"  # only kept records are flagged
     if s.field == OCCURRED and s.kind is None:  # a dated event claim replaces its source's row
         represented = (
             f"NOT EXISTS (SELECT 1 FROM {elig} c JOIN {p.dates} cd ON cd.id = c.id AND cd.field = '{OCCURRED}' "
@@ -164,7 +168,9 @@ def _fetch(
     # an entity's records drive the join (a few index lookups); otherwise the range index does
     dated = f"matched m CROSS JOIN {p.dates} d ON d.id = m.id" if s.entity is not None else f"{p.dates} d"
     desc = " DESC" if s.descending else ""
-    body = f"FROM {dated} JOIN {elig} e ON e.id = d.id WHERE {' AND '.join(where)}"
+    body = f"FROM {dated} JOIN {joined} e ON e.id = d.id WHERE {' AND '.join(where)}"
+    # the count reads no column of the record: a flagged row's record is in the records table, joined for nothing
+    counted = body if joined == elig or s.kind is not None else f"FROM {dated} WHERE {' AND '.join(where)}"
     sql = (
         f"{_ctes(p, s)}SELECT d.id, d.value, d.date_only, d.start_us, d.end_us, e.kind, e.source, {is_source} "
         f"{body} ORDER BY d.start_us{desc}, d.end_us{desc}, d.id{desc}"
@@ -177,7 +183,7 @@ def _fetch(
         rows = conn.execute(sql, params).fetchall()
         total = len(rows)
     else:
-        (total,) = conn.execute(f"{_ctes(p, s)}SELECT count(*) {body}", params).fetchone()
+        (total,) = conn.execute(f"{_ctes(p, s)}SELECT count(*) {counted}", params).fetchone()
         # an offset past the rows skips them all: capped, as SQLite takes no integer past 64 bits
         paged = {**params, "offset": min(page[0], total), "limit": page[1]}
         rows = conn.execute(f"{sql} LIMIT :limit OFFSET :offset", paged).fetchall()
