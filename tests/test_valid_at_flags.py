@@ -208,3 +208,55 @@ def test_check_rebuilds_date_rows_numbered_after_another_record(store: knowtk.St
     records, dates = _rowids(Path(store.engine.state_path).parent)
     assert all(rowid >> DATE_ROW_SHIFT == records[rid] for rid, rowid in dates)
     assert _answers(store) == expected
+
+
+@pytest.mark.parametrize("rowid", [0, 1 << 40])
+def test_rowids_that_cannot_be_flagged_are_asked_per_row(
+    store: knowtk.Store, rowid: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rowid below 1 (SQL's substr reads none, or counts from the end) or far past the records: the same answers,
+    from the set's own membership test."""
+    expected = _asked(store, monkeypatch)
+    conn = sqlite3.connect(Path(store.engine.state_path))
+    with conn:  # pol-3 renumbered, its dates with it (as the tables number them)
+        conn.execute(f"UPDATE {RECORDS} SET rowid = ? WHERE id = 'pol-3'", (rowid,))
+        conn.execute(
+            f"UPDATE {DATES} SET rowid = (? << {DATE_ROW_SHIFT}) | (rowid & {(1 << DATE_ROW_SHIFT) - 1}) "
+            "WHERE id = 'pol-3'",
+            (rowid,),
+        )
+    conn.close()
+    assert not store.check()["found"]
+    answers, made = _flagged(store, monkeypatch)
+    assert not made and answers == expected
+
+
+def test_flags_answer_as_the_membership_test_on_the_demo_with_sources(
+    demo_store: knowtk.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entity's timeline grouped by source (its source details read the flags too) and the other shapes."""
+    shapes = [
+        {"entity": "proj-lumen", "group": "source", "limit": 5, "includeSources": True},
+        {"entity": "proj-lumen", "eligibility": "include_inactive", "limit": 5},
+        {"kind": "decision", "eligibility": "include_inactive", "limit": 5},
+        {"timeField": "recorded_at", "limit": 5},
+    ]
+
+    def answers() -> list[Any]:
+        out = []
+        for when in ("2025-10-01", "2026-01-14", "2026-03-01T12:00:00-08:00"):
+            for shape in shapes:
+                res = demo_store.call("knowledge_timeline", {**shape, "validAt": when})
+                out.append((res["rows"], res["sources"], res["total"], res["nextOffset"], res["unplaced"]))
+        return out
+
+    made: list[bytes] = []
+    original = Validity.flags_by_row
+    with monkeypatch.context() as m:
+        m.setattr(Validity, "flags_by_row", lambda self, *a: made.append(original(self, *a)) or made[-1])
+        flagged = answers()
+    assert made and all(f is not None for f in made)
+    assert any(r.get("claims") for rows, *_ in flagged[::4] for r in rows)  # sources with claims counted then
+    with monkeypatch.context() as m:
+        m.setattr(Validity, "flags_by_row", lambda self, *a: None)
+        assert answers() == flagged
