@@ -57,6 +57,7 @@ def argument_sets(store: Any) -> list[Call]:
     word = next((w for r in records for w in r.title.split() if w.isalpha() and len(w) > 4), "meeting")
     some = records[len(records) // 2].id if records else "none"
     day = latest.isoformat()
+    inactive = "include_inactive"
     return [
         ("knowledge_grep", {"query": word}),
         ("knowledge_lookup", {"query": some}),
@@ -97,6 +98,9 @@ def argument_sets(store: Any) -> list[Call]:
         ("knowledge_timeline", {"since": quarter, "validAt": middle}),  # an instant before the range: no row then
         ("knowledge_timeline", {"since": quarter, "validAt": day}),  # at the latest occurrence: the whole range
         ("knowledge_timeline", {"entity": busy, "limit": 20, "validAt": middle}),
+        # ranges that cannot end at the instant (filtered by kind; on recorded_at with the inactive records)
+        ("knowledge_timeline", {"kind": "meeting", "since": year, "limit": 20, "validAt": day}),
+        ("knowledge_timeline", {"timeField": "recorded_at", "since": year, "eligibility": inactive, "validAt": day}),
     ]
 
 

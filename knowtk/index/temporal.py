@@ -16,21 +16,30 @@ projected: withdrawn records and records unavailable even with expired assertion
 not. A record's signature is its file hash plus the lifecycle and strict availability stored
 with it, so ``reconcile`` rewrites only the records whose file changed or whose lifecycle or
 expiry changed; a missing table or another fingerprint rebuilds the projection.
+
+Beside the signatures, the mirror can keep each record's rowid in the records table (``row_ids``), so that a
+query can hand SQLite one flag per record, by rowid (``rows_version`` names each state of the map). It is read on
+first use, dropped wherever the signatures are loaded again, and patched where they are. A record written again
+keeps its rowid; a new one takes the next after the largest. A date's rowid is its record's shifted left by
+``DATE_ROW_SHIFT``, plus the field's place in ``DATE_FIELDS`` (part of the fingerprint): a range of dates finds
+each row's record flag without a join.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from knowtk.index.projection import Findings, Host, Runner, kept, register
 from knowtk.model.datevalues import format_utc
-from knowtk.model.records import Record
+from knowtk.model.records import DATE_FIELDS, Record
 from knowtk.snapshot.model import Snapshot
 from knowtk.state import Contention, StateDB, now_utc
 
-__all__ = ["NAME", "STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
+__all__ = ["DATE_ROW_SHIFT", "NAME", "STATE_TABLE", "TemporalProjection", "from_us", "links_of", "reconciled", "to_us"]
 
 NAME = "temporal"  # the projection's key in Engine.extensions
 STATE_TABLE = "temporal_state_v1"
@@ -45,9 +54,13 @@ _SCHEMA = (
     "CREATE TABLE {links} (id TEXT NOT NULL, role TEXT NOT NULL, target TEXT NOT NULL, PRIMARY KEY (id, role, target))",
     "CREATE INDEX {links}_target ON {links} (target, role)",
 )
-FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1")).encode()).hexdigest()[:16]
+DATE_ROW_SHIFT = max(len(DATE_FIELDS) - 1, 1).bit_length()  # a date's rowid: its record's << this | its field's place
+_DATE_SLOT = {name: place for place, name in enumerate(DATE_FIELDS)}
+_ROWIDS = f"date rowid = record rowid << {DATE_ROW_SHIFT} | place in {','.join(DATE_FIELDS)}"
+FINGERPRINT = hashlib.sha256("|".join((*_SCHEMA, "v1", _ROWIDS)).encode()).hexdigest()[:16]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
+_ROWS_VERSIONS = itertools.count(1)  # every state of every mirror's rowids has its own number
 
 
 def to_us(instant: datetime) -> int:
@@ -72,7 +85,7 @@ def links_of(r: Record) -> list[tuple[str, str]]:
 
 
 class TemporalProjection:
-    """The temporal tables of one scope, with an in-memory mirror of ``{id: signature}``."""
+    """The temporal tables of one scope, with an in-memory mirror of ``{id: signature}`` (and of ``{id: rowid}``)."""
 
     def __init__(self, state: StateDB, suffix: str = "root") -> None:
         self.state = state
@@ -81,6 +94,8 @@ class TemporalProjection:
         self.dates = f"temporal_dates_v1_{suffix}"
         self.links = f"temporal_links_v1_{suffix}"
         self.sigs: dict[str, str] = {}
+        self._rowids: dict[str, int] | None = None  # id -> the rowid of its row in the records table (row_ids)
+        self.rows_version = next(_ROWS_VERSIONS)  # changes whenever ``row_ids`` may have
         self.indexed_at: str | None = None
         self.written: tuple[str, ...] = ()  # ids the last reconcile re-projected or removed
         self._version: int | None = None
@@ -95,6 +110,22 @@ class TemporalProjection:
     def invalidate(self) -> None:
         """Forget the mirror (after a rollback): loaded again at the next use."""
         self._version, self._synced = None, None
+        self._forget_rows()
+
+    def row_ids(self) -> dict[str, int]:
+        """id -> the rowid of its row in the records table, as the tables are in this query's transaction.
+
+        Ask it after ``reconcile`` (or ``ensure``) in the same transaction: read then on first use, it is kept
+        while the signatures are, patched with them, and forgotten when they are loaded again (``rows_version``
+        changes each time).
+        """
+        if self._rowids is None:
+            self._rowids = dict(self.state.conn.execute(f"SELECT id, rowid FROM {self.records}"))
+            self.rows_version = next(_ROWS_VERSIONS)
+        return self._rowids
+
+    def _forget_rows(self) -> None:
+        self._rowids, self.rows_version = None, next(_ROWS_VERSIONS)
 
     def ensure(self) -> None:
         """Create or rebuild the tables when missing or of another fingerprint; reload the mirror if needed.
@@ -123,6 +154,12 @@ class TemporalProjection:
             if held != said:
                 out.append(f"{table} holds {held} rows, {self.records} counts {said}")
         if snap is not None:
+            (misplaced,) = conn.execute(
+                f"SELECT count(*) FROM {self.dates} d JOIN {self.records} r ON r.id = d.id "
+                f"WHERE d.rowid >> {DATE_ROW_SHIFT} != r.rowid"
+            ).fetchone()
+            if misplaced:
+                out.append(f"{self.dates} has {misplaced} rows not numbered after their record's")
             desired = self.desired(snap)
             sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
             if sigs != desired:
@@ -160,6 +197,7 @@ class TemporalProjection:
         with self.state.reading(), self.state.transaction() as conn:
             conn.execute(f"DELETE FROM {STATE_TABLE} WHERE projection = ?", (self.key,))
         self._version, self._synced = None, None
+        self._forget_rows()
 
     def _ensure(self) -> None:
         conn = self.state.conn
@@ -191,6 +229,7 @@ class TemporalProjection:
         assert state is not None
         self.indexed_at = state[1]
         self.sigs = dict(conn.execute(f"SELECT id, sig FROM {self.records}"))
+        self._forget_rows()
         self._version, self._synced = self.state.data_version(), None
         problems = self.problems()
         if problems:  # rows of records the records table lost: start again
@@ -281,23 +320,48 @@ class TemporalProjection:
             for name, v in r.dates.items():
                 dates.append((rid, name, v.text, int(v.date_only), to_us(v.start), to_us(v.end)))
             links += [(rid, role, target) for role, target in own]
+        rowids = self._rowids if self._rowids is not None else {}
         with self.state.transaction() as conn:
             if self.state.data_version() != self._version:  # another process wrote since the mirror was loaded
                 raise Contention(f"{self.records} changed before it could be written")
             gone = [(rid,) for rid in {*stale, *fresh}]  # fresh too: no row of theirs may be left over
             for table in self.tables:
                 conn.executemany(f"DELETE FROM {table} WHERE id = ?", gone)
-            conn.executemany(f"INSERT INTO {self.records} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
-            conn.executemany(f"INSERT INTO {self.dates} VALUES (?, ?, ?, ?, ?, ?)", dates)
+            # a record written again keeps its row's number (where this mirror read them); a date is numbered after it
+            number = dict(zip(fresh, _numbered(conn, self.records, [rowids.get(rid) for rid in fresh]), strict=True))
+            conn.executemany(
+                f"INSERT INTO {self.records} (rowid, {_COLUMNS}) VALUES ({_MARKS})",
+                [(number[row[0]], *row) for row in records],
+            )
+            conn.executemany(
+                f"INSERT INTO {self.dates} (rowid, {_DATE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [((number[row[0]] << DATE_ROW_SHIFT) | _DATE_SLOT[row[1]], *row) for row in dates],
+            )
             conn.executemany(f"INSERT INTO {self.links} VALUES (?, ?, ?)", links)
             indexed_at = format_utc(now_utc())
             conn.execute(f"UPDATE {STATE_TABLE} SET indexed_at = ? WHERE projection = ?", (indexed_at, self.key))
         self.indexed_at = indexed_at
         for rid in stale:
             del self.sigs[rid]
+            rowids.pop(rid, None)
         self.sigs.update((rid, desired[rid]) for rid in fresh)
+        rowids.update(number)  # (a map not read yet stays unread)
+        self.rows_version = next(_ROWS_VERSIONS)
         self._synced = snap.generation
         return len(self.written)
+
+
+_COLUMNS = "id, sig, kind, type, lifecycle, strict, source, source_event, dates, links"
+_MARKS = ", ".join("?" * (1 + len(_COLUMNS.split(","))))
+_DATE_COLUMNS = "id, field, value, date_only, start_us, end_us"
+
+
+def _numbered(conn: sqlite3.Connection, table: str, own: list[int | None]) -> list[int]:
+    """A rowid for each row to write: its own where it has one, else the next after the largest of the table's and
+    theirs (a row written again was deleted first: the table's largest may be below its own)."""
+    (largest,) = conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()
+    fresh = itertools.count(max([largest, *(n for n in own if n is not None)]) + 1)
+    return [next(fresh) if n is None else n for n in own]
 
 
 def reconciled(engine: Host, snap: Snapshot) -> TemporalProjection:

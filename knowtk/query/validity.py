@@ -63,6 +63,7 @@ __all__ = [
 
 VALIDITY = "validity"  # the Validity's key in Engine.extensions
 ANSWERS_KEPT = 32  # instants whose answers a Validity keeps
+ROW_FLAGS_SLACK = 1 << 20  # flags by row are made while the largest rowid is below this plus 4 per record
 ONE_US = timedelta(microseconds=1)
 ACTIVE, SUPERSEDED, EXPIRED = "active", "superseded", "expired"
 # a lifecycle then as a code of a Validity's columns (0: not started then), and back
@@ -348,6 +349,43 @@ class Validity:
         later = self.ids[size:]
         extra = tuple(compress(later, flags[size:].tobytes()))
         return Positions(base, size, flags[:size].tobytes(), frozenset(later), extra)
+
+    def flags_by_row(
+        self, when: ValidAt, wanted: Collection[str], rowids: Mapping[str, int], version: int
+    ) -> bytes | None:
+        """``selected`` as one byte per rowid of a table whose rows are the records (``rowids``: id -> rowid, in the
+        state named ``version``), the first for rowid 1: 1 at the row of a record kept then, 0 elsewhere; kept with
+        the instant's answer. None where a rowid is below 1 or the rowids are too sparse (``_rows_at``)."""
+        key = ("flags by row", version, when.first, when.last, tuple(sorted(wanted)))
+        found = self.memo.get(key)
+        if found is None:
+            import numpy as np
+
+            rows = self._rows_at(rowids, version)
+            if rows is None:
+                return None
+            flags = np.zeros(rows[2], np.uint8)
+            flags[rows[0] - 1] = _among(self._answer(when)[0], wanted)[rows[1]]
+            found = self.memo[key] = flags.tobytes()
+        return found
+
+    def _rows_at(self, rowids: Mapping[str, int], version: int) -> tuple[Any, Any, int] | None:
+        """(rowids, the position of each one's record in ``ids``, the largest rowid) of the records both hold, kept
+        per ``version``; None where a rowid is below 1 (SQL's ``substr`` counts those from the end) or the largest
+        is past ``ROW_FLAGS_SLACK`` and 4 a record."""
+        key = ("rows at", version)
+        if key not in self.memo:
+            import numpy as np
+
+            position = self.position
+            rows = np.fromiter(rowids.values(), np.int64, len(rowids))
+            at = np.fromiter((position.get(rid, -1) for rid in rowids), np.int64, len(rowids))
+            held = at >= 0
+            usable = not len(rows) or (int(rows.min()) >= 1 and int(rows.max()) <= ROW_FLAGS_SLACK + 4 * len(rows))
+            largest = int(rows.max()) if len(rows) else 0
+            self.memo[key] = (rows[held], at[held], largest) if usable else None
+        found: tuple[Any, Any, int] | None = self.memo[key]
+        return found
 
     def span(self, rid: str) -> Span | None:
         """The span of record ``rid``; None when it is not eligible or cannot be placed in time."""
