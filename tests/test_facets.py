@@ -125,6 +125,9 @@ def compare(tested: knowtk.Store, ref: knowtk.Store) -> None:
         assert set(selected) == expected_ids(ref_snap, form), form
     for rid, r in ref_snap.records.items():
         assert facets.of(rid) == Facet(r.path.rpartition("/")[0], r.kind, r.type, r.tags), rid
+    # every record once with its folder, kind and type (what knowledge_stats counts)
+    want = sorted((rid, r.path.rpartition("/")[0], r.kind, r.type) for rid, r in ref_snap.records.items())
+    assert sorted(facets.scalars()) == want
     assert set(ref_snap.records) == set(snap.records)
 
 
