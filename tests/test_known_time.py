@@ -18,7 +18,9 @@ import anyio
 import pytest
 
 import knowtk
+import knowtk.scan.entry
 from knowtk.cli import main
+from knowtk.model.records import build_record
 from knowtk.scan.changes import SettledWalk
 from tests.helpers import StoreBuilder, markdown_digest, required_in_ci
 
@@ -399,6 +401,27 @@ def test_a_view_of_the_past_walks_its_files_once(tmp_path: Path, monkeypatch: py
         assert store.at("2026-02-20").stats().to_dict()["rows"] == first[0]
     assert again == first and first[1]
     assert walked == []
+
+
+def test_changes_build_only_the_records_that_differ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stored pasts are told apart by file hash and lifecycle: a record alike on both sides is never built."""
+    build_history(tmp_path / "repo", folder="")
+    with knowtk.open_store(tmp_path / "repo") as store:
+        want = store.changes("2026-02-28", until="2026-03-31").to_dict()["rows"]  # both pasts kept
+        later = store.at("2026-03-31").snapshot()
+        alike = {r.path for rid, r in later.records.items() if rid not in {row["id"] for row in want}}
+    built: list[str] = []
+
+    def counted(path: str, *rest: Any) -> Any:
+        built.append(path)
+        return build_record(path, *rest)
+
+    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    with knowtk.open_store(tmp_path / "repo") as store:
+        got = store.changes("2026-02-28", until="2026-03-31").to_dict()["rows"]
+    assert got == want and {row["change"] for row in got} == {"added", "changed"}
+    assert alike == {"0001-sqlite.md", "0003-postgres.md"}  # superseded before, and its replacement
+    assert built and not set(built) & alike
 
 
 def test_check_finds_and_removes_past_files_that_differ_from_git(tmp_path: Path) -> None:
