@@ -501,7 +501,8 @@ class Store:
         """The store at ``when``: ``{at, active, superseded, withdrawn, total, commit}``."""
         past = self.at(when)
         snap = past.snapshot()
-        counts = Counter(snap.lifecycle.get(rid, record.status) for rid, record in snap.records.items())
+        lifecycle, records = snap.lifecycle, snap.records  # (a stored snapshot's records are not built to count)
+        counts = Counter(lifecycle.get(rid) or records[rid].status for rid in records)
         lifecycles = {name: counts.get(name, 0) for name in ("active", "superseded", "withdrawn")}
         return {
             "at": past.known_at["instant"],

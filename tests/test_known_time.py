@@ -419,6 +419,9 @@ def test_changes_build_only_the_records_that_differ(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
     with knowtk.open_store(tmp_path / "repo") as store:
         got = store.changes("2026-02-28", until="2026-03-31").to_dict()["rows"]
+        compared = len(built)
+        counts = store.lifecycle_counts("2026-03-31")  # counted from the lifecycles: nothing more built
+    assert len(built) == compared and (counts["total"], counts["withdrawn"]) == (len(later.records), 1)
     assert got == want and {row["change"] for row in got} == {"added", "changed"}
     assert alike == {"0001-sqlite.md", "0003-postgres.md"}  # superseded before, and its replacement
     assert built and not set(built) & alike
