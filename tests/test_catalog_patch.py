@@ -168,3 +168,23 @@ def test_knowl_without_a_query_or_at_an_instant_builds_only_the_records_it_shows
     shown = {item["path"] for answer in got for item in answer["results"] if item.get("path")}
     edited = {p.relative_to(root).as_posix() for p in claims[:2]}
     assert built and set(built) <= shown | edited | hidden  # the page's records, the files the scan read again
+
+
+def test_knowl_newest_order_patched_in_a_process_that_read_it_from_the_temporal_projection(tmp_path: Path) -> None:
+    """A stored snapshot's newest order, read from the temporal projection, is patched from the changed records
+    themselves when files change in the same process: the answers stay those of a fresh store."""
+    root = copy_demo(tmp_path / "demo")
+    asked = [{"limit": 3}, {"limit": 3, "asOf": "2026-01-15"}, {"limit": 3, "asOf": "2026-12-02", "status": "all"}]
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as first:
+        first.call("knowledge_timeline", {"timeField": "recorded_at"})
+        first.call("knowl_query", {"query": "search", "limit": 1})
+    with knowtk.open_store(root, state_dir=tmp_path / "state") as store:  # a new process: the stored snapshot
+        before = [_stable(store.call("knowl_query", args)) for args in asked]  # the order read from the projection
+        claims = _claims(root)
+        _edit(claims[0], lambda m: m.update(recorded_at="2026-12-01"))  # now the newest
+        _edit(claims[1], lambda m: m.pop("recorded_at", None))  # now undated
+        got = [_stable(store.call("knowl_query", args)) for args in asked]
+    with knowtk.open_store(root, state_dir=tmp_path / "fresh") as fresh:
+        want = [_stable(fresh.call("knowl_query", args)) for args in asked]
+    assert got == want and got != before
+    assert got[0]["results"][0]["id"] == yaml.safe_load(claims[0].read_text().split("---\n")[1])["id"]

@@ -60,8 +60,9 @@ class Catalog:
     index keeps what it filed every id under, so a record that left is unfiled without building the
     record it was. A new process's first inventory thus costs a pass over the lifecycle table, not
     every record's build. A stored snapshot's newest order and recorded_at instants are read from the
-    temporal projection (``recorded``: each record's recorded_at as the date tools store it), so that a
-    new process's knowl_query without a query, or at ``asOf``, builds no record for them either.
+    temporal projection (``recorded_us``: each record's recorded_at as the date tools store it), so that a
+    new process's knowl_query without a query, or at ``asOf``, builds no record for them either; a patch
+    files the changed records from the records themselves (built for the patch anyway).
     """
 
     def __init__(self) -> None:
@@ -138,9 +139,10 @@ class Catalog:
 
         return self._index("active_since", build)
 
-    def recorded_us(self, rid: str) -> int | None:
-        """The start of record ``rid``'s recorded_at in microseconds since the epoch (None: it has none)."""
-        found = self._recorded_starts()
+    def recorded_us(self, rid: str, *, from_record: bool = False) -> int | None:
+        """The start of record ``rid``'s recorded_at in microseconds since the epoch (None: it has none);
+        ``from_record``: read from the record, not from the temporal projection."""
+        found = None if from_record else self._recorded_starts()
         if found is not None and rid in found[0]:
             return found[1].get(rid)
         recorded = self.records[rid].dates.get("recorded_at")
@@ -177,15 +179,16 @@ class Catalog:
             found = self._built[name] = build()
         return found
 
-    def _file(self, name: str, rid: str) -> Any:
-        """What index ``name`` files ``rid`` under, noted so that the id can be unfiled once its record is gone."""
+    def _file(self, name: str, rid: str, *, from_record: bool = False) -> Any:
+        """What index ``name`` files ``rid`` under, noted so that the id can be unfiled once its record is gone
+        (``from_record``: a changed record, filed from itself; see ``recorded_us``)."""
         assert self._snap is not None
         if name == "category":
             r = self._snap.records[rid]
             key: Any = r.category or r.type
         else:
             # (the float datetime.timestamp() gives: the instant's whole microseconds divided by a million)
-            us = self.recorded_us(rid)
+            us = self.recorded_us(rid, from_record=from_record)
             if name == "newest":
                 key = (1, 0.0, rid) if us is None else (0, -(us / 1_000_000), rid)
             else:  # active_since
@@ -200,9 +203,9 @@ class Catalog:
         if "ids" in built:
             insort(built["ids"], rid)
         if "newest" in built:
-            insort(built["newest"], self._file("newest", rid))
+            insort(built["newest"], self._file("newest", rid, from_record=True))
         if "active_since" in built and life == "active":
-            key = self._file("active_since", rid)
+            key = self._file("active_since", rid, from_record=True)
             if key is not None:
                 insort(built["active_since"], key)
         if "superseded" in built and life == "superseded":
@@ -250,8 +253,8 @@ def catalog(engine: Engine, snap: Snapshot) -> Catalog:
         cat = engine.extensions.get(CATALOG)
         if cat is None:
             cat = engine.extensions[CATALOG] = Catalog()
+        cat.recorded_source = lambda: _recorded_starts(engine, snap)  # (of this snapshot, the one update brings)
         cat.update(snap)
-        cat.recorded_source = lambda: _recorded_starts(engine, snap)
         return cat
 
 
