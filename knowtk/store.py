@@ -501,8 +501,8 @@ class Store:
         """The store at ``when``: ``{at, active, superseded, withdrawn, total, commit}``."""
         past = self.at(when)
         snap = past.snapshot()
-        lifecycle, records = snap.lifecycle, snap.records  # (a stored snapshot's records are not built to count)
-        counts = Counter(lifecycle.get(rid) or records[rid].status for rid in records)
+        lifecycle = snap.lifecycle  # (every record has its lifecycle there: a stored snapshot's are not built to count)
+        counts = Counter(lifecycle[rid] for rid in snap.records)
         lifecycles = {name: counts.get(name, 0) for name in ("active", "superseded", "withdrawn")}
         return {
             "at": past.known_at["instant"],

@@ -10,9 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 import knowtk
+import knowtk.scan.entry
+from knowtk.model.records import build_record
 from knowtk.query import TOOLS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,6 +73,19 @@ def commit_all(root: Path, date: str = "2026-01-01T00:00:00Z") -> Path:
     who = ["-c", "user.name=knowtk tests", "-c", "user.email=tests@example.org"]
     subprocess.run(["git", "-C", str(root), *who, "commit", "-qm", "a past", "--no-verify"], check=True, env=env)
     return root
+
+
+def records_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the records built from now on in this process (a stored snapshot builds them through
+    ``knowtk.scan.entry.build_record``), in order, one entry a build."""
+    built: list[str] = []
+
+    def counted(path: str, *rest: Any) -> Any:
+        built.append(path)
+        return build_record(path, *rest)
+
+    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    return built
 
 
 def sha256_hex(data: bytes) -> str:

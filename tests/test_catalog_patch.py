@@ -16,9 +16,7 @@ import pytest
 import yaml
 
 import knowtk
-import knowtk.scan.entry
-from knowtk.model.records import build_record
-from tests.helpers import copy_demo, record_text
+from tests.helpers import copy_demo, record_text, records_built
 
 VOLATILE = ("freshness", "queriedAt")
 
@@ -116,13 +114,7 @@ def test_the_inventory_of_a_stored_snapshot_builds_only_the_records_it_shows(
     pages = [{**args, "limit": 1} for args in RECORDS_ARGS if "since" not in args]
     with knowtk.open_store(root, state_dir=tmp_path / "state") as first:
         want = [_stable(first.call("knowledge_records", args)) for args in pages]
-    built: list[str] = []
-
-    def counted(path: str, *args: Any) -> Any:
-        built.append(path)
-        return build_record(path, *args)
-
-    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)  # a new process builds records through it
+    built = records_built(monkeypatch)
     with knowtk.open_store(root, state_dir=tmp_path / "state") as store:
         got = [_stable(store.call("knowledge_records", args)) for args in pages]
     assert got == want
@@ -154,13 +146,7 @@ def test_knowl_without_a_query_or_at_an_instant_builds_only_the_records_it_shows
         snap = fresh.snapshot()
         # a replacement no date tool shows (withdrawn) is not in the temporal projection: its record says its date
         hidden = {snap.records[by].path for by in snap.superseded_by.values() if by in snap.unavailable_inactive}
-    built: list[str] = []
-
-    def counted(path: str, *args: Any) -> Any:
-        built.append(path)
-        return build_record(path, *args)
-
-    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    built = records_built(monkeypatch)
     with knowtk.open_store(root, state_dir=tmp_path / "state") as store:
         got = [_stable(store.call("knowl_query", args)) for args in asked]
     assert got == want

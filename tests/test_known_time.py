@@ -18,11 +18,9 @@ import anyio
 import pytest
 
 import knowtk
-import knowtk.scan.entry
 from knowtk.cli import main
-from knowtk.model.records import build_record
 from knowtk.scan.changes import SettledWalk
-from tests.helpers import StoreBuilder, markdown_digest, required_in_ci
+from tests.helpers import StoreBuilder, markdown_digest, records_built, required_in_ci
 
 T1, T2, T3 = "2026-01-10T10:00:00Z", "2026-02-15T10:00:00+01:00", "2026-03-20T18:30:00Z"
 
@@ -410,13 +408,7 @@ def test_changes_build_only_the_records_that_differ(tmp_path: Path, monkeypatch:
         want = store.changes("2026-02-28", until="2026-03-31").to_dict()["rows"]  # both pasts kept
         later = store.at("2026-03-31").snapshot()
         alike = {r.path for rid, r in later.records.items() if rid not in {row["id"] for row in want}}
-    built: list[str] = []
-
-    def counted(path: str, *rest: Any) -> Any:
-        built.append(path)
-        return build_record(path, *rest)
-
-    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    built = records_built(monkeypatch)
     with knowtk.open_store(tmp_path / "repo") as store:
         got = store.changes("2026-02-28", until="2026-03-31").to_dict()["rows"]
         compared = len(built)

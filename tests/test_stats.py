@@ -21,10 +21,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import knowtk
-import knowtk.scan.entry
-from knowtk.model.records import build_record
 from knowtk.serve import client
-from tests.helpers import REPO, StoreBuilder, copy_demo, inspector_bin, listening, markdown_digest
+from tests.helpers import REPO, StoreBuilder, copy_demo, inspector_bin, listening, markdown_digest, records_built
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +73,7 @@ def test_a_stored_snapshot_counts_without_building_a_record(tmp_path: Path, monk
     args = [{}, {"scope": "claims"}, {"scope": "decisions"}]
     with knowtk.open_store(root, state_dir=tmp_path / "fresh") as fresh:
         want = [fresh.call("knowledge_stats", a) for a in args]
-    built: list[str] = []
-
-    def counted(path: str, *rest: object) -> object:
-        built.append(path)
-        return build_record(path, *rest)
-
-    monkeypatch.setattr(knowtk.scan.entry, "build_record", counted)
+    built = records_built(monkeypatch)
     with knowtk.open_store(root, state_dir=tmp_path / "state") as store:
         got = [store.call("knowledge_stats", a) for a in args]
     assert [(a["rows"], a["total"]) for a in got] == [(a["rows"], a["total"]) for a in want]

@@ -85,8 +85,8 @@ def compare(old: Snapshot, new: Snapshot, only: str | None) -> list[dict[str, An
     rows = []
     for rid in sorted({*old.records, *new.records}) if only is None else [only]:
         held_before, held_after = rid in old.records, rid in new.records
-        before = _lifecycle(old, rid) if held_before else None
-        after = _lifecycle(new, rid) if held_after else None
+        before = old.lifecycle_at(rid) if held_before else None
+        after = new.lifecycle_at(rid) if held_after else None
         if held_before and held_after and before == after and hash_before(rid) == hash_after(rid):
             continue
         if not held_before and not held_after:
@@ -104,12 +104,6 @@ def compare(old: Snapshot, new: Snapshot, only: str | None) -> list[dict[str, An
             row["pathBefore"] = a.path
         rows.append(row)
     return rows
-
-
-def _lifecycle(snap: Snapshot, rid: str) -> str:
-    """The record's effective lifecycle (its own status where the snapshot gives none)."""
-    found = snap.lifecycle.get(rid)
-    return found if found is not None else snap.records[rid].status
 
 
 def _fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

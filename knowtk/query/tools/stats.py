@@ -40,7 +40,7 @@ def stats(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> d
     # read from the records' facets: a new process counts a stored snapshot without building its records
     lifecycle, unavailable = snap.lifecycle, snap.unavailable
     counts = Counter(
-        (kind, type_, lifecycle.get(rid) or snap.records[rid].status, rid not in unavailable)
+        (kind, type_, lifecycle[rid], rid not in unavailable)
         for rid, folder, kind, type_ in snap.facets().scalars()
         if in_folder(folder, scope)
     )
