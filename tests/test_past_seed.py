@@ -4,6 +4,7 @@ would, reads again only the files that differ, and holds the safeguards its own 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ import knowtk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import Repo
 from knowtk.write.past import GitPast
+from knowtk.write.past_absent import ABSENT_FILE, absent_files
 from knowtk.write.past_seed import seed_state
 from tests.helpers import StoreBuilder
 from tests.test_known_time import T1, T2, T3, build_history, checkout, decision, everything, git
+from tests.test_seen import outside_edits
 
 
 def safeguards(store: knowtk.Store) -> tuple[dict[str, int], dict[str, tuple[int, str | None]]]:
@@ -69,10 +72,46 @@ def test_a_seeded_past_equals_a_checkout_and_parses_only_what_differs(tmp_path: 
         past, later = store.at("2026-02-28"), store.at("2026-03-31")
         assert (Path(past.engine.state_path).parent / STATE_FILE).is_file()
         assert past.engine.scanner.parses < len(list(Path(past.engine.root).rglob("*.md")))  # a seed was used
-        # a file alike in two kept pasts is one file: the later one linked it
-        alike, changed = "0001-sqlite.md", "0002-rest.md"
+        # the files the present holds with the same bytes are listed, not written (until read); a file alike in
+        # two kept pasts but not in the present is one file: the later one linked it
+        assert set(absent_files(past.engine.root)) == {"0001-sqlite.md"}
+        # (told by their blobs, as what knowtk saw last holds the files the present read: none streamed from Git)
+        assert set(absent_files(later.engine.root)) == {"0001-sqlite.md", "0002-rest.md", "notes/bench.md"}
+        alike, changed = "0003-postgres.md", "0002-rest.md"
         assert Path(later.engine.root, alike).stat().st_ino == Path(past.engine.root, alike).stat().st_ino
-        assert Path(later.engine.root, changed).stat().st_ino != Path(past.engine.root, changed).stat().st_ino
+        assert Path(past.engine.root, changed).is_file() and not Path(later.engine.root, changed).exists()
+
+
+def test_files_alike_with_the_present_are_written_when_first_read(tmp_path: Path) -> None:
+    """A past lists the files the present holds alike without writing them: a query that needs no bytes writes
+    none, a record's body and a citation's check write the file they read (from Git, with the listed stat)."""
+    top = tmp_path / "repo"
+    b = build_history(top)
+    with b.open() as store:
+        assert store.stats()["total"] == 7 and store.call("knowledge_grep", {"query": "use"})["total"] > 0
+        then = store.at("2026-03-31")
+        root = Path(then.engine.root)
+        listed = absent_files(str(root))
+        assert {"0001-sqlite.md", "notes/bench.md"} <= set(listed)
+        assert not any((root / path).exists() for path in listed)
+        assert then.stats()["total"] == 5 and then.call("knowledge_grep", {"query": "postgres"})["total"] == 1
+        assert not any((root / path).exists() for path in listed)  # the seeded state answered: nothing read
+        body = then.record("adr-1")["record"]["body"]
+        assert body == "SQLite.\n" and (root / "0001-sqlite.md").is_file()
+        st = (root / "0001-sqlite.md").stat()
+        assert (st.st_size, st.st_mtime_ns) == listed["0001-sqlite.md"][1:]
+        assert not (root / "notes/bench.md").exists()
+        evidence = then.record("adr-4")["record"]["evidence"]
+        assert [e["verified"] for e in evidence] == [True]  # read from the file written on demand
+        blob = git(top, "rev-parse", "HEAD:docs/adr/notes/bench.md").strip()
+        assert listed["notes/bench.md"][0] == blob
+        assert (root / "notes/bench.md").read_bytes() == (top / "docs/adr/notes/bench.md").read_bytes()
+        seen = everything(then)
+    with b.open() as again:  # another store: the list is read again, and what was written stays
+        later = again.at("2026-03-31")
+        assert later.record("adr-3")["record"]["body"] == "Postgres.\n" and (root / "0003-postgres.md").is_file()
+        assert everything(later) == seen
+        assert again.check()["ok"]  # the kept past, with files still unwritten, is whole
 
 
 def test_the_past_keeps_the_safeguards_of_its_files_not_the_presents(tmp_path: Path) -> None:
@@ -155,3 +194,66 @@ def test_a_blob_git_stops_sending_midway_is_no_blob(tmp_path: Path) -> None:
     git_past = GitPast(Repo(str(fake), str(tmp_path)), "")
     assert dict(git_past.stream([whole, half])) == {whole: b"hello"}
     assert git_past.contents([whole, half]) == {whole: b"hello"}
+
+
+def test_a_store_outside_git_writes_its_past_files_from_what_knowtk_saw(builder: StoreBuilder) -> None:
+    outside_edits(builder)  # p1 retitled at T2; p2 removed and p3 added at T3
+    with builder.open() as store:
+        assert store.call("knowledge_grep", {"query": "words"})["total"] == 2
+        then = store.at("2026-06-01T11:30:00Z")
+        root = Path(then.engine.root)
+        assert "p1.md" in absent_files(str(root)) and not (root / "p1.md").exists()  # as the present holds it
+        assert (root / "p2.md").is_file()  # gone from the present: written
+        assert then.record("p1")["record"]["body"].strip() == "First words."
+        assert (root / "p1.md").read_bytes() == (builder.root / "p1.md").read_bytes()
+        assert then.record("p2")["record"]["title"] == "Two"
+
+
+def test_a_record_of_what_knowtk_saw_out_of_step_tells_files_alike_by_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files alike with the present are told by their blob, unread, only when what knowtk saw last holds the
+    scan cache's files (its mark says so); out of step, every past file is read from Git and told by its hash."""
+    streamed: list[str] = []
+    stream = GitPast.stream
+
+    def counted(self: GitPast, blobs: list[str]) -> Any:
+        streamed.extend(blobs)
+        return stream(self, blobs)
+
+    monkeypatch.setattr(GitPast, "stream", counted)
+    top = tmp_path / "repo"
+    b = build_history(top)
+    alike = {"0001-sqlite.md", "0003-postgres.md"}  # at 2026-02-28, as the present holds them
+    with b.open() as store:
+        assert store.call("knowledge_grep", {"query": "use"})["total"] > 0
+        blob_of = {path: git(top, "rev-parse", f"HEAD~1:docs/adr/{path}").strip() for path in alike}
+        assert set(absent_files(store.at("2026-02-28").engine.root)) == alike
+        assert streamed and not set(blob_of.values()) & set(streamed)  # told by their blobs: never read
+        shutil.rmtree(Path(store.engine.state_path).parent / "past")
+        mark = Path(store.engine.state_path).parent / "seen.git" / "knowtk-scan"
+        tip, token = mark.read_text().split()
+        mark.write_text(f"{tip} {int(token) + 1}\n")  # as if the scan cache had moved on since
+        streamed.clear()
+    with b.open() as store:
+        same_as_checkout(store, "2026-02-28", top, "docs/adr", tmp_path)
+        assert set(absent_files(store.at("2026-02-28").engine.root)) == alike
+        assert set(blob_of.values()) <= set(streamed)  # read from Git and hashed
+
+
+def test_a_damaged_list_of_unwritten_files_is_refused_and_repaired_by_check(tmp_path: Path) -> None:
+    top = tmp_path / "repo"
+    b = build_history(top)
+    with b.open() as store:
+        assert store.call("knowledge_grep", {"query": "use"})["total"] > 0
+        root = Path(store.at("2026-02-28").engine.root)
+        listed = root / ABSENT_FILE
+        assert listed.is_file()
+    listed.write_bytes(listed.read_bytes()[:-9])  # cut short
+    with b.open() as store:
+        with pytest.raises(knowtk.StoreUnavailable, match="knowtk check"):
+            store.at("2026-02-28")
+        report = store.check()
+        assert not report["ok"] and any("not written yet is damaged" in f for f in report["found"])
+        assert store.at("2026-02-28").stats()["total"] == 4  # written again
+        assert store.check()["ok"]

@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
 from knowtk.model.datevalues import DateValue, parse_date_value
+from knowtk.model.on_demand import written_on_demand
 from knowtk.model.plainyaml import plain_yaml
 from knowtk.model.profile import DERIVED_KEY, Source
 from knowtk.model.shapes import field, shape
@@ -241,7 +242,7 @@ def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
     symlink is not followed. At most ``max_bytes`` are read, whatever ``stat`` said before.
     """
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = _open_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -271,6 +272,17 @@ def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
         return FileProblem("unreadable", f"cannot read the file ({exc.strerror})")
     finally:
         os.close(fd)
+
+
+def _open_regular(path: str) -> int:
+    """``os.open`` for reading; a missing file its folder writes on demand (``knowtk.model.on_demand``) is written
+    and opened."""
+    try:
+        return os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        if not written_on_demand(path):
+            raise
+    return os.open(path, _OPEN_FLAGS)
 
 
 def _kind_of(mode: int) -> str:

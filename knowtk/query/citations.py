@@ -16,6 +16,7 @@ import stat
 from typing import Any
 
 from knowtk.index.fts_tables import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
+from knowtk.model.on_demand import written_on_demand
 from knowtk.model.records import Evidence, FileProblem, Record, read_regular
 from knowtk.model.shapes import shape
 
@@ -189,6 +190,16 @@ class _File:
     lines: list[str]
 
 
+def _stat(full: str) -> os.stat_result:
+    """``os.stat``; a missing file its folder writes on demand (a view of the past) is written first."""
+    try:
+        return os.stat(full)
+    except FileNotFoundError:
+        if not written_on_demand(full):
+            raise
+    return os.stat(full)
+
+
 class EvidenceVerifier:
     """Reads cited files inside the store (never outside it) and checks each locator.
 
@@ -213,7 +224,7 @@ class EvidenceVerifier:
         if os.path.relpath(full, self.root).split(os.sep)[0] == STATE_FOLDER:
             return None, "state_file"
         try:
-            st = os.stat(full)
+            st = _stat(full)
         except FileNotFoundError:
             return None, "file_missing"
         except OSError:

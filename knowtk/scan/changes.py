@@ -327,10 +327,16 @@ class SettledWalk(StatWalk):
 
     freshness_mode = "settled"
 
-    def __init__(self, root: str, *, max_files: int = DEFAULT_MAX_FILES) -> None:
+    def __init__(
+        self, root: str, *, max_files: int = DEFAULT_MAX_FILES, absent: Mapping[str, Stat] | None = None
+    ) -> None:
+        """``absent``: files listed with this stat though not written yet (path -> stat): written when first read
+        (``knowtk.model.on_demand``), and listed alike once written."""
         super().__init__(root, max_files=max_files)
         self._walked: dict[str, dict[str, Stat]] | None = None
         self._flat: dict[str, Stat] | None = None
+        self._absent = absent or {}
+        self.settled_walk = 0  # how many times it walked: a scanner that took in this walk need not compare it again
 
     def listing_by_folder(
         self,
@@ -342,7 +348,14 @@ class SettledWalk(StatWalk):
     ) -> dict[str, dict[str, Stat]]:
         if self._walked is None or symlinks is not None:
             found = super().listing_by_folder(enter=enter, symlinks=symlinks, known=known, leave=leave)
+            for path, st in self._absent.items():
+                folder, _, name = path.rpartition("/")
+                found.setdefault(folder + "/" if folder else "", {}).setdefault(name, st)
+            # each folder's names sorted: a file written on demand since would change the order a walk lists
+            # them in, and the packs of a past's state are digests of them sorted (``digest_sorted``)
+            found = {folder: dict(sorted(names.items())) for folder, names in found.items()}
             self._walked, self._flat = found, None
+            self.settled_walk += 1
         return {folder: dict(files) for folder, files in self._walked.items()}  # (the scanner may keep them)
 
     def listing(

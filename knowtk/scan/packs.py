@@ -30,6 +30,7 @@ __all__ = [
     "FolderPacks",
     "KnownStats",
     "Pack",
+    "digest_sorted",
     "folder_digest",
     "unpacked_rows",
 ]
@@ -74,6 +75,19 @@ def unpacked_rows(folder: str, pack: Pack) -> list[tuple[Any, ...]] | None:
     if set(lasts) != {len(folder) - 1} or set(map(itemgetter(slice(0, len(folder))), paths)) != {folder}:
         return None
     return rows
+
+
+def digest_sorted(conn: sqlite3.Connection) -> None:
+    """Give every pack the digest of its names sorted (in the caller's transaction): for a state copied to a folder
+    whose walk lists the same files in another order (a past of the store, listed sorted by ``SettledWalk``), an
+    unchanged folder then stays packed. A pack that is not rows of its folder is left as it is."""
+    found = conn.execute("SELECT folder, digest, sorted, count, rows FROM scan_folders_v1 WHERE sorted = 0").fetchall()
+    for folder, digest, in_order, count, blob in found:
+        rows = unpacked_rows(folder, (digest, in_order, count, blob))
+        if rows is not None:
+            names = dict(sorted((row[0][len(folder) :], (row[1], row[2])) for row in rows))
+            sql = "UPDATE scan_folders_v1 SET digest = ?, sorted = 1 WHERE folder = ?"
+            conn.execute(sql, (folder_digest(names), folder))
 
 
 class FolderPacks:

@@ -33,13 +33,15 @@ from typing import IO, Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import NoKnownPast, StoreUnavailable
+from knowtk.model.config import CONFIG_FILE
 from knowtk.model.datevalues import format_utc
 from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, SettledWalk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, locate_store
-from knowtk.write.past_seed import Known, seed_state
-from knowtk.write.seen import SEEN_DIR, SEEN_REF, read_ref
+from knowtk.write.past_absent import ABSENT_FILE, AbsentFiles, absent_files, list_absent
+from knowtk.write.past_seed import Known, hashed_by, seed_state
+from knowtk.write.seen import SEEN_DIR, SEEN_REF, in_step, read_ref
 
 __all__ = [
     "PAST_DIR",
@@ -163,29 +165,56 @@ class GitPast:
         return dict(self.stream(blobs))
 
     def materialise(
-        self, tree: str, dest: str, donor: tuple[str, dict[str, str]] | None = None
-    ) -> dict[str, tuple[int, str]]:
-        """Write every file of ``tree`` under ``dest``; path -> (size, sha256) of each file written. A file that
-        ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob is a
-        hard link to it instead (both are only read, and a link costs a fraction of a new file)."""
+        self,
+        tree: str,
+        dest: str,
+        donor: tuple[str, dict[str, str]] | None = None,
+        read: Known | None = None,
+        seen: dict[str, str] | None = None,
+    ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[str, int, int]]]:
+        """Write the files of ``tree`` under ``dest``: (path -> (size, sha256) of each file written, path -> (blob,
+        size, mtime_ns) of each left unwritten). A file that ``read`` (a scan cache's path -> (size, mtime_ns,
+        sha256)) holds with the same bytes is left unwritten (``ABSENT_FILE``: written when first read): told by
+        its blob where ``seen`` (path -> blob) holds the files ``read`` is of, else by its bytes' hash. A file
+        that ``donor`` (another kept past folder and its path -> blob) holds at the same path with the same blob
+        is a hard link to it instead (both are only read, and a link costs a fraction of a new file)."""
         entries = list(self.blobs(tree))
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
-        linked = _link_from(donor, entries, dest) if donor is not None else set()
+        written, absent, read, seen = {}, {}, read or {}, seen or {}
+        read = {path: stat for path, stat in read.items() if path != CONFIG_FILE}  # (read by whatever opens it)
+        for path, blob in entries:  # (their bytes need not be read from Git: the blob is the one the cache read)
+            cached = read.get(path) if seen.get(path) == blob else None
+            if cached is not None:
+                absent[path] = (blob, cached[0], cached[1])
+        left = [(path, blob) for path, blob in entries if path not in absent]
+        linked = _link_from(donor, left, dest) if donor is not None else set()
         wanted: dict[str, list[str]] = {}  # blob -> the paths that hold it
-        for path, blob in entries:
+        for path, blob in left:
             if path not in linked:
                 wanted.setdefault(blob, []).append(path)
-        written = {}
         for blob, data in self.stream(sorted(wanted)):  # each file written as Git gives its bytes
             sha256 = hashlib.sha256(data).hexdigest()
             for path in wanted.pop(blob, ()):
+                cached = read.get(path)
+                if cached is not None and cached[0] == len(data) and cached[2] == sha256:
+                    absent[path] = (blob, cached[0], cached[1])
+                    continue
                 _write_new(_under(dest, path), data)
                 written[path] = (len(data), sha256)
         if wanted:
             blob, paths = next(iter(wanted.items()))
             raise StoreUnavailable(self.repo.top, f"git has no object {blob} ({paths[0]}): the history is damaged")
-        return written
+        return written, absent
+
+    def write_absent(self, dest: str, absent: dict[str, tuple[str, int, int]]) -> None:
+        """Write the files ``materialise`` left unwritten (a past store that is built cold reads every one)."""
+        paths_of: dict[str, list[str]] = {}
+        for path, (blob, _, _) in absent.items():
+            paths_of.setdefault(blob, []).append(path)
+        for blob, data in self.stream(sorted(paths_of)):
+            for path in paths_of.pop(blob, ()):
+                _write_new(_under(dest, path), data)
 
     def stream(self, blobs: list[str]) -> Iterator[tuple[str, bytes]]:
         """(blob, bytes) of each blob Git has, read from one ``git cat-file --batch`` as it answers."""
@@ -359,33 +388,53 @@ def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None
     is whole or absent (another process may have put it there first). With ``seed`` (the present store's
     state.sqlite), the past store's state is seeded from it meanwhile, when it has none yet (``past_seed``), and
     put in place before the files: a reader that finds the folder finds the state that goes with its stats. The
-    files another kept past folder holds alike are hard links to its (``_donor``)."""
+    files the present store has read with the same bytes are not written but listed (``ABSENT_FILE``): the seeded
+    state holds what they make, and a reader that needs their bytes writes them (``AbsentFiles``). The files
+    another kept past folder holds alike are hard links to its (``_donor``)."""
     os.makedirs(home, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".writing-", dir=home)
     try:
         state, folder = os.path.join(home, STATE), os.path.abspath(os.path.join(home, name))
+        dest = os.path.join(work, name)
+        seeded = seed is not None and not os.path.exists(state)
+        read, token = hashed_by(seed) if seed is not None and seeded else (Known(), None)
+        # the files the present store read as what knowtk saw last holds them: their blob tells them alike, unread
+        seen = _seen_blobs(os.path.dirname(seed), token) if seed is not None and read else {}
         with ThreadPoolExecutor(1) as pool:  # the copy of the state and the files' writing wait on the disk apart
-            seeding = (
-                pool.submit(seed_state, seed, os.path.join(work, STATE), folder)
-                if seed is not None and not os.path.exists(state)
-                else None
-            )
-            written = git.materialise(tree, os.path.join(work, name), _donor(git, home, name))
+            seeding = pool.submit(seed_state, seed, os.path.join(work, STATE), folder) if seed and seeded else None
+            written, absent = git.materialise(tree, dest, _donor(git, home, name), read, seen)
             known = seeding.result() if seeding is not None else Known()
         if known:
-            _restat(os.path.join(work, name), written, known)
+            _restat(dest, written, known)
             try:
                 os.rename(os.path.join(work, STATE), state)
             except OSError:  # another process seeded it meanwhile: its stats are the present's too
                 if not os.path.isdir(state):
                     raise
+        if absent and known:
+            list_absent(dest, absent)
+        elif absent:  # no seed: the past store is built cold, and reads every file
+            git.write_absent(dest, absent)
         try:
-            os.rename(os.path.join(work, name), folder)
+            os.rename(dest, folder)
         except OSError:
             if not os.path.isdir(folder):
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _seen_blobs(state_folder: str, token: int | None) -> dict[str, str]:
+    """Path -> blob of the files of the scan cache at change counter ``token``, from what knowtk saw last when it
+    holds them (``knowtk.write.seen.in_step``); {} when it does not."""
+    tip = in_step(os.path.join(state_folder, SEEN_DIR), token)
+    source = SeenPast.at(state_folder) if tip is not None else None
+    if tip is None or source is None:
+        return {}
+    try:
+        return dict(source.blobs(tip))
+    except StoreUnavailable:
+        return {}
 
 
 def _donor(git: GitPast, home: str, name: str) -> tuple[str, dict[str, str]] | None:
@@ -438,8 +487,13 @@ def _differs(known: list[GitPast], tree: str, home: str) -> str | None:
     if want is None:
         return "its tree is not in Git"
     for name in (n for n in os.listdir(home) if not n.startswith(".")):
-        have = {}
-        for dirpath, _, names in os.walk(os.path.join(home, name)):
+        try:
+            have = {path: blob for path, (blob, _, _) in absent_files(os.path.join(home, name)).items()}
+        except ValueError:
+            return "its list of files not written yet is damaged"
+        for dirpath, dirs, names in os.walk(os.path.join(home, name)):
+            if dirpath == os.path.join(home, name):
+                dirs[:] = [d for d in dirs if d != os.path.dirname(ABSENT_FILE)]
             for file in names:
                 full = os.path.join(dirpath, file)
                 with open(full, "rb") as f:
@@ -459,17 +513,35 @@ def earliest_known(root: str, state_folder: str) -> str | None:
 
 
 def open_past(present: Engine, files: PastFiles) -> Engine:
-    """An engine on the past files, read as the present store reads its own (profile, limits)."""
+    """An engine on the past files, read as the present store reads its own (profile, limits). The files the folder
+    lists but has not written are listed with the stat the past's scan cache holds, and written when first read."""
+    try:
+        absent = absent_files(files.folder)
+    except ValueError as exc:
+        why = f"the past's list of files not written yet is damaged ({exc}): `knowtk check` removes it"
+        raise StoreUnavailable(files.folder, why) from exc
+    source = _source_of(present.root, files) if absent else None
+    if source is not None:
+        AbsentFiles(source.repo.git, source.repo.top, source.env, files.folder, absent).serve()
+    max_files = getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES)
+    listed = {path: (size, mtime_ns) for path, (_, size, mtime_ns) in absent.items()} if source is not None else None
     return Engine(
         files.folder,
         state_dir=files.state_dir,
-        change_source=SettledWalk,  # the past files never change: walked once, nothing to watch
+        # the past files never change: walked once, nothing to watch
+        change_source=SettledWalk(files.folder, max_files=max_files, absent=listed),
         rebind_state=True,  # a cache of its files, wherever the state folder was moved
         seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
         profile=present.profile,
-        max_files=getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES),
+        max_files=max_files,
         max_file_bytes=present.scanner.max_file_bytes,
     )
+
+
+def _source_of(root: str, files: PastFiles) -> GitPast | None:
+    """The source the past files came from (the state folder holds ``past/TREE/NAME``)."""
+    state_folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(files.folder))))
+    return next((s for s in sources(root, state_folder) if s.source == files.source), None)
 
 
 def commits_touching(root: str, old: str, new: str) -> dict[str, list[dict[str, str]]]:

@@ -26,10 +26,11 @@ import sqlite3
 import uuid
 from urllib.request import pathname2url
 
-from knowtk.scan.rows import hashed_stats
+from knowtk.scan.packs import digest_sorted
+from knowtk.scan.rows import TOKEN_KEY, hashed_stats
 from knowtk.state import JOURNAL_FILE, SAFEGUARD_TABLES, STATE_FILE, WRITE_TABLES, SafeguardJournal
 
-__all__ = ["Known", "seed_state"]
+__all__ = ["Known", "hashed_by", "seed_state"]
 
 Known = dict[str, tuple[int, int, str]]  # path -> (size, mtime_ns, sha256) the seeded scan cache holds
 _COPY_TIMEOUT_S = 30.0  # a writer holding the present state longer: no seed, the past is built cold
@@ -73,6 +74,13 @@ def _copy(source: str, target: str) -> None:
         src.close()
 
 
+PAST_CRISIS_MERGE = 1000  # segments of one level past which FTS5 merges them at once (default 16)
+# the keyword index's FTS5 tables (knowtk.index.fts_tables)
+_KEYWORD_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE % USING fts5(%'"
+)
+
+
 def _make_own(conn: sqlite3.Connection, store: str) -> str:
     """The copy made the past store's state: no safeguard, no write-layer table, its own id, bound to ``store``."""
     conn.execute("BEGIN IMMEDIATE")
@@ -84,8 +92,37 @@ def _make_own(conn: sqlite3.Connection, store: str) -> str:
         store_id = str(uuid.uuid4())
         meta = [("safeguards", "0"), ("store_id", store_id), ("store", store)]
         conn.executemany("INSERT OR REPLACE INTO knowtk_meta (key, value) VALUES (?, ?)", meta)
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'scan_folders_v1'").fetchone():
+            digest_sorted(conn)  # (the past's walk lists each folder sorted, not in the present's order)
+        for (table,) in conn.execute(_KEYWORD_TABLES).fetchall():
+            # the past writes the rows of the files that differ once, as one small segment of its own: the merge
+            # FTS5 would start with the present's large segments cost a first question at 100k 4 of its 10 s
+            for setting, value in (("automerge", 0), ("crisismerge", PAST_CRISIS_MERGE)):
+                conn.execute(f'INSERT INTO "{table}" ("{table}", rank) VALUES (?, ?)', (setting, value))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return store_id
+
+
+def hashed_by(present_state: str) -> tuple[Known, int | None]:
+    """The scan cache's stats by path in ``present_state`` (a state.sqlite), read without writing it, and its change
+    counter (``knowtk.scan.rows.TOKEN_KEY``) as one read: the files a past leaves unwritten (``knowtk.write.past``);
+    ``({}, None)`` when it cannot be read."""
+    if not os.path.isfile(present_state):
+        return {}, None
+    try:
+        url = f"file:{pathname2url(os.path.abspath(present_state))}?mode=ro"
+        conn = sqlite3.connect(url, uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return {}, None
+    try:
+        conn.execute("BEGIN")
+        found = conn.execute("SELECT value FROM knowtk_meta WHERE key = ?", (TOKEN_KEY,)).fetchone()
+        token = int(found[0]) if found is not None and str(found[0]).isdigit() else None
+        return hashed_stats(conn), token
+    except sqlite3.Error:
+        return {}, None
+    finally:
+        conn.close()

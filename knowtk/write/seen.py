@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SEEN_DIR", "SEEN_REF", "SeenKeeper", "check_seen", "read_ref"]
+__all__ = ["SEEN_DIR", "SEEN_REF", "SeenKeeper", "check_seen", "in_step", "read_ref"]
 
 SEEN_DIR = "seen.git"  # under the state folder
 SEEN_REF = "refs/knowtk/seen"
@@ -147,15 +147,7 @@ class SeenKeeper:
 
     def _in_step(self) -> bool:
         """The tip holds the files of the scan cache as this process loaded it (the mark says so)."""
-        tip = read_ref(self.folder)
-        if tip is None:
-            return False
-        try:
-            with open(os.path.join(self.folder, SCAN_MARK), encoding="ascii") as f:
-                mark = f.read().split()
-        except (OSError, ValueError):
-            return False
-        return mark == [tip, str(self.engine.scanner.loaded_token)]
+        return in_step(self.folder, self.engine.scanner.loaded_token) is not None
 
 
 class _Job:
@@ -359,6 +351,20 @@ def read_ref(folder: str) -> str | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def in_step(folder: str, token: int | None) -> str | None:
+    """The tip of the record in ``folder`` when it holds the files of the scan cache at change counter ``token``
+    (the mark says so), else None."""
+    tip = read_ref(folder)
+    if tip is None or token is None:
+        return None
+    try:
+        with open(os.path.join(folder, SCAN_MARK), encoding="ascii") as f:
+            mark = f.read().split()
+    except (OSError, ValueError):
+        return None
+    return tip if mark == [tip, str(token)] else None
 
 
 def _write_mark(folder: str, tip: str | None, token: int | None) -> None:
