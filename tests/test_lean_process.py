@@ -76,6 +76,7 @@ GREP_MODULES = {
     "knowtk.model",
     "knowtk.model.config",
     "knowtk.model.datevalues",
+    "knowtk.model.on_demand",  # (a missing file a view of the past writes when first read)
     "knowtk.model.plainyaml",  # knowtk.yaml and plain frontmatter, read without PyYAML
     "knowtk.model.profile",
     "knowtk.model.records",
