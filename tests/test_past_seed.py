@@ -16,7 +16,7 @@ from knowtk.write.checkpoint import Repo
 from knowtk.write.past import GitPast
 from knowtk.write.past_absent import ABSENT_FILE, absent_files
 from knowtk.write.past_seed import seed_state
-from tests.helpers import StoreBuilder
+from tests.helpers import StoreBuilder, inspector_bin
 from tests.test_known_time import T1, T2, T3, build_history, checkout, decision, everything, git
 from tests.test_seen import outside_edits
 
@@ -257,3 +257,23 @@ def test_a_damaged_list_of_unwritten_files_is_refused_and_repaired_by_check(tmp_
         assert not report["ok"] and any("not written yet is damaged" in f for f in report["found"])
         assert store.at("2026-02-28").stats()["total"] == 4  # written again
         assert store.check()["ok"]
+
+
+def test_a_past_answers_the_inspector_writing_only_what_it_reads(tmp_path: Path) -> None:
+    """Through the TypeScript MCP Inspector CLI (a server process of its own): a record at ``knownAt`` answers with
+    its body, its file written then from Git; the files the answer did not need stay unwritten."""
+    from tests.test_valid_at_mcp import _inspect
+
+    bin_dir = inspector_bin()
+    top = tmp_path / "repo"
+    b = build_history(top)
+    with b.open() as store:  # the present store as a user left it: queried, so a past is seeded from it
+        assert store.call("knowledge_grep", {"query": "use"})["total"] > 0
+    code, reply = _inspect(bin_dir, b.root, "knowledge_record", {"id": "adr-1", "knownAt": "2026-03-31"})
+    assert code == 0, reply
+    answer = reply["result"]["structuredContent"]
+    assert answer["record"]["body"] == "SQLite.\n" and answer["knownAt"]["commit"]
+    past = next((b.root / ".knowtk" / "past").glob("*/adr"))
+    listed = absent_files(str(past))
+    assert "0001-sqlite.md" in listed and (past / "0001-sqlite.md").is_file()
+    assert not (past / "notes/bench.md").exists() and "notes/bench.md" in listed

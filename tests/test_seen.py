@@ -22,8 +22,9 @@ import anyio
 import pytest
 
 import knowtk
+import knowtk.write.seen
 from tests.helpers import REPO, StoreBuilder, required_in_ci
-from tests.test_known_time import build_history, git, git_state
+from tests.test_known_time import build_history, decision, git, git_state
 
 T1, T2, T3 = "2026-06-01T10:00:00Z", "2026-06-01T11:00:00Z", "2026-06-01T12:00:00Z"
 
@@ -256,3 +257,38 @@ def test_without_git_the_present_store_answers_and_check_says_why(
         builder.page("p3", "Three")
         assert store.stats()["total"] == 3
         assert store.at(datetime.now(UTC).date().isoformat()).stats()["total"] == 3
+
+
+@pytest.mark.parametrize("in_git", [False, True], ids=["outside-git", "in-git"])
+def test_a_whole_observation_read_in_a_process_of_its_own_keeps_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
+) -> None:
+    """A whole observation of many files is read and streamed by ``knowtk.write.seen_feed`` in a process of its own
+    (the threshold lowered here): the tip holds every record file as it is (a committed one by HEAD's blob), and a
+    feeder that fails costs the record, never the answer."""
+    monkeypatch.setattr(knowtk.write.seen, "FEED_APART_FROM", 1)
+    top = tmp_path / "repo"
+    b = build_history(top, folder="") if in_git else StoreBuilder(top)
+    if not in_git:
+        for i in range(5):
+            b.page(f"p{i}", f"Page {i}", f"Words {i}.")
+    b.write("0009-odd name.md", decision("adr-9", "A name with a space"), "x\n")
+    with b.open() as store:
+        assert store.stats()["total"] >= 6
+        assert store.seen.last_error is None and store.seen.kept == 1
+        kept = seen_git(top)("ls-tree", "-r", "refs/knowtk/seen")
+        blobs = {line.split("\t")[1]: line.split()[2] for line in kept.splitlines()}
+        on_disk = {str(p.relative_to(top)): p for p in top.rglob("*.md") if ".knowtk" not in p.parts}
+        assert blobs.keys() - {"knowtk.yaml"} == on_disk.keys()
+        for path, full in on_disk.items():
+            assert (
+                blobs[path]
+                == subprocess.run(
+                    ["git", "hash-object", str(full)], capture_output=True, text=True, check=True
+                ).stdout.strip()
+            )
+    monkeypatch.setattr(knowtk.write.seen, "write_plan", lambda path, *rest: Path(path).write_bytes(b"x"))
+    shutil.rmtree(top / ".knowtk" / "seen.git")  # a lost record: kept again, whole, through a feeder that fails
+    with b.open() as store:
+        assert store.stats()["total"] >= 6  # the query answers
+        assert store.seen.last_error is not None and "could not be read" in store.seen.last_error

@@ -22,6 +22,7 @@ nothing the files still say.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from knowtk.engine.engine import Engine
 from knowtk.model.config import CONFIG_FILE
 from knowtk.model.records import read_regular
+from knowtk.write.seen_feed import FEED_APART_FROM, quoted, whole_files, write_plan
 
 if TYPE_CHECKING:
     from knowtk.write.checkpoint import Repo
@@ -186,16 +188,11 @@ def _observe(keeper: SeenKeeper, job: _Job) -> None:
             raise SeenFailed("the record holds no observation to add a change to: the whole store is kept next")
         committed = _committed(located) if job.whole else {}
         command = [git, "--git-dir", folder, *GIT_CONFIG, "fast-import", "--quiet", "--date-format=raw", "--depth=0"]
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        assert proc.stdin is not None and proc.stderr is not None
-        try:
-            for chunk in _stream(keeper, job, tip, committed):
-                proc.stdin.write(chunk)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # git stopped reading: its message says why
-        error = proc.stderr.read().decode("utf-8", "replace").strip()
-        if proc.wait() != 0 or read_ref(folder) in (None, tip):
+        if job.whole and len(job.paths) >= FEED_APART_FROM:
+            error = _import_fed(keeper, job, tip, committed, command)
+        else:
+            error = _import(keeper, job, tip, committed, command)
+        if error is not None or read_ref(folder) in (None, tip):
             raise SeenFailed(f"git fast-import failed: {error or 'the ref did not move'}")
         _write_mark(folder, read_ref(folder), job.token)
         if _pack_count(folder) > REPACK_AT:
@@ -207,29 +204,84 @@ def _observe(keeper: SeenKeeper, job: _Job) -> None:
             )
 
 
+def _import(
+    keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str, tuple[str, int]], command: list[str]
+) -> str | None:
+    """Run ``command`` (``git fast-import``) on the observation's input made here; its error, if it failed."""
+    import subprocess
+
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        for chunk in _stream(keeper, job, tip, committed):
+            proc.stdin.write(chunk)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # git stopped reading: its message says why
+    error = proc.stderr.read().decode("utf-8", "replace").strip()
+    return None if proc.wait() == 0 else error or f"exit status {proc.returncode}"
+
+
+def _import_fed(
+    keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str, tuple[str, int]], command: list[str]
+) -> str | None:
+    """Run ``command`` on the input ``knowtk.write.seen_feed`` makes in a process of its own from a plan (the files
+    read there, not in a thread holding this process's interpreter lock); its error, if either failed."""
+    import subprocess
+    import sys
+    import tempfile
+
+    fd, plan = tempfile.mkstemp(prefix="plan-", dir=keeper.folder)
+    os.close(fd)
+    try:
+        write_plan(plan, _head(job, tip), job.paths, committed)
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # (knowtk's parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+        feed = [sys.executable, "-m", "knowtk.write.seen_feed", plan, keeper.root]
+        feed.append(str(keeper.engine.scanner.max_file_bytes))
+        feeder = subprocess.Popen(feed, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert feeder.stdout is not None and feeder.stderr is not None
+        try:
+            proc = subprocess.Popen(command, stdin=feeder.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        finally:
+            feeder.stdout.close()  # (fast-import holds it: the feeder sees a broken pipe if git stops)
+        assert proc.stderr is not None
+        error = proc.stderr.read().decode("utf-8", "replace").strip()
+        fed = feeder.stderr.read().decode("utf-8", "replace").strip()
+        if feeder.wait() != 0:
+            proc.kill()
+            proc.wait()
+            return f"the files could not be read for it: {fed.splitlines()[-1] if fed else feeder.returncode}"
+        return None if proc.wait() == 0 else error or f"exit status {proc.returncode}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(plan)
+
+
+def _head(job: _Job, tip: str | None) -> bytes:
+    """The commit's head in ``git fast-import``'s input, up to its files."""
+    message = f"knowtk saw {'the whole store' if job.whole else 'a change'}: {len(job.paths)} file(s)\n".encode()
+    head = b"feature done\ncommit " + SEEN_REF.encode() + b"\n"
+    head += b"committer %s %d +0000\ndata %d\n%s" % (AUTHOR, job.at, len(message), message)
+    if tip is not None:
+        head += b"from " + SEEN_REF.encode() + b"^0\n"
+    return head + (b"deleteall\n" if job.whole else b"")
+
+
 def _stream(keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str, tuple[str, int]]) -> Iterator[bytes]:
     """``git fast-import``'s input: one commit, whole (``deleteall`` and every file) or of the changed paths."""
-    message = f"knowtk saw {'the whole store' if job.whole else 'a change'}: {len(job.paths)} file(s)\n".encode()
-    yield b"feature done\ncommit " + SEEN_REF.encode() + b"\n"
-    yield b"committer %s %d +0000\ndata %d\n%s" % (AUTHOR, job.at, len(message), message)
-    if tip is not None:
-        yield b"from " + SEEN_REF.encode() + b"^0\n"
-    if job.whole:
-        yield b"deleteall\n"
+    yield _head(job, tip)
     max_bytes = keeper.engine.scanner.max_file_bytes
-    for path in job.paths:
-        name = _quoted(path)
-        full = os.path.join(keeper.root, *path.split("/"))
-        known = committed.get(path)
-        if known is not None and _size(full) == known[1]:  # as HEAD has it: referred to in the alternate
-            yield b"M 100644 %s %s\n" % (known[0].encode(), name)
-            continue
-        data = read_regular(full, max_bytes)
+    if job.whole:
+        yield from whole_files(keeper.root, job.paths, committed, max_bytes)
+    for path in job.paths if not job.whole else ():
+        name = quoted(path)
+        data = read_regular(os.path.join(keeper.root, *path.split("/")), max_bytes)
         if isinstance(data, bytes):
             yield b"M 100644 inline %s\ndata %d\n" % (name, len(data))
             yield data
             yield b"\n"
-        elif not job.whole:  # gone (or no longer a regular file): gone from the record too
+        else:  # gone (or no longer a regular file): gone from the record too
             yield b"D %s\n" % name
     yield b"done\n"
 
@@ -261,21 +313,6 @@ def _committed(located: tuple[Repo, str] | None) -> dict[str, tuple[str, int]]:
         if len(parts) == 4 and parts[0] in ("100644", "100755") and parts[3].isdigit() and path not in differ:
             found[path] = (parts[2], int(parts[3]))
     return found
-
-
-def _size(path: str) -> int:
-    try:
-        return os.lstat(path).st_size
-    except OSError:
-        return -1
-
-
-def _quoted(path: str) -> bytes:
-    """A path as fast-import reads it: C-style quoted when it starts with a quote or holds a line break."""
-    raw = os.fsencode(path)
-    if not raw.startswith(b'"') and b"\n" not in raw:
-        return raw
-    return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n") + b'"'
 
 
 @contextmanager
