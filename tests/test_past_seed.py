@@ -277,3 +277,22 @@ def test_a_past_answers_the_inspector_writing_only_what_it_reads(tmp_path: Path)
     listed = absent_files(str(past))
     assert "0001-sqlite.md" in listed and (past / "0001-sqlite.md").is_file()
     assert not (past / "notes/bench.md").exists() and "notes/bench.md" in listed
+
+
+def test_two_stores_share_a_past_and_its_writer_until_the_last_closes(tmp_path: Path) -> None:
+    top = tmp_path / "repo"
+    b = build_history(top)
+    first, second = b.open(), b.open()
+    try:
+        assert first.call("knowledge_grep", {"query": "use"})["total"] > 0
+        one, two = first.at("2026-03-31"), second.at("2026-03-31")
+        root = Path(one.engine.root)
+        assert {"0001-sqlite.md", "0003-postgres.md"} <= set(absent_files(str(root)))
+        assert one.record("adr-1")["record"]["body"] == "SQLite.\n"
+        first.close()  # its view closes: the other view still has its files written when read
+        assert not (root / "0003-postgres.md").exists()
+        assert two.record("adr-3")["record"]["body"] == "Postgres.\n"
+    finally:
+        first.close()
+        second.close()
+    assert (root / "0003-postgres.md").is_file()

@@ -521,21 +521,39 @@ def open_past(present: Engine, files: PastFiles) -> Engine:
         why = f"the past's list of files not written yet is damaged ({exc}): `knowtk check` removes it"
         raise StoreUnavailable(files.folder, why) from exc
     source = _source_of(present.root, files) if absent else None
-    if source is not None:
-        AbsentFiles(source.repo.git, source.repo.top, source.env, files.folder, absent).serve()
+    writer = AbsentFiles.serving(source.repo.git, source.repo.top, source.env, files.folder, absent) if source else None
     max_files = getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES)
-    listed = {path: (size, mtime_ns) for path, (_, size, mtime_ns) in absent.items()} if source is not None else None
-    return Engine(
-        files.folder,
-        state_dir=files.state_dir,
-        # the past files never change: walked once, nothing to watch
-        change_source=SettledWalk(files.folder, max_files=max_files, absent=listed),
-        rebind_state=True,  # a cache of its files, wherever the state folder was moved
-        seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
-        profile=present.profile,
-        max_files=max_files,
-        max_file_bytes=present.scanner.max_file_bytes,
-    )
+    listed = {path: (size, mtime_ns) for path, (_, size, mtime_ns) in absent.items()} if writer is not None else None
+    try:
+        return Engine(
+            files.folder,
+            state_dir=files.state_dir,
+            # the past files never change: walked once, nothing to watch
+            change_source=_PastWalk(files.folder, max_files=max_files, absent=listed, writer=writer),
+            rebind_state=True,  # a cache of its files, wherever the state folder was moved
+            seeded=True,  # its state may be a copy of the present's (past_seed): its own safeguards, not the present's
+            profile=present.profile,
+            max_files=max_files,
+            max_file_bytes=present.scanner.max_file_bytes,
+        )
+    except BaseException:
+        if writer is not None:
+            writer.release()
+        raise
+
+
+class _PastWalk(SettledWalk):
+    """The walk of a kept past folder, which stops writing its unwritten files on demand when its engine closes."""
+
+    def __init__(
+        self, root: str, *, max_files: int, absent: dict[str, tuple[int, int]] | None, writer: AbsentFiles | None
+    ) -> None:
+        super().__init__(root, max_files=max_files, absent=absent)
+        self.writer = writer
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.release()
 
 
 def _source_of(root: str, files: PastFiles) -> GitPast | None:

@@ -27,7 +27,8 @@ ABSENT_HEAD = "knowtk absent files 1\n"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 Absent = dict[str, tuple[str, int, int]]  # path -> (blob, size, mtime_ns)
-_SERVING: dict[str, AbsentFiles] = {}  # folder -> the writer serving it in this process
+_SERVING: dict[str, tuple[AbsentFiles, int]] = {}  # folder -> the writer serving it here, and its open views
+_SERVING_LOCK = threading.Lock()
 
 
 def list_absent(dest: str, absent: Absent) -> None:
@@ -69,13 +70,20 @@ class AbsentFiles:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid = os.getpid()  # (a forked parse worker starts its own process: the pipes are its parent's)
 
-    def serve(self) -> None:
-        """Write the folder's files on demand from now on, in place of the view opened on it before (if any)."""
-        before = _SERVING.pop(self.folder, None)
-        if before is not None:
-            before.close()
-        _SERVING[self.folder] = self
-        serve_on_demand(self.folder, self.write)
+    @classmethod
+    def serving(cls, git: str, top: str, env: dict[str, str], folder: str, absent: Absent) -> AbsentFiles:
+        """The writer of the folder's files on demand in this process: the one another open view of it holds, else a
+        new one, registered (``knowtk.model.on_demand``); each view ``release``s it when it closes."""
+        with _SERVING_LOCK:
+            held = _SERVING.get(folder)
+            if held is not None:
+                held[0].absent.update(absent)  # (the same tree: the same blob at each path)
+                _SERVING[folder] = (held[0], held[1] + 1)
+                return held[0]
+            writer = cls(git, top, env, folder, absent)
+            _SERVING[folder] = (writer, 1)
+            serve_on_demand(folder, writer.write)
+            return writer
 
     def write(self, path: str) -> bool:
         """Write the file at ``path`` (inside the folder, with '/'); False when it lists no such file or Git lacks
@@ -142,6 +150,19 @@ class AbsentFiles:
         """End the kept ``git cat-file`` process (it ends by itself with this process, its input then closed)."""
         with self._lock:
             self._stop()
+
+    def release(self) -> None:
+        """A view of the folder closed: the last one to close stops the serving and ends the process."""
+        with _SERVING_LOCK:
+            held = _SERVING.get(self.folder)
+            if held is None or held[0] is not self:
+                return
+            if held[1] > 1:
+                _SERVING[self.folder] = (self, held[1] - 1)
+                return
+            del _SERVING[self.folder]
+            serve_on_demand(self.folder, None)
+        self.close()
 
 
 def _answer(out: IO[bytes], blob: str) -> bytes | None:
