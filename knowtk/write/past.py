@@ -39,7 +39,7 @@ from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, SettledWalk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, locate_store
-from knowtk.write.past_absent import ABSENT_FILE, AbsentFiles, absent_files, list_absent
+from knowtk.write.past_absent import ABSENT_FILE, AbsentFiles, absent_files, list_absent, write_new
 from knowtk.write.past_seed import Known, hashed_by, seed_state
 from knowtk.write.seen import SEEN_DIR, SEEN_REF, in_step, read_ref
 
@@ -200,7 +200,7 @@ class GitPast:
                 if cached is not None and cached[0] == len(data) and cached[2] == sha256:
                     absent[path] = (blob, cached[0], cached[1])
                     continue
-                _write_new(_under(dest, path), data)
+                write_new(_under(dest, path), data)
                 written[path] = (len(data), sha256)
         if wanted:
             blob, paths = next(iter(wanted.items()))
@@ -214,7 +214,7 @@ class GitPast:
             paths_of.setdefault(blob, []).append(path)
         for blob, data in self.stream(sorted(paths_of)):
             for path in paths_of.pop(blob, ()):
-                _write_new(_under(dest, path), data)
+                write_new(_under(dest, path), data)
 
     def stream(self, blobs: list[str]) -> Iterator[tuple[str, bytes]]:
         """(blob, bytes) of each blob Git has, read from one ``git cat-file --batch`` as it answers."""
@@ -244,24 +244,9 @@ class GitPast:
                 proc.wait()
 
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-
-
 def _under(folder: str, path: str) -> str:
     """``path`` (its parts joined by '/') inside ``folder``; joined once per file of a whole tree, so kept cheap."""
     return f"{folder}/{path}" if os.sep == "/" else os.path.join(folder, *path.split("/"))
-
-
-def _write_new(full: str, data: bytes) -> None:
-    """A file of ``data`` at ``full``, written by the system calls alone: a past of 100k files writes 100k of them,
-    and the buffered file object Python's ``open`` makes for each cost a tenth of the whole."""
-    fd = os.open(full, _CREATE, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
 
 
 def _link_from(donor: tuple[str, dict[str, str]], entries: list[tuple[str, str]], dest: str) -> set[str]:

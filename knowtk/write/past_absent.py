@@ -7,7 +7,8 @@ lists them in the folder itself (``ABSENT_FILE``: renamed into place with the fi
 go together), and the past store's walk lists them with the stat its scan cache holds (``SettledWalk``'s
 ``absent``). A reader that needs the bytes of one (a record's body, a citation's check, a link's target, a file
 the scan must read again) finds it missing and asks ``AbsentFiles.write`` (``knowtk.model.on_demand``), which
-writes it from Git's objects through one ``git cat-file --batch`` process kept for the view, with that stat.
+writes it from Git's objects through one ``git cat-file --batch`` process kept while a view of the folder is open,
+with that stat.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import IO
 
 from knowtk.model.on_demand import serve_on_demand
 
-__all__ = ["ABSENT_FILE", "AbsentFiles", "absent_files", "list_absent"]
+__all__ = ["ABSENT_FILE", "AbsentFiles", "absent_files", "list_absent", "write_new"]
 
 ABSENT_FILE = ".knowtk/absent"  # in a kept past folder (a name the walk skips): the files not written yet
 ABSENT_HEAD = "knowtk absent files 1\n"
@@ -36,7 +37,7 @@ def list_absent(dest: str, absent: Absent) -> None:
     each, ended by a NUL (no path holds one; a JSON list of 100k files took three times as long to read)."""
     os.makedirs(os.path.join(dest, os.path.dirname(ABSENT_FILE)), exist_ok=True)
     text = "".join(f"{blob} {size} {mtime} {path}\0" for path, (blob, size, mtime) in absent.items())
-    _write(os.path.join(dest, ABSENT_FILE), (ABSENT_HEAD + text).encode())
+    write_new(os.path.join(dest, ABSENT_FILE), (ABSENT_HEAD + text).encode())
 
 
 def absent_files(folder: str) -> Absent:
@@ -98,7 +99,7 @@ class AbsentFiles:
         full = os.path.join(self.folder, *path.split("/"))
         writing = f"{full}.{os.getpid()}.{threading.get_ident()}.writing"  # (another reader may write it too)
         try:
-            _write(writing, data)
+            write_new(writing, data)
             os.utime(writing, ns=(mtime_ns, mtime_ns))
             os.replace(writing, full)
         except OSError:
@@ -179,7 +180,9 @@ def _answer(out: IO[bytes], blob: str) -> bytes | None:
     return data
 
 
-def _write(full: str, data: bytes) -> None:
+def write_new(full: str, data: bytes) -> None:
+    """A file of ``data`` at ``full``, written by the system calls alone: a past of 100k files writes 100k of them,
+    and the buffered file object Python's ``open`` makes for each cost a tenth of the whole."""
     fd = os.open(full, _CREATE, 0o666)
     try:
         view = memoryview(data)
