@@ -598,3 +598,68 @@ def test_query_lab_widget_is_readable_in_the_theme(browser: Any, lab: dict[str, 
         )
     finally:
         page.close()
+
+
+AT_CELL = """
+import os, subprocess
+from pathlib import Path
+import knowtk
+from knowtk.notebook import GrepWidget
+
+top = Path({root!r})
+top.mkdir(parents=True)
+def git(*args, date=None):
+    env = {{**os.environ, "GIT_AUTHOR_DATE": date or "", "GIT_COMMITTER_DATE": date or ""}}
+    who = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
+    subprocess.run(["git", "-C", str(top), *who, *args], check=True, capture_output=True, env=env)
+def adr(name, rid, title, body, extra=""):
+    text = f"---\\nid: {{rid}}\\nkind: claim\\ntype: decision\\ntitle: {{title}}\\n{{extra}}---\\n{{body}}\\n"
+    (top / name).write_text(text)
+git("init", "-q", "-b", "main")
+(top / ".gitignore").write_text(".knowtk/\\n")
+adr("0001-sqlite.md", "adr-1", "Use SQLite", "SQLite for the index.")
+git("add", "-A"); git("commit", "-qm", "first", date="2026-01-10T10:00:00Z")
+adr("0001-sqlite.md", "adr-1", "Use SQLite", "SQLite for the index.", "status: superseded\\nsuperseded_by: adr-2\\n")
+adr("0002-postgres.md", "adr-2", "Use Postgres", "Postgres everywhere.", "supersedes: [adr-1]\\n")
+git("add", "-A"); git("commit", "-qm", "postgres", date="2026-02-10T10:00:00Z")
+store = knowtk.open_store(top)
+store.grep("use")  # the present store as a user left it: a past is seeded from it
+GrepWidget(store, known_at="2026-02-28")
+"""
+
+
+def test_grep_widget_known_at_reads_the_past_and_opens_a_record_written_on_demand(
+    browser: Any, lab: dict[str, Any]
+) -> None:
+    """The grep widget at a "known at" instant, in the browser: the past answers without writing the files the
+    present holds alike but the one whose record it shows (written then from Git), and another instant typed in
+    the field asks the store as it stood then."""
+    import nbformat
+    from playwright.sync_api import expect
+
+    from knowtk.write.past_absent import absent_files
+
+    store = lab["root"] / "at-store" / "adr"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(AT_CELL.format(root=str(store)))]
+    nbformat.write(nb, lab["root"] / "notebooks" / "known_at.ipynb")
+    page = run_notebook(browser, lab, "known_at.ipynb")
+    try:
+        grep = widget(page, GREP_BOX)
+        send(page, grep.get_by_placeholder(GREP_BOX), "postgres")
+        expect(grep).to_contain_text("hits 1–1 of 1")
+        expect(grep).to_contain_text("Postgres everywhere.")  # the hit's record, its body read from its file
+        past = next((store / ".knowtk" / "past").glob("*/adr"))
+        listed = absent_files(str(past))
+        assert {"0001-sqlite.md", "0002-postgres.md"} <= set(listed)
+        assert (past / "0002-postgres.md").read_text() == (store / "0002-postgres.md").read_text()
+        assert not (past / "0001-sqlite.md").exists()  # no answer needed its bytes
+        shot(grep, "grep-known-at")
+        send(page, grep.get_by_placeholder("now, or YYYY-MM-DD", exact=True), "2026-01-31")
+        expect(grep.locator(".knowtk-row")).to_have_count(0)  # no Postgres then
+        send(page, grep.get_by_placeholder(GREP_BOX), "sqlite")
+        expect(grep).to_contain_text("hits 1–1 of 1")
+        expect(grep).to_contain_text("SQLite for the index.")
+    finally:
+        page.close()
