@@ -147,6 +147,7 @@ GREP_MODULES = {
     "knowtk.write.journal",
     # the keeper of what knowtk saw: a query that changed no file runs no git (subprocess not imported)
     "knowtk.write.seen",
+    "knowtk.write.seen_feed",  # (its helpers: the whole observation is read in a process of its own)
 }
 # what a grep must not pay for (arrays, frames, a pool, a subprocess, logging: other paths' needs)
 # ctypes: a one-query command line walks the store and places no inotify watch (knowtk.cli.registry.store_of)
