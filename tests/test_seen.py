@@ -287,6 +287,12 @@ def test_a_whole_observation_read_in_a_process_of_its_own_keeps_every_file(
                     ["git", "hash-object", str(full)], capture_output=True, text=True, check=True
                 ).stdout.strip()
             )
+    shutil.rmtree(top / ".knowtk" / "seen.git")  # lost: kept again, whole, here when no feeder can start
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "executable", str(tmp_path / "no-python"))
+        with b.open() as store:
+            assert store.stats()["total"] >= 6 and store.seen.last_error is None and store.seen.kept == 1
+    assert seen_git(top)("ls-tree", "-r", "refs/knowtk/seen") == kept
     monkeypatch.setattr(knowtk.write.seen, "write_plan", lambda path, *rest: Path(path).write_bytes(b"x"))
     shutil.rmtree(top / ".knowtk" / "seen.git")  # a lost record: kept again, whole, through a feeder that fails
     with b.open() as store:

@@ -239,7 +239,10 @@ def _import_fed(
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
         feed = [sys.executable, "-m", "knowtk.write.seen_feed", plan, keeper.root]
         feed.append(str(keeper.engine.scanner.max_file_bytes))
-        feeder = subprocess.Popen(feed, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            feeder = subprocess.Popen(feed, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        except OSError:  # no interpreter to start (an embedded one): the files are read here, as a change's are
+            return _import(keeper, job, tip, committed, command)
         assert feeder.stdout is not None and feeder.stderr is not None
         try:
             proc = subprocess.Popen(command, stdin=feeder.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
