@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["serve_on_demand", "written_on_demand"]
+__all__ = ["on_demand", "serve_on_demand", "written_on_demand"]
+
+T = TypeVar("T")
 
 _WRITERS: dict[str, Callable[[str], bool]] = {}  # folder (absolute, no trailing separator) -> its writer
 _LOCK = threading.Lock()
@@ -44,3 +47,14 @@ def written_on_demand(path: str) -> bool:
         if full.startswith(folder + os.sep):
             return write(full[len(folder) + 1 :].replace(os.sep, "/"))
     return False
+
+
+def on_demand(call: Callable[[str], T], path: str) -> T:
+    """``call(path)`` (an ``os.open``, an ``os.stat``); a missing file its folder writes on demand is written first,
+    and ``call`` made again."""
+    try:
+        return call(path)
+    except FileNotFoundError:
+        if not written_on_demand(path):
+            raise
+    return call(path)

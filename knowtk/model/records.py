@@ -18,7 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
 from knowtk.model.datevalues import DateValue, parse_date_value
-from knowtk.model.on_demand import written_on_demand
+from knowtk.model.on_demand import on_demand
 from knowtk.model.plainyaml import plain_yaml
 from knowtk.model.profile import DERIVED_KEY, Source
 from knowtk.model.shapes import field, shape
@@ -235,6 +235,10 @@ _OPEN_FLAGS |= getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0) | getatt
 _READ_CHUNK = 1 << 20
 
 
+def _open_for_reading(path: str) -> int:
+    return os.open(path, _OPEN_FLAGS)
+
+
 def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
     """The bytes of the regular file at ``path``, or why they cannot be read; None when it is gone.
 
@@ -242,7 +246,7 @@ def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
     symlink is not followed. At most ``max_bytes`` are read, whatever ``stat`` said before.
     """
     try:
-        fd = _open_regular(path)
+        fd = on_demand(_open_for_reading, path)  # (a file a view of the past writes when first read)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -272,17 +276,6 @@ def read_regular(path: str, max_bytes: int) -> bytes | FileProblem | None:
         return FileProblem("unreadable", f"cannot read the file ({exc.strerror})")
     finally:
         os.close(fd)
-
-
-def _open_regular(path: str) -> int:
-    """``os.open`` for reading; a missing file its folder writes on demand (``knowtk.model.on_demand``) is written
-    and opened."""
-    try:
-        return os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        if not written_on_demand(path):
-            raise
-    return os.open(path, _OPEN_FLAGS)
 
 
 def _kind_of(mode: int) -> str:

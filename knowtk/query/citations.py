@@ -16,7 +16,7 @@ import stat
 from typing import Any
 
 from knowtk.index.fts_tables import HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN
-from knowtk.model.on_demand import written_on_demand
+from knowtk.model.on_demand import on_demand
 from knowtk.model.records import Evidence, FileProblem, Record, read_regular
 from knowtk.model.shapes import shape
 
@@ -190,16 +190,6 @@ class _File:
     lines: list[str]
 
 
-def _stat(full: str) -> os.stat_result:
-    """``os.stat``; a missing file its folder writes on demand (a view of the past) is written first."""
-    try:
-        return os.stat(full)
-    except FileNotFoundError:
-        if not written_on_demand(full):
-            raise
-    return os.stat(full)
-
-
 class EvidenceVerifier:
     """Reads cited files inside the store (never outside it) and checks each locator.
 
@@ -224,7 +214,7 @@ class EvidenceVerifier:
         if os.path.relpath(full, self.root).split(os.sep)[0] == STATE_FOLDER:
             return None, "state_file"
         try:
-            st = _stat(full)
+            st = on_demand(os.stat, full)  # (a file a view of the past writes when first read)
         except FileNotFoundError:
             return None, "file_missing"
         except OSError:

@@ -39,7 +39,7 @@ from knowtk.model.shapes import shape
 from knowtk.scan.changes import DEFAULT_MAX_FILES, SettledWalk
 from knowtk.state import STATE_FILE
 from knowtk.write.checkpoint import GitFailed, Repo, locate_store
-from knowtk.write.past_absent import ABSENT_FILE, AbsentFiles, absent_files, list_absent, write_new
+from knowtk.write.past_absent import ABSENT_FILE, AbsentFiles, absent_files, list_absent, read_answer, write_new
 from knowtk.write.past_seed import Known, hashed_by, seed_state
 from knowtk.write.seen import SEEN_DIR, SEEN_REF, in_step, read_ref
 
@@ -182,7 +182,6 @@ class GitPast:
         for folder in sorted({os.path.dirname(path) for path, _ in entries} | {""}):  # each folder once
             os.makedirs(os.path.join(dest, *folder.split("/")), exist_ok=True)
         written, absent, read, seen = {}, {}, read or {}, seen or {}
-        read = {path: stat for path, stat in read.items() if path != CONFIG_FILE}  # (read by whatever opens it)
         for path, blob in entries:  # (their bytes need not be read from Git: the blob is the one the cache read)
             cached = read.get(path) if seen.get(path) == blob else None
             if cached is not None:
@@ -312,16 +311,13 @@ def _plain(path: str) -> bool:
 
 
 def _answers(out: IO[bytes]) -> Iterator[tuple[str, bytes]]:
-    """``git cat-file --batch``'s answers as they come: ``SHA TYPE SIZE\\nBYTES\\n``, or ``SHA missing``."""
-    while head := out.readline():
-        parts = head.split()
-        if len(parts) != 3:  # "SHA missing": the object is gone
-            continue
-        size = int(parts[2])
-        data = out.read(size)
-        if len(data) != size or out.read(1) != b"\n":  # Git stopped midway: no bytes of a blob but all of them
-            return
-        yield parts[0].decode("ascii"), data
+    """``git cat-file --batch``'s answers as they come, but objects Git lacks; the answers end where Git stopped."""
+    try:
+        while (answer := read_answer(out)) is not None:
+            if answer[1] is not None:
+                yield answer[0], answer[1]
+    except ValueError:  # Git stopped midway: no bytes of a blob but all of them
+        return
 
 
 def past_files(root: str, state_folder: str, instant: datetime) -> PastFiles:
@@ -381,12 +377,13 @@ def _keep(git: GitPast, tree: str, home: str, name: str, seed: str | None = None
     try:
         state, folder = os.path.join(home, STATE), os.path.abspath(os.path.join(home, name))
         dest = os.path.join(work, name)
-        seeded = seed is not None and not os.path.exists(state)
-        read, token = hashed_by(seed) if seed is not None and seeded else (Known(), None)
+        seed = seed if seed is not None and not os.path.exists(state) else None  # (a state there is used as is)
+        read, token = hashed_by(seed) if seed is not None else (Known(), None)
+        read.pop(CONFIG_FILE, None)  # (always written: read by whatever opens the past)
         # the files the present store read as what knowtk saw last holds them: their blob tells them alike, unread
         seen = _seen_blobs(os.path.dirname(seed), token) if seed is not None and read else {}
         with ThreadPoolExecutor(1) as pool:  # the copy of the state and the files' writing wait on the disk apart
-            seeding = pool.submit(seed_state, seed, os.path.join(work, STATE), folder) if seed and seeded else None
+            seeding = pool.submit(seed_state, seed, os.path.join(work, STATE), folder) if seed is not None else None
             written, absent = git.materialise(tree, dest, _donor(git, home, name), read, seen)
             known = seeding.result() if seeding is not None else Known()
         if known:
@@ -505,10 +502,14 @@ def open_past(present: Engine, files: PastFiles) -> Engine:
     except ValueError as exc:
         why = f"the past's list of files not written yet is damaged ({exc}): `knowtk check` removes it"
         raise StoreUnavailable(files.folder, why) from exc
-    source = _source_of(present.root, files) if absent else None
-    writer = AbsentFiles.serving(source.repo.git, source.repo.top, source.env, files.folder, absent) if source else None
+    writer = None
+    if absent:
+        source = _source_of(present.root, files)
+        if source is None:  # (its files would be missing, never an answer without them)
+            raise StoreUnavailable(files.folder, "the Git history the past's files come from cannot be read")
+        writer = AbsentFiles.serving(source.repo.git, source.repo.top, source.env, files.folder, absent)
     max_files = getattr(present.scanner.source, "max_files", DEFAULT_MAX_FILES)
-    listed = {path: (size, mtime_ns) for path, (_, size, mtime_ns) in absent.items()} if writer is not None else None
+    listed = {path: (size, mtime_ns) for path, (_, size, mtime_ns) in absent.items()}
     try:
         return Engine(
             files.folder,

@@ -21,7 +21,7 @@ from typing import IO
 
 from knowtk.model.on_demand import serve_on_demand
 
-__all__ = ["ABSENT_FILE", "AbsentFiles", "absent_files", "list_absent", "write_new"]
+__all__ = ["ABSENT_FILE", "AbsentFiles", "absent_files", "list_absent", "read_answer", "write_new"]
 
 ABSENT_FILE = ".knowtk/absent"  # in a kept past folder (a name the walk skips): the files not written yet
 ABSENT_HEAD = "knowtk absent files 1\n"
@@ -122,7 +122,10 @@ class AbsentFiles:
                 try:
                     proc.stdin.write(f"{blob}\n".encode())
                     proc.stdin.flush()
-                    return _answer(proc.stdout, blob)
+                    answer = read_answer(proc.stdout)
+                    if answer is None:
+                        raise ValueError("git cat-file ended")
+                    return answer[1] if answer[0] == blob else None
                 except (OSError, ValueError):
                     self._stop()
             return None
@@ -166,18 +169,20 @@ class AbsentFiles:
         self.close()
 
 
-def _answer(out: IO[bytes], blob: str) -> bytes | None:
-    """One answer of ``git cat-file --batch``: ``SHA TYPE SIZE\\nBYTES\\n``, or ``SHA missing``."""
-    parts = out.readline().split()
-    if len(parts) != 3 or parts[0].decode("ascii", "replace") != blob or parts[1] != b"blob":
-        if len(parts) == 3:  # another object's bytes: read past them so that the next answer lines up
-            out.read(int(parts[2]) + 1)
+def read_answer(out: IO[bytes]) -> tuple[str, bytes | None] | None:
+    """One answer of ``git cat-file --batch`` (``SHA TYPE SIZE\\nBYTES\\n``, or ``SHA missing``): the object and its
+    bytes (None: Git lacks it); None when Git answers no more; ValueError when it stopped midway."""
+    head = out.readline()
+    if not head:
         return None
+    parts = head.split()
+    if len(parts) != 3:
+        return (parts[0].decode("ascii", "replace") if parts else ""), None
     size = int(parts[2])
     data = out.read(size)
     if len(data) != size or out.read(1) != b"\n":
         raise ValueError("git cat-file stopped midway")
-    return data
+    return parts[0].decode("ascii", "replace"), data
 
 
 def write_new(full: str, data: bytes) -> None:

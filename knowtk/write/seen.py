@@ -277,15 +277,16 @@ def _stream(keeper: SeenKeeper, job: _Job, tip: str | None, committed: dict[str,
     max_bytes = keeper.engine.scanner.max_file_bytes
     if job.whole:
         yield from whole_files(keeper.root, job.paths, committed, max_bytes)
-    for path in job.paths if not job.whole else ():
-        name = quoted(path)
-        data = read_regular(os.path.join(keeper.root, *path.split("/")), max_bytes)
-        if isinstance(data, bytes):
-            yield b"M 100644 inline %s\ndata %d\n" % (name, len(data))
-            yield data
-            yield b"\n"
-        else:  # gone (or no longer a regular file): gone from the record too
-            yield b"D %s\n" % name
+    else:
+        for path in job.paths:
+            name = quoted(path)
+            data = read_regular(os.path.join(keeper.root, *path.split("/")), max_bytes)
+            if isinstance(data, bytes):
+                yield b"M 100644 inline %s\ndata %d\n" % (name, len(data))
+                yield data
+                yield b"\n"
+            else:  # gone (or no longer a regular file): gone from the record too
+                yield b"D %s\n" % name
     yield b"done\n"
 
 
