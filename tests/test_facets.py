@@ -335,3 +335,27 @@ def test_stored_columns_select_as_each_facet_passes() -> None:
         by_position = {rid for rid, flag in zip(ids, flags, strict=True) if flag and rid not in found.apart}
         assert by_position | set(found.extra) == set(selected)
     assert FacetColumns(data, ids, {}).positions(Criteria()) is None  # (no stored ids' digest: not by position)
+
+
+def test_stored_columns_parse_as_json_does_whatever_the_vocabularies_hold() -> None:
+    """``loads_columns`` cuts the packed columns out before parsing: folders, kinds, types and tags that spell
+    the columns' keys, quotes or base64 parse exactly as ``json.loads`` parses them; a text without the columns
+    is parsed whole."""
+    from knowtk.snapshot.facets import PACKED, loads_columns
+
+    rng = random.Random(41)
+    tricky = ['"kind_at": ["B", "', '["B", "', 'tags_end": ["I", "AAAA', "a\\\\b", "é✓", "", 'x"', "]}"]
+    for _ in range(200):
+        facets = [
+            Facet(
+                rng.choice(tricky), rng.choice(tricky), rng.choice(tricky), tuple(rng.sample(tricky, rng.randint(0, 3)))
+            )
+            for _ in range(rng.randint(0, 300))
+        ]
+        text = json.dumps(encode_columns(facets), ensure_ascii=False).encode()
+        assert loads_columns(text) == json.loads(text)
+    whole = json.loads(text)
+    for name in PACKED:  # (a column missing, or not packed: parsed whole, as it is)
+        for value in ([], ["B"], "x", ["B", 3]):
+            changed = json.dumps({**whole, name: value}).encode()
+            assert loads_columns(changed) == json.loads(changed)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 import sys
 from array import array
@@ -47,6 +48,7 @@ __all__ = [
     "encode_columns",
     "facet_of",
     "in_folder",
+    "loads_columns",
 ]
 
 
@@ -204,6 +206,39 @@ def encode_columns(facets: Iterable[Facet]) -> dict[str, Any]:
         out[name + "_at"] = _pack(columns[name])
     out["tags_at"], out["tags_end"] = _pack(flat), _pack(ends)
     return out
+
+
+PACKED = (*(name + "_at" for name in SCALARS), "tags_at", "tags_end")  # the columns ``encode_columns`` packs
+
+
+def loads_columns(text: bytes) -> Any:
+    """``json.loads`` of ``encode_columns``' stored text, its packed columns cut out first: JSON's scanner reads a
+    string a character at a time (6 ms of 300k records' 3.5 MB, nearly all of it the columns' base64), where the
+    base64 alphabet holds no quote, so each column ends at the next one (found in C). A key written ``"name": [``
+    cannot lie inside a string (its quotes would be escaped). Any other text is parsed as it is."""
+    columns: dict[str, tuple[int, int]] = {}
+    for name in PACKED:
+        key = f'"{name}": ["'.encode()
+        at = text.find(key)
+        start = at + len(key) + 5  # (past the typecode and '", "')
+        if at < 0 or text[start - 4 : start] != b'", "':
+            return json.loads(text)
+        columns[name] = (start, text.find(b'"', start))
+    cuts = sorted(columns.values())
+    if any(end < 0 for _, end in cuts):
+        return json.loads(text)
+    pieces, last = [], 0
+    for start, end in cuts:
+        pieces.append(text[last:start])
+        last = end
+    pieces.append(text[last:])
+    data = json.loads(b"".join(pieces))  # (the vocabularies, and each column's typecode with an empty text)
+    for name, (start, end) in columns.items():
+        packed = data.get(name)
+        if not (isinstance(packed, list) and len(packed) == 2 and packed[1] == ""):
+            return json.loads(text)
+        packed[1] = text[start:end].decode("ascii")
+    return data
 
 
 class FacetColumns(Facets):

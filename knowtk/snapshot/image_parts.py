@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from knowtk.snapshot.facets import Facet, FacetColumns
+from knowtk.snapshot.facets import Facet, FacetColumns, loads_columns
 from knowtk.snapshot.image_format import STORED_PLAIN, ImageDamaged, shard_of
 from knowtk.snapshot.overlay import ABSENT, UNKNOWN
 from knowtk.snapshot.starts import StartColumns
@@ -71,16 +71,17 @@ class ImageParts:
         data = self._text(name)
         if data is None:
             raise ValueError("missing, or its digest differs")
+        loads = loads_columns if name == "record_facets" else json.loads
         if len(data) < DIGEST_BESIDE_BYTES:
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ValueError("missing, or its digest differs")
-            parsed = json.loads(data)
+            parsed = loads(data)
         else:  # the digest taken in a thread while this one parses (hashlib lets go of the interpreter)
             found: list[str] = []
             hashing = threading.Thread(target=lambda: found.append(hashlib.sha256(data).hexdigest()))
             hashing.start()
             try:
-                parsed = json.loads(data)
+                parsed = loads(data)
             finally:
                 hashing.join()
             if found != [digest]:
