@@ -144,13 +144,19 @@ def _copied(value: Any) -> Any:
     """A deep copy of an answer: its dicts and lists copied, immutable leaves shared.
 
     The caller may change what it gets without touching the engine's caches (a record's
-    frontmatter is shared with the snapshot); five times faster than ``copy.deepcopy``.
+    frontmatter is shared with the snapshot); five times faster than ``copy.deepcopy``. A dict is
+    copied in C and only its values that are not leaves copied again (a store's 1,351 coverage
+    issues cost every answer 1.9 ms copied key by key, 0.7 ms so).
     """
     kind = type(value)
     if kind is dict:
-        return {key: _copied(item) for key, item in value.items()}
+        out = value.copy()
+        for key, item in value.items():
+            if type(item) not in _LEAVES:
+                out[key] = _copied(item)
+        return out
     if kind is list:
-        return [_copied(item) for item in value]
+        return [item if type(item) in _LEAVES else _copied(item) for item in value]
     if kind in _LEAVES:
         return value
     return copy.deepcopy(value)

@@ -196,6 +196,34 @@ def test_result_reads_like_the_dict(builder: StoreBuilder) -> None:
     assert "<table" in res._repr_html_()
 
 
+def test_to_dict_is_a_copy_at_every_depth(builder: StoreBuilder) -> None:
+    """Every dict and list of an answer, however deep (a record's nested frontmatter, coverage issues), is the
+    caller's own: changing them all leaves the next answer as it was."""
+    builder.page("a", "Zebra", extra={"nested": {"list": [1, {"deep": "x"}]}})
+    builder.raw("broken.md", "---\nid: [unclosed\n")
+    store = builder.open()
+    res = store.record("a")
+    first = res.to_dict()
+    assert first["record"]["frontmatter"]["extra"]["nested"]["list"][1] == {"deep": "x"}
+    assert store.grep("zebra").to_dict()["coverage"]["issues"]
+
+    def spoil(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in list(value.values()):
+                spoil(item)
+            value["spoiled"] = True
+        elif isinstance(value, list):
+            for item in list(value):
+                spoil(item)
+            value.append("spoiled")
+
+    for answer in (first, store.grep("zebra").to_dict()):
+        spoil(answer)
+    again = store.record("a").to_dict()
+    assert {**res.to_dict(), "freshness": None} == {**again, "freshness": None} and "spoiled" not in str(again)
+    assert "spoiled" not in str(store.grep("zebra").to_dict())
+
+
 def test_a_closed_store_refuses_every_use_with_store_unavailable(builder: StoreBuilder) -> None:
     builder.page("a", "Zebra")
     store = builder.open()
