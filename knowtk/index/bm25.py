@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 from knowtk.index.among import Among, rows_among
+from knowtk.index.filtered import Allowed, AllowedRows, rows_of
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import K1, B, QueryTerms, columns
 from knowtk.index.matching import TIES_ROWS
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # numpy is imported when arrays are needed (see top_matches),
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["Match", "Scored", "Source", "filtered_bm25", "rank", "top_matches"]
+__all__ = ["Match", "Scored", "Source", "few_rows", "filtered_bm25", "rank", "top_matches"]
 
 # rows SQLite hands over to ``_bounded_page`` (scored exactly; the page is settled when the k-th of them scores
 # above what any other row can) and the relative margin its bound takes over rounding
@@ -51,10 +52,11 @@ NARROW_SHARE = 0.5
 
 @shape(slots=True)
 class Source:
-    """One projection and the rows of it that pass the query's scope and filters (None: all of them)."""
+    """One projection and the rows of it that pass the query's scope and filters (None: all of them): a set, or
+    where few rows hold the query's phrases (``few_rows``), an ``AllowedRows`` that answers without one."""
 
     projection: FtsProjection
-    allowed: set[int] | None
+    allowed: Allowed | None
 
 
 @shape(frozen=True, slots=True)
@@ -95,6 +97,10 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
         rows = proj.native_rows(terms)
         if len(rows) < KEEP_FROM_ROWS or not arrays_loaded():
             return _top_native_plain(rows, sources, k)
+    if any(isinstance(src.allowed, AllowedRows) for src in sources):
+        by_position = _by_position(sources, terms, k)
+        if by_position is not None:
+            return by_position
     if rows is None and k is not None and len(sources) == 1 and sources[0].allowed is not None:
         bounded = _bounded_page(sources[0], terms, k)
         if bounded is not None:
@@ -134,6 +140,36 @@ def _native(sources: list[Source], terms: QueryTerms) -> bool:
         return False
     proj = sources[0].projection
     return not all(proj.has_counts(phrase) for phrase in terms.phrases)
+
+
+def few_rows(projections: list[FtsProjection], terms: QueryTerms) -> bool:
+    """Whether few rows of each projection can match the query: fewer than ``KEEP_FROM_ROWS`` hold each phrase,
+    or in mode ``all``, one of them. A filtered ranking then tests the rows that hold the phrases against the
+    filter one by one (``AllowedRows``), where making the set of the rows a filter allows cost a new process's
+    first filter more than the ranking (15-20 ms at 300k records for a word a dozen rows hold)."""
+    for proj in projections:  # (a common phrase is not counted here: at most KEEP_FROM_ROWS of its rows read)
+        fewer = (proj.fewer_than(phrase, KEEP_FROM_ROWS) for phrase in terms.phrases)
+        if not (any(fewer) if terms.mode == "all" else all(fewer)):
+            return False
+    return True
+
+
+def _by_position(sources: list[Source], terms: QueryTerms, k: int | None) -> tuple[int, list[Match]] | None:
+    """``top_matches`` over sources whose allowed rows are answered by position (``AllowedRows``), where few rows
+    hold the phrases: their rows read whole and each tested against the filter; in mode ``all``, the matches (as
+    few as the rarest phrase's rows) tested first, so that a query no allowed row matches counts nothing more.
+    None where a phrase is common and some allowed row matches: then ranked over the sets, as any filter."""
+    if terms.mode == "all" and len(terms.phrases) > 1:
+        matched = (
+            src.allowed is None or any(map(src.allowed.__contains__, src.projection.rowids_matching(terms.expression)))
+            for src in sources
+        )
+        if not any(matched):
+            return 0, []
+    if not all(src.projection.fewer_than(phrase, KEEP_FROM_ROWS) for src in sources for phrase in terms.phrases):
+        return None
+    plain = _filtered_plain(sources, terms)  # (each phrase's rows read whole, tested by position)
+    return _top_plain(plain, sources, k) if plain is not None else None
 
 
 def arrays_loaded() -> bool:
@@ -208,7 +244,7 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         proj = src.projection
         n_rows += len(proj.tokens) if src.allowed is None else len(src.allowed)
         # as allowed_tokens sums token_array (-1 where no row is held)
-        n_tokens += proj.total_tokens if src.allowed is None else proj.tokens_in(src.allowed)
+        n_tokens += proj.total_tokens if src.allowed is None else _tokens_in(proj, src.allowed)
     if n_rows == 0 or not phrases:
         return []
     avgdl = float(n_tokens) / float(n_rows)
@@ -242,6 +278,11 @@ def _filtered_plain(sources: list[Source], terms: QueryTerms) -> list[Keyed] | N
         weighted = [(idf[p], counts[p][i]) for p in range(len(phrases))]
         _score(src.projection, candidates, weighted, avgdl, i, keyed)
     return keyed
+
+
+def _tokens_in(proj: FtsProjection, allowed: Allowed) -> int:
+    """Tokens in the allowed rows: an ``AllowedRows`` summed them by position."""
+    return allowed.tokens if isinstance(allowed, AllowedRows) else proj.tokens_in(allowed)
 
 
 def _solved_later(
@@ -314,7 +355,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     scored would give. Costs SQLite's pass over the matches and a pass over each phrase's rows, where
     counting every candidate cost one scoring pass per phrase (16.6k candidates, 3 words: 185 ms).
     """
-    proj, allowed = src.projection, src.allowed
+    proj, allowed = src.projection, rows_of(src.allowed)
     phrases = terms.phrases
     if allowed is None or not allowed or not phrases or k < 1:
         return None
@@ -436,7 +477,7 @@ def _counts_over_filter(
     if allowed is None:  # (every row allowed: as many hold it as in the whole table)
         return whole, None, whole
     if i not in among:
-        among[i] = proj.among(allowed)
+        among[i] = proj.among(cast(set[int], rows_of(allowed)))
     if later:
         return None, None, whole
     found = proj.counts_among(phrase, among[i], hits=whole)
@@ -483,12 +524,13 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
     n_tokens = 0
     for src in sources:
         proj = src.projection
-        if src.allowed is None:
+        allowed = rows_of(src.allowed)
+        if allowed is None:
             n_rows += len(proj.tokens)
             n_tokens += proj.total_tokens
         else:
-            n_rows += len(src.allowed)
-            n_tokens += proj.allowed_tokens(src.allowed)
+            n_rows += len(allowed)
+            n_tokens += proj.allowed_tokens(allowed)
     if n_rows == 0:
         return empty
     avgdl = float(n_tokens) / float(n_rows)
@@ -500,7 +542,7 @@ def filtered_bm25(sources: list[Source], terms: QueryTerms) -> Scored:
     for phrase in phrases:
         parts_k, parts_f = [], []
         for i, src in enumerate(sources):
-            rowids, freq = src.projection.phrase_arrays(phrase, src.allowed)
+            rowids, freq = src.projection.phrase_arrays(phrase, rows_of(src.allowed))
             parts_k.append(rowids + i * span)
             parts_f.append(freq)
         key, freq = np.concatenate(parts_k), np.concatenate(parts_f)

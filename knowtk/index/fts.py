@@ -339,6 +339,9 @@ class FtsProjection:
     def hit_count(self, phrase: tuple[str, ...], among: Among | None = None, *, whole: int | None = None) -> int:
         return self.matches.hit_count(phrase, among, whole=whole)
 
+    def fewer_than(self, phrase: tuple[str, ...], limit: int) -> bool:
+        return self.matches.fewer_than(phrase, limit)
+
     def matches_among(
         self,
         terms: QueryTerms,

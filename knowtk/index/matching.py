@@ -208,6 +208,17 @@ class Matches:
             return found
         return int(conn.execute(f"{sql} AND {among.clause}", (expression, *among.params)).fetchone()[0])
 
+    def fewer_than(self, phrase: tuple[str, ...], limit: int) -> bool:
+        """Whether fewer than ``limit`` rows hold the phrase: from its count where kept (``hit_count``), else by
+        reading at most ``limit`` of its rows (a common word's count cost a query ~10 ms a word at 300k records)."""
+        version, known = self.wholes
+        found = known.get(phrase) if version == self.tables.rows_version else None
+        if found is not None:
+            return found < limit
+        fts = self.tables.fts
+        sql = f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
+        return int(self.tables.conn.execute(sql, (quoted_phrase(phrase), limit)).fetchone()[0]) < limit
+
     def hit_count(self, phrase: tuple[str, ...], among: Among | None = None, *, whole: int | None = None) -> int:
         """How many rows hold the phrase: in the whole table (``among`` None, the n_hit of ``bm25()``'s IDF),
         or among some rows (``rows_among``), counted by SQLite without scoring them; ``whole``: how many hold

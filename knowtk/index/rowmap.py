@@ -13,6 +13,7 @@ import itertools
 import json
 import sqlite3
 import sys
+import zlib
 from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
@@ -29,6 +30,7 @@ __all__ = [
     "ROWMAP_TABLE",
     "RowMap",
     "Rowmaps",
+    "packed_rowmap",
     "unpacked_rowmap",
 ]
 
@@ -49,7 +51,12 @@ ROWMAP_TYPE = "i"  # 4-byte rowids and tokens, little-endian (past 2**31, none i
 class RowMap(NamedTuple):
     """By stored position (``Rowmaps.rowmap``): the rowid of each stored id's row as a build wrote them (0:
     none), and its tokens; ``changed``, the rowids whose row may differ since (deleted, written again), and
-    ``newer``, the rows now at those rowids or past the build's (rowid -> id)."""
+    ``newer``, the rows now at those rowids or past the build's (rowid -> id).
+
+    ``held`` (a byte per stored position, 1 where it has a row) and ``positions`` (the stored position of each
+    rowid the build wrote, from ``first``; -1: an id not stored) let a filter answer how many rows it allows and
+    whether a row is one without making their set (``knowtk.index.filtered.AllowedRows``). A rowmap written
+    without them has ``positions`` None."""
 
     rowids: array[int]
     tokens: array[int]
@@ -57,21 +64,78 @@ class RowMap(NamedTuple):
     newer: Mapping[int, str] = {}
     changed_at: Sequence[int] = ()  # the stored positions of the changed rowids
     top: int = 0  # the build's last rowid: a rowid past it is no build's (a reader refuses such a rowmap)
+    held: bytes = b""
+    positions: array[int] | None = None
+    first: int = 0  # the build's first rowid (``positions[rowid - first]``)
+
+    def position_of(self, rowid: int) -> int:
+        """The stored position of a rowid the build wrote (-1: none, or the rowmap has no positions); checked
+        against ``rowids``, so a damaged rowmap answers -1 rather than another row's position."""
+        positions, at = self.positions, rowid - self.first
+        if positions is None or not 0 <= at < len(positions):
+            return -1
+        found = positions[at]
+        return found if 0 <= found < len(self.rowids) and self.rowids[found] == rowid else -1
 
 
 def unpacked_rowmap(
-    data: bytes, size: int, changed: frozenset[int] = frozenset(), newer: Mapping[int, str] | None = None
+    data: bytes, size: int | None, changed: frozenset[int] = frozenset(), newer: Mapping[int, str] | None = None
 ) -> RowMap | None:
-    """A stored rowmap back: ``size`` rowids then their tokens (None: not that many of the stored width)."""
-    rowids, tokens = array(ROWMAP_TYPE), array(ROWMAP_TYPE)
-    if rowids.itemsize != 4 or len(data) != 8 * size:
+    """A stored rowmap back (``size``: how many stored ids, None: as many as it holds): the rowids then their
+    tokens, and where written (``packed_rowmap``), a held byte per stored position, the position of each rowid
+    written, then their count and checksum; None: not that many of the stored width, or a checksum that differs."""
+    rowids, tokens, positions = array(ROWMAP_TYPE), array(ROWMAP_TYPE), array(ROWMAP_TYPE)
+    if rowids.itemsize != 4:
         return None
+    whole = _trailer(data)
+    if whole is None and (size is None or len(data) == 8 * size):  # (as an older build wrote it)
+        size = len(data) // 8 if size is None else size
+        if len(data) != 8 * size:
+            return None
+    elif whole is None or (size is not None and size != whole):
+        return None
+    else:
+        size = whole
     rowids.frombytes(data[: 4 * size])
-    tokens.frombytes(data[4 * size :])
+    tokens.frombytes(data[4 * size : 8 * size])
+    if whole is not None:
+        positions.frombytes(data[9 * size : -8])
     if sys.byteorder != "little":
-        rowids.byteswap()
-        tokens.byteswap()
-    return RowMap(rowids, tokens, changed, newer or {})
+        for packed in (rowids, tokens, positions):
+            packed.byteswap()
+    if whole is None:
+        return RowMap(rowids, tokens, changed, newer or {})
+    return RowMap(rowids, tokens, changed, newer or {}, held=data[8 * size : 9 * size], positions=positions)
+
+
+def _trailer(data: bytes) -> int | None:
+    """How many stored ids a rowmap with positions holds, from its trailer; None: not such a rowmap (its checksum
+    differs, or its parts are not whole)."""
+    if len(data) < 8 or zlib.crc32(memoryview(data)[:-4]) != int.from_bytes(data[-4:], "little"):
+        return None
+    size = int.from_bytes(data[-8:-4], "little")
+    rest = len(data) - 9 * size - 8
+    return size if rest >= 0 and rest % 4 == 0 else None
+
+
+def packed_rowmap(rowids: array[int], tokens: array[int], first: int, written: int) -> bytes:
+    """The stored form of a rowmap (``unpacked_rowmap``): the rowids and tokens by stored position, a byte per
+    position (1: it has a row), the stored position of each of the ``written`` rowids from ``first`` (-1: its id
+    is not stored), how many stored positions, then a CRC-32 of the rest. The positions cost a build a pass over
+    the stored ids; a filter then tests a row in constant time, where making the set of the rows it allows cost
+    15-20 ms at 300k records. The checksum (1 ms at 300k) stands for testing every rowid against the build's
+    last (8 ms)."""
+    positions = array(ROWMAP_TYPE, [-1]) * written
+    for at, rowid in enumerate(rowids):
+        if rowid:
+            positions[rowid - first] = at
+    held = bytes(map(bool, rowids))
+    if sys.byteorder != "little":
+        rowids, tokens = array(ROWMAP_TYPE, rowids), array(ROWMAP_TYPE, tokens)
+        for packed in (rowids, tokens, positions):
+            packed.byteswap()
+    data = rowids.tobytes() + tokens.tobytes() + held + positions.tobytes() + len(rowids).to_bytes(4, "little")
+    return data + zlib.crc32(data).to_bytes(4, "little")
 
 
 class Rowmaps:
@@ -122,7 +186,6 @@ class Rowmaps:
             return None
         if not isinstance(row[1], int) or not isinstance(row[2], bytes):
             return None
-        size = size if size is not None else len(row[2]) // 8
         changed = frozenset(r for (r,) in conn.execute(f"SELECT rowid FROM {ROWMAP_LOG} WHERE projection = ?", (key,)))
         if len(changed) > ROWMAP_CHANGES_MAX or not all(isinstance(r, int) for r in changed):
             return None
@@ -139,10 +202,11 @@ class Rowmaps:
         if found is None:
             return None
         # (a rowid past the top is refused where the rowids are used, for the rows used: ``max`` of every
-        # rowid here cost a new process's first filter 8 to 15 ms at 300k records)
-        found = found._replace(top=row[1])
+        # rowid here cost a new process's first filter 8 to 15 ms at 300k records; a rowmap with positions
+        # has its checksum checked instead)
+        found = found._replace(top=row[1], first=row[1] - len(found.positions) + 1 if found.positions else 0)
         if changed:  # where the logged rowids were (one pass in C)
-            where = list(compress(range(size), map(changed.__contains__, found.rowids)))
+            where = list(compress(itertools.count(), map(changed.__contains__, found.rowids)))
             found = found._replace(changed_at=where)
         return found
 
@@ -167,20 +231,18 @@ class Rowmaps:
         try:
             rowids = array(ROWMAP_TYPE, map(rowid_of.get, stored, itertools.repeat(0)))
             tokens = array(ROWMAP_TYPE, map(sizes.get, rowids, itertools.repeat(0)))
+            packed = packed_rowmap(rowids, tokens, first, len(inserted))
         except OverflowError:
             return False
         finally:
             del rowid_of, sizes
-        if sys.byteorder != "little":
-            rowids.byteswap()
-            tokens.byteswap()
         try:
             with tables.state.transaction():
                 if tables.state.data_version() != tables.loaded_at:
                     return False  # another process wrote since: its rows may be others
                 tables.conn.execute(
                     f"INSERT OR REPLACE INTO {ROWMAP_TABLE} (projection, base, top, rowids) VALUES (?, ?, ?, ?)",
-                    (tables.key, base, first + len(inserted) - 1, rowids.tobytes() + tokens.tobytes()),
+                    (tables.key, base, first + len(inserted) - 1, packed),
                 )
                 tables.conn.execute(f"DELETE FROM {ROWMAP_LOG} WHERE projection = ?", (tables.key,))
         except (sqlite3.Error, Contention):

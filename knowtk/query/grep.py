@@ -13,8 +13,8 @@ from typing import Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
-from knowtk.index.bm25 import Match, Source, rank, top_matches
-from knowtk.index.filtered import allowed_rows
+from knowtk.index.bm25 import Match, Source, few_rows, rank, top_matches
+from knowtk.index.filtered import allowed_rows, allowed_view, holding
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import QueryTerms, tokenize_query
 from knowtk.index.parallel_read import ParallelRead
@@ -101,7 +101,7 @@ def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
 
 
 def _replaced(
-    snap: Snapshot, record_filter: RecordFilter, main: FtsProjection, history: FtsProjection
+    snap: Snapshot, record_filter: RecordFilter, main: FtsProjection, history: FtsProjection, by_position: bool
 ) -> tuple[dict[int, str], set[int]]:
     """Superseded wording: (history rowid -> the current record it leads to, where that one passes the filters;
     the main rows of those current records), kept for this snapshot and filter."""
@@ -109,12 +109,14 @@ def _replaced(
     key = ("replaced", record_filter, main.rows_version)  # it also depends on which ids the main projection holds
     found: tuple[dict[int, str], set[int]] | None = memo.get(key)
     if found is None:
-        # the current record passes the filters (main's allowed rows): a set kept for this snapshot, from facets,
-        # so that no record is built for it
-        passing = allowed_rows(main, snap, record_filter)  # None: everything passes
+        # the current record passes the filters (main's allowed rows): kept for this snapshot, from facets, so
+        # that no record is built for it; each lead tested by position where the ranking takes no set either
+        passing = (allowed_view if by_position else allowed_rows)(main, snap, record_filter)  # None: all pass
         current_of, rows = {}, set()
-        for rowid, (current, at) in _leads(snap, record_filter.scope, main, history).items():
-            if passing is None or at in passing:
+        leads = _leads(snap, record_filter.scope, main, history, by_position)
+        ats = [at for _, at in leads.values()]
+        for (rowid, (current, at)), passes in zip(leads.items(), holding(passing, ats), strict=True):
+            if passes:
                 current_of[rowid] = current
                 rows.add(at)
         found = memo[key] = (current_of, rows)
@@ -122,7 +124,7 @@ def _replaced(
 
 
 def _leads(
-    snap: Snapshot, scope: tuple[str, ...], main: FtsProjection, history: FtsProjection
+    snap: Snapshot, scope: tuple[str, ...], main: FtsProjection, history: FtsProjection, by_position: bool
 ) -> dict[int, tuple[str, int]]:
     """history rowid -> (the current record it leads to, that record's main rowid) of the earlier records in the
     scope: what every filter of the scope shares (kept for this snapshot; each filter then only tests the rows)."""
@@ -131,12 +133,15 @@ def _leads(
     found: dict[int, tuple[str, int]] | None = memo.get(key)
     if found is None:
         # the earlier record lies in the scope (history's rows in it, from facets)
-        in_scope = allowed_rows(history, snap, RecordFilter(scope=scope)) if scope else None
-        chain_ends, leads = snap.chain_ends, {}
+        allowed = allowed_view if by_position else allowed_rows
+        in_scope = allowed(history, snap, RecordFilter(scope=scope)) if scope else None
+        chain_ends, earlier = snap.chain_ends, []
         for rid, rowid in history.ids.items():
             end = chain_ends.get(rid)
-            if end is not None and end.current is not None and (in_scope is None or rowid in in_scope):
-                leads[rowid] = end.current
+            if end is not None and end.current is not None:
+                earlier.append((rowid, end.current))
+        held = holding(in_scope, [rowid for rowid, _ in earlier])
+        leads = {rowid: current for (rowid, current), passes in zip(earlier, held, strict=True) if passes}
         ids = main.rowids_of(set(leads.values()))  # (one query: the main rows are not read whole for them)
         found = memo[key] = {rowid: (current, ids[current]) for rowid, current in leads.items() if current in ids}
     return found
@@ -171,18 +176,15 @@ def _ranking(
         # no row holds the words: no filter's rows are found for it (a new process's first filter of a kind
         # cost a query with no hit ~30 ms at 300k records)
         return 0, []
-    if lifecycle == "superseded":
-        sources = [Source(history, allowed_rows(history, snap, record_filter))]
-    elif lifecycle == "all":
-        sources = [
-            Source(main, allowed_rows(main, snap, record_filter)),
-            Source(history, allowed_rows(history, snap, record_filter)),
-        ]
-    else:
-        sources = [Source(main, allowed_rows(main, snap, record_filter))]
+    searched = [history] if lifecycle == "superseded" else [main, history] if lifecycle == "all" else [main]
+    # where few rows hold the words, each is tested against the filter by its stored position (``few_rows``)
+    few = not (record_filter.is_trivial and not record_filter.scope) and few_rows(searched, terms)
+    allowed = allowed_view if few else allowed_rows
+    sources = [Source(proj, allowed(proj, snap, record_filter)) for proj in searched]
     # superseded wording: earlier records rank among those whose current record passes the filters; which of
     # those current records match directly is read in parallel with the ranking (``ParallelRead``)
-    current_of, current_rows = _replaced(snap, record_filter, main, history) if lifecycle == "active" else ({}, set())
+    active = lifecycle == "active"
+    current_of, current_rows = _replaced(snap, record_filter, main, history, few) if active else ({}, set())
     direct_currents = _direct_currents(main, terms, current_rows, sources, end)
     n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]

@@ -31,6 +31,7 @@ from knowtk.errors import InvalidArgument, RecordNotFound, StoreUnavailable
 from knowtk.index import semantic
 from knowtk.index.bm25 import Source, rank
 from knowtk.index.embeddings import EmbeddingCache, embedding_text
+from knowtk.index.filtered import rows_of
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import COLUMNS, K1, WEIGHTS, B, QueryTerms
 from knowtk.index.temporal import to_us
@@ -494,15 +495,17 @@ def _bm25_explain(
     BM25 saturates per term, so a term's contribution is split between the fields in proportion to
     its weighted occurrences there; the fields add up to the score.
     """
-    n_rows = sum(len(s.allowed or ()) for s in sources)
-    n_tokens = sum(s.projection.tokens.get(rowid, 0) for s in sources for rowid in s.allowed or ())
+    allowed = [rows_of(s.allowed) for s in sources]
+    n_rows = sum(len(rows or ()) for rows in allowed)
+    pairs = list(zip(sources, allowed, strict=True))
+    n_tokens = sum(s.projection.tokens.get(rowid, 0) for s, rows in pairs for rowid in rows or ())
     avgdl = n_tokens / n_rows if n_rows else 0.0
     out: dict[str, dict[str, Any]] = {
         rid: {"fields": dict.fromkeys(COLUMNS, 0.0), "terms": {}, "corpus": {"records": n_rows, "avgTokens": avgdl}}
         for rid in page
     }
     for (term,) in terms.phrases:
-        df = sum(len(s.projection.term_frequencies(term, s.allowed)) for s in sources)
+        df = sum(len(s.projection.term_frequencies(term, rows)) for s, rows in pairs)
         idf = math.log((n_rows - df + 0.5) / (df + 0.5))
         idf = idf if idf > 0.0 else 1e-6
         for rid, (proj, rowid) in page.items():

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from knowtk.engine.engine import Engine
-from knowtk.index.bm25 import Source, top_matches
-from knowtk.index.filtered import allowed_rows
+from knowtk.index.bm25 import Source, few_rows, top_matches
+from knowtk.index.filtered import AllowedRows, allowed_rows, allowed_view
 from knowtk.index.fts_tables import QueryTerms
 from knowtk.query.citations import EvidenceVerifier
 from knowtk.query.common import RecordFilter
@@ -71,7 +71,9 @@ def _no_hit(engine: Engine, args: dict[str, Any]) -> str:
     flt = RecordFilter.from_args(snap, args)
     # the records in the query's scope alone: what lies outside it never changes an answer (nor its snapshot)
     in_scope = RecordFilter(scope=flt.scope)
-    sources = [Source(proj, allowed_rows(proj, snap, in_scope)) for proj in (index.main, index.history)]
+    searched = [index.main, index.history]
+    allowed = allowed_view if flt.scope and few_rows(searched, terms) else allowed_rows  # (as ``grep`` ranks them)
+    sources = [Source(proj, allowed(proj, snap, in_scope)) for proj in searched]
     # counted first, none scored: ranking every row holding a common word of the query cost a query with no hit
     # 300 ms at 300k records, where the count is SQLite's pass alone
     if not _match_count(sources, terms):
@@ -131,11 +133,15 @@ def _match_count(sources: list[Source], terms: QueryTerms) -> int:
     """How many rows of the sources (their allowed rows) match the query: counted, none scored."""
     found = 0
     for src in sources:
-        proj, allowed = src.projection, src.allowed
+        proj, view = src.projection, src.allowed
         whole = proj.match_count(terms)
-        if allowed is None or not whole or not allowed:
-            found += whole if allowed is None else 0
+        if view is None or not whole or not view:
+            found += whole if view is None else 0
             continue
+        if isinstance(view, AllowedRows):  # (few rows hold the words: each tested by position)
+            found += sum(map(view.__contains__, proj.rowids_matching(terms.expression)))
+            continue
+        allowed = view
         among = proj.among(allowed)
         if among.looked_up_here(whole):  # (few matches: each looked up in the allowed rows here)
             found += sum(map(allowed.__contains__, proj.rowids_matching(terms.expression)))
