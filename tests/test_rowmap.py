@@ -396,3 +396,20 @@ def test_fewer_than_reads_at_most_the_rows_it_needs_and_answers_as_the_count(tmp
         assert before == [counts[phrase] < limit for phrase, limit in asked]
         assert [main.fewer_than(phrase, limit) for phrase, limit in asked] == before
         assert {counts[("the",)] >= 30, counts[("zzzz",)] == 0} == {True}  # (both sides are asked)
+
+
+def test_a_filtered_answer_with_no_hit_reads_no_table_of_unavailable_records(tmp_path: Path) -> None:
+    """The records ``why`` judges are keyword rows, so available: a new process on the stored image says which
+    filter left a word out without parsing the snapshot's table of unavailable records."""
+    root, state = copy_fixture(tmp_path, "demo"), tmp_path / "state"
+    _build(root, state)
+    with knowtk.open_store(root, state_dir=tmp_path / "other") as other:  # (the word chosen on another state)
+        records = other.snapshot().records.values()
+        elsewhere = " ".join((root / r.path).read_text(encoding="utf-8").lower() for r in records if r.kind != "claim")
+        titles = [w for r in records if r.kind == "claim" for w in (r.title or "").lower().split()]
+        word = next(w for w in titles if w.isalpha() and len(w) > 3 and w not in elsewhere)
+    with knowtk.open_store(root, state_dir=state) as fresh:
+        args = {"query": word, "kind": ["page", "relationship"], "lifecycle": "all"}
+        assert "left out by the kind filter" in fresh.call("knowledge_grep", args).get("why", "")
+        snap = fresh.engine._snapshot
+        assert type(snap).__name__ == "StoredSnapshot" and "unavailable" not in vars(snap)

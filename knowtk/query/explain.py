@@ -328,16 +328,22 @@ def _file_issue(snap: Snapshot, path: str) -> Issue:
 # -- eligibility, in the order the query applies it ------------------------------------------------
 
 
-def exclusions(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:
+def exclusions(
+    snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str, *, searched: bool = False
+) -> list[dict[str, Any]]:
     """Every rule that keeps the valid record ``rid`` out of a grep with these checked ``args`` (snake_case)
-    and their filter, in the order the query applies them, as ``explain``'s ``reasons``; [] when none does."""
-    return _eligibility(snap, flt, args, rid)
+    and their filter, in the order the query applies them, as ``explain``'s ``reasons``; [] when none does.
+    ``searched``: ``rid`` is a row of the keyword projections, so available (an unavailable record has no row),
+    and the snapshot's table of unavailable records is not read (7 ms to parse at 300k records)."""
+    return _eligibility(snap, flt, args, rid, searched=searched)
 
 
-def _eligibility(snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str) -> list[dict[str, Any]]:
+def _eligibility(
+    snap: Snapshot, flt: RecordFilter, args: dict[str, Any], rid: str, *, searched: bool = False
+) -> list[dict[str, Any]]:
     r = snap.records[rid]
     lifecycle = args["lifecycle"]
-    if rid in snap.unavailable:
+    if not searched and rid in snap.unavailable:
         return [_unavailable(snap, rid)]
     reasons: list[dict[str, Any]] = []
     life = snap.lifecycle_at(rid)

@@ -81,7 +81,7 @@ def _no_hit(engine: Engine, args: dict[str, Any]) -> str:
     held, best = top_matches(sources, terms, JUDGED)
     left_out: dict[str, list[str]] = {}
     for match in best:
-        rule = _rule(exclusions(snap, flt, args, match.id))
+        rule = _rule(exclusions(snap, flt, args, match.id, searched=True))  # (a row: available)
         if rule is not None:
             left_out.setdefault(rule, []).append(match.id)
     if not left_out:
