@@ -101,7 +101,7 @@ def grep(engine: Engine, args: dict[str, Any], verifier: EvidenceVerifier) -> di
 
 
 def _replaced(
-    snap: Snapshot, record_filter: RecordFilter, main: FtsProjection, history: FtsProjection, by_position: bool
+    snap: Snapshot, record_filter: RecordFilter, main: FtsProjection, history: FtsProjection
 ) -> tuple[dict[int, str], set[int]]:
     """Superseded wording: (history rowid -> the current record it leads to, where that one passes the filters;
     the main rows of those current records), kept for this snapshot and filter."""
@@ -109,11 +109,11 @@ def _replaced(
     key = ("replaced", record_filter, main.rows_version)  # it also depends on which ids the main projection holds
     found: tuple[dict[int, str], set[int]] | None = memo.get(key)
     if found is None:
-        # the current record passes the filters (main's allowed rows): kept for this snapshot, from facets, so
-        # that no record is built for it; each lead tested by position where the ranking takes no set either
-        passing = (allowed_view if by_position else allowed_rows)(main, snap, record_filter)  # None: all pass
+        # the current record passes the filters (main's allowed rows, from facets: no record is built for it),
+        # each lead tested by its stored position where no set of them is kept (``allowed_view``)
+        passing = allowed_view(main, snap, record_filter)  # None: everything passes
         current_of, rows = {}, set()
-        leads = _leads(snap, record_filter.scope, main, history, by_position)
+        leads = _leads(snap, record_filter.scope, main, history)
         ats = [at for _, at in leads.values()]
         for (rowid, (current, at)), passes in zip(leads.items(), holding(passing, ats), strict=True):
             if passes:
@@ -124,7 +124,7 @@ def _replaced(
 
 
 def _leads(
-    snap: Snapshot, scope: tuple[str, ...], main: FtsProjection, history: FtsProjection, by_position: bool
+    snap: Snapshot, scope: tuple[str, ...], main: FtsProjection, history: FtsProjection
 ) -> dict[int, tuple[str, int]]:
     """history rowid -> (the current record it leads to, that record's main rowid) of the earlier records in the
     scope: what every filter of the scope shares (kept for this snapshot; each filter then only tests the rows)."""
@@ -132,9 +132,8 @@ def _leads(
     key = ("replaced_leads", scope, main.rows_version)
     found: dict[int, tuple[str, int]] | None = memo.get(key)
     if found is None:
-        # the earlier record lies in the scope (history's rows in it, from facets)
-        allowed = allowed_view if by_position else allowed_rows
-        in_scope = allowed(history, snap, RecordFilter(scope=scope)) if scope else None
+        # the earlier record lies in the scope (history's rows in it, from facets, each tested by position)
+        in_scope = allowed_view(history, snap, RecordFilter(scope=scope)) if scope else None
         chain_ends, earlier = snap.chain_ends, []
         for rid, rowid in history.ids.items():
             end = chain_ends.get(rid)
@@ -184,7 +183,7 @@ def _ranking(
     # superseded wording: earlier records rank among those whose current record passes the filters; which of
     # those current records match directly is read in parallel with the ranking (``ParallelRead``)
     active = lifecycle == "active"
-    current_of, current_rows = _replaced(snap, record_filter, main, history, few) if active else ({}, set())
+    current_of, current_rows = _replaced(snap, record_filter, main, history) if active else ({}, set())
     direct_currents = _direct_currents(main, terms, current_rows, sources, end)
     n_direct, direct = top_matches(sources, terms, end)
     ranked: list[tuple[Match, str | None]] = [(m, None) for m in direct]
