@@ -19,7 +19,7 @@ from typing import Protocol, cast
 from knowtk.index.fts import FtsProjection
 from knowtk.index.rowmap import RowMap
 from knowtk.model.records import Record
-from knowtk.snapshot.facets import Criteria, Positions
+from knowtk.snapshot.facets import Criteria, Positions, both_flags
 from knowtk.snapshot.model import Snapshot
 
 __all__ = [
@@ -106,8 +106,7 @@ class AllowedRows:
             return False
         if rowid in self._redone or rowid in self.rowmap.changed:  # (answered by id: not the build's row)
             return rowid in self._added
-        at = self.rowmap.position_of(rowid)
-        return at >= 0 and (self._flags is None or self._flags[at] == 1)
+        return _at_flag(self.rowmap, self._flags, rowid)
 
     def holding(self, rowids: Sequence[int]) -> list[bool]:
         """``rowid in self`` for each of ``rowids``: the build's rows tested in one comprehension (a method call
@@ -261,17 +260,11 @@ def rows_at_positions(
         rows.difference_update(rowmap.changed)
         if tokens is None:
             total -= sum(sizes[at] for at in rowmap.changed_at if flags is None or flags[at])
-    redo = found.apart.union(rowmap.newer.values())
-    if redo:
-        now = proj.rowids_of(redo)  # (each id's row as it is now)
-        gone = rows.intersection(now.values())
-        rows.difference_update(gone)
-        extra, apart = set(found.extra), found.apart
-        added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
-        rows.update(added)
-        proj.prefetch([*gone, *added])
-        if tokens is None:
-            total += sum(map(proj.tokens.__getitem__, added)) - sum(map(proj.tokens.__getitem__, gone))
+    _, gone, added = _by_id(proj, snap, found, rowmap, passes, rows.__contains__)
+    rows.difference_update(gone)
+    rows.update(added)
+    if tokens is None:
+        total += _tokens_of(proj, added) - _tokens_of(proj, gone)
     proj.know_tokens_in(rows, total)
     return rows
 
@@ -288,42 +281,57 @@ def _view_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
     if rowmap is None or rowmap.positions is None or len(rowmap.held) != found.size:
         return None
     flags, tokens = found.flags, rowmap.tokens
-    count = (rowmap.held if flags is None else _both(flags, rowmap.held)).count(1)
+    count = (rowmap.held if flags is None else both_flags(flags, rowmap.held)).count(1)
     delta = 0  # tokens to add to the flagged positions' (summed when asked: ``AllowedRows.tokens``)
     if rowmap.changed:  # rows deleted or written again since: not the build's
         gone_at = [at for at in rowmap.changed_at if flags is None or flags[at]]
         count -= len(gone_at)
         delta -= sum(tokens[at] for at in gone_at)
-    added: set[int] = set()
-    redone: set[int] = set()
-    redo = found.apart.union(rowmap.newer.values())
-    if redo:
-        now = proj.rowids_of(redo)  # (each id's row as it is now)
-        redone = set(now.values())
-        gone = {rowid for rowid in redone if rowid not in rowmap.changed and _at_flag(rowmap, flags, rowid)}
-        extra, apart = set(found.extra), found.apart
-        passes = _passes(snap, record_filter)
-        added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
-        proj.prefetch([*gone, *added])
-        count += len(added) - len(gone)
-        delta += sum(map(proj.tokens.__getitem__, added)) - sum(map(proj.tokens.__getitem__, gone))
 
-    def make() -> set[int]:
-        rows = allowed_rows(proj, snap, record_filter)
-        return rows if rows is not None else set(proj.ids.values())
+    def held_before(rowid: int) -> bool:  # (a build's row the flags pass, not changed since)
+        return rowid not in rowmap.changed and _at_flag(rowmap, flags, rowid)
+
+    redone, gone, added = _by_id(proj, snap, found, rowmap, _passes(snap, record_filter), held_before)
+    count += len(added) - len(gone)
+    delta += _tokens_of(proj, added) - _tokens_of(proj, gone)
+
+    def make() -> set[int]:  # (a view's filter is not trivial: it has a set)
+        return cast(set[int], allowed_rows(proj, snap, record_filter))
 
     return AllowedRows(rowmap, flags, (added, redone, delta), count, make)
+
+
+def _by_id(
+    proj: FtsProjection,
+    snap: Snapshot,
+    found: Positions,
+    rowmap: RowMap,
+    passes: Callable[[str], bool],
+    held_before: Callable[[int], bool],
+) -> tuple[set[int], set[int], set[int]]:
+    """The rows answered by id, not by stored position: the records set apart from theirs (changed since the image)
+    and the rows written since the build. (each such row as it is now, those of them ``held_before`` says the
+    positions gave, which leave, and those that pass), their ids and tokens read at once."""
+    redo = found.apart.union(rowmap.newer.values())
+    if not redo:
+        return set(), set(), set()
+    now = proj.rowids_of(redo)  # (each id's row as it is now)
+    redone = set(now.values())
+    gone = set(filter(held_before, redone))
+    extra, apart = set(found.extra), found.apart
+    added = {now[rid] for rid in now if rid in extra or (rid not in apart and rid in snap.records and passes(rid))}
+    proj.prefetch([*gone, *added])
+    return redone, gone, added
+
+
+def _tokens_of(proj: FtsProjection, rows: set[int]) -> int:
+    return sum(map(proj.tokens.__getitem__, rows))
 
 
 def _at_flag(rowmap: RowMap, flags: bytes | None, rowid: int) -> bool:
     """Whether a rowid the build wrote lies at a stored position the flags pass."""
     at = rowmap.position_of(rowid)
     return at >= 0 and (flags is None or flags[at] == 1)
-
-
-def _both(a: bytes, b: bytes) -> bytes:
-    """Two strings of 0 and 1 bytes ANDed byte by byte (as big ints: in C)."""
-    return (int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(len(a), "little")
 
 
 def _passes(snap: Snapshot, record_filter: RecordFilterLike) -> Callable[[str], bool]:

@@ -210,14 +210,18 @@ class Matches:
 
     def fewer_than(self, phrase: tuple[str, ...], limit: int) -> bool:
         """Whether fewer than ``limit`` rows hold the phrase: from its count where kept (``hit_count``), else by
-        reading at most ``limit`` of its rows (a common word's count cost a query ~10 ms a word at 300k records)."""
-        version, known = self.wholes
-        found = known.get(phrase) if version == self.tables.rows_version else None
-        if found is not None:
-            return found < limit
-        fts = self.tables.fts
-        sql = f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
-        return int(self.tables.conn.execute(sql, (quoted_phrase(phrase), limit)).fetchone()[0]) < limit
+        reading at most ``limit`` of its rows (a common word's count cost a query ~10 ms a word at 300k records);
+        fewer than ``limit`` read are every row holding it, kept as its count."""
+        known = self._wholes()
+        found = known.get(phrase)
+        if found is None:
+            fts = self.tables.fts
+            sql = f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
+            read = int(self.tables.conn.execute(sql, (quoted_phrase(phrase), limit)).fetchone()[0])
+            if read >= limit:
+                return False
+            found = self._keep_whole(known, phrase, read)
+        return found < limit
 
     def hit_count(self, phrase: tuple[str, ...], among: Among | None = None, *, whole: int | None = None) -> int:
         """How many rows hold the phrase: in the whole table (``among`` None, the n_hit of ``bm25()``'s IDF),
@@ -225,19 +229,29 @@ class Matches:
         it in the whole table, when known (then the rows holding it may be looked up here instead)."""
         expression = quoted_phrase(phrase)
         if among is None:  # kept: a query asked again, or another holding the word, counts no common word again
-            version, known = self.wholes
-            if version != self.tables.rows_version:
-                known = {}
-                self.wholes = (self.tables.rows_version, known)
+            known = self._wholes()
             found = known.get(phrase)
             if found is None:
-                if len(known) >= WHOLES_KEPT:
-                    known.clear()
-                found = known[phrase] = self.count(expression, None)
+                found = self._keep_whole(known, phrase, self.count(expression, None))
             return found
         if among.looked_up_here(whole):
             return sum(map(cast(Collection[int], among.rows).__contains__, self.rowids_matching(expression)))
         return self.count(expression, among)
+
+    def _wholes(self) -> dict[tuple[str, ...], int]:
+        """phrase -> rows of the whole table holding it, kept while the rows are as they are."""
+        version, known = self.wholes
+        if version != self.tables.rows_version:
+            known = {}
+            self.wholes = (self.tables.rows_version, known)
+        return known
+
+    @staticmethod
+    def _keep_whole(known: dict[tuple[str, ...], int], phrase: tuple[str, ...], count: int) -> int:
+        if len(known) >= WHOLES_KEPT:
+            known.clear()
+        known[phrase] = count
+        return count
 
     def matches_among(
         self,

@@ -88,14 +88,10 @@ def unpacked_rowmap(
     if rowids.itemsize != 4:
         return None
     whole = _trailer(data)
-    if whole is None and (size is None or len(data) == 8 * size):  # (as an older build wrote it)
-        size = len(data) // 8 if size is None else size
-        if len(data) != 8 * size:
-            return None
-    elif whole is None or (size is not None and size != whole):
+    stored = whole if whole is not None else len(data) // 8  # (without a trailer: as an older build wrote it)
+    if (size is not None and size != stored) or (whole is None and len(data) != 8 * stored):
         return None
-    else:
-        size = whole
+    size = stored
     rowids.frombytes(data[: 4 * size])
     tokens.frombytes(data[4 * size : 8 * size])
     if whole is not None:
