@@ -346,7 +346,7 @@ def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: S
 
 
 def test_rows_as_runs_are_their_consecutive_stretches() -> None:
-    """``_runs`` gives the distinct rowids' stretches of ``LONG_RUN`` consecutive values or more, in order, and
+    """``runs_of`` gives the distinct rowids' stretches of ``LONG_RUN`` consecutive values or more, in order, and
     the rows of shorter ones; None past ``RUNS_AT_MOST`` of them or ``EXTRA_AT_MOST`` rows besides: checked
     against a plain walk over the sorted values."""
     rng = random.Random(23)
@@ -365,7 +365,7 @@ def test_rows_as_runs_are_their_consecutive_stretches() -> None:
         ranges = [(a, b) for a, b in stretches if b - a + 1 >= among_module.LONG_RUN]
         extra = tuple(r for a, b in stretches if b - a + 1 < among_module.LONG_RUN for r in range(a, b + 1))
         fits = len(ranges) <= among_module.RUNS_AT_MOST and len(extra) <= among_module.EXTRA_AT_MOST
-        assert among_module._runs(rows) == ((ranges, extra) if fits else None)
+        assert among_module.runs_of(rows) == ((ranges, extra) if fits else None)
 
 
 def test_rows_in_a_few_runs_are_asked_as_ranges_and_give_the_arrays_answers(

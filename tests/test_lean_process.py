@@ -59,6 +59,7 @@ GREP_MODULES = {
     "knowtk.index",
     "knowtk.index.among",
     "knowtk.index.bm25",
+    "knowtk.index.filter_sums",
     "knowtk.index.filtered",
     "knowtk.index.fts",
     "knowtk.index.fts_storage",

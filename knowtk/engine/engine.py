@@ -25,6 +25,7 @@ from knowtk.engine.desired import ExpiredKeyword, PatchedMap, TrustedMap, cluste
 from knowtk.engine.desired import derive as derive_desired
 from knowtk.engine.transactions import run_all
 from knowtk.errors import InvalidArgument, StoreUnavailable
+from knowtk.index.filter_sums import facet_groups
 from knowtk.index.fts import FtsProjection
 from knowtk.index.projection import Findings, kept, registered
 from knowtk.model.config import CONFIG_FILE, StoreConfig, load_config
@@ -514,8 +515,13 @@ class Engine:
             return
         found = stored_positions(self.state, snap)
         if found is not None:
+            base, ids, facets_digest = found
+            # the stored positions of each facet value, for the sums per value written beside the rowmap
+            facets = None
+            if facets_digest is not None:
+                facets = (facets_digest, facet_groups(list(map(snap.facets().of, ids))))
             for proj in built:
-                proj.write_rowmap(*found)
+                proj.write_rowmap(base, ids, facets)
 
     def _rows_mark(self, snap: Snapshot) -> tuple[str | None, Collection[str]]:
         """The mark the keyword rows get once synced to this snapshot: its image when it is one, else the image

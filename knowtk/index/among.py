@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Collection
 from typing import cast
 
-__all__ = ["EXTRA_CLAUSE", "Among", "extra_params", "rows_among"]
+__all__ = ["EXTRA_CLAUSE", "Among", "extra_params", "merged_runs", "rows_among", "runs_among", "runs_of"]
 
 
 class Among:
@@ -72,27 +72,53 @@ LOOKUP_RATIO = 3  # (Among.looked_up_here: an array row costs SQLite ~3 times wh
 
 def rows_among(rowids: Collection[int]) -> Among:
     """The rows as ``Among``: distinct rowids (a set), a range when they fill it, a few ranges and a few rows
-    besides when they fill those (``_runs``: a filter's rows, clustered as ``reconcile`` writes them, and the
+    besides when they fill those (``runs_of``: a filter's rows, clustered as ``reconcile`` writes them, and the
     rows of records edited since, written after the others), else an array."""
     if rowids:
         low, high = min(rowids), max(rowids)
         if high - low + 1 == len(rowids):
             return Among("rowid BETWEEN ? AND ?", (low, high))
-        found = _runs(rowids)
+        found = runs_of(rowids)
         if found is not None:
-            # FTS5 reads the stretch from the first to the last; SQLite tests each row against a few ranges
-            # (~0.02 us a range, where an array of 82k rows cost ~25 ms to index for every statement)
-            ranges, extra = found
-            either = ["rowid BETWEEN ? AND ?"] * len(ranges) + (
-                [f"+rowid IN ({','.join('?' * len(extra))})"] if extra else []
-            )
-            params = (low, high, *itertools.chain(*ranges), *extra)
-            return Among(f"rowid BETWEEN ? AND ? AND ({' OR '.join(either)})", params, runs=ranges, extra=extra)
+            return runs_among(*found)
     rows = rowids if isinstance(rowids, (set, frozenset)) else set(rowids)  # (looked up: ``looked_up_here``)
     if not rows:
         return Among("+rowid IN (SELECT value FROM json_each(?))", ("[]",), rows)
     # within their range: FTS5 seeks to its start and stops at its end (a folder's rows lie close together)
     return Among("rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?))", None, rows)
+
+
+def runs_among(ranges: list[tuple[int, int]], extra: tuple[int, ...]) -> Among:
+    """The rows of some runs of rowids [(first, last)] and some rows besides, as ``rows_among`` gives them (``runs_of``:
+    in order, none touching another)."""
+    if not ranges and not extra:
+        return rows_among(())
+    low = min(ranges[0][0] if ranges else extra[0], extra[0] if extra else ranges[0][0])
+    high = max(ranges[-1][1] if ranges else extra[-1], extra[-1] if extra else ranges[-1][1])
+    if len(ranges) == 1 and not extra:
+        return Among("rowid BETWEEN ? AND ?", (low, high))
+    # FTS5 reads the stretch from the first to the last; SQLite tests each row against a few ranges
+    # (~0.02 us a range, where an array of 82k rows cost ~25 ms to index for every statement)
+    either = ["rowid BETWEEN ? AND ?"] * len(ranges) + ([f"+rowid IN ({','.join('?' * len(extra))})"] if extra else [])
+    params = (low, high, *itertools.chain(*ranges), *extra)
+    return Among(f"rowid BETWEEN ? AND ? AND ({' OR '.join(either)})", params, runs=ranges, extra=extra)
+
+
+def merged_runs(
+    parts: list[tuple[list[tuple[int, int]], tuple[int, ...]]],
+) -> tuple[list[tuple[int, int]], tuple[int, ...]] | None:
+    """The runs of several sets of rows, each as ``runs_of`` gives them and none sharing a row, as ``runs_of`` gives
+    their union (runs that touch joined); None past ``RUNS_AT_MOST`` ranges or ``EXTRA_AT_MOST`` rows besides."""
+    spans = sorted([*(run for ranges, _ in parts for run in ranges), *((r, r) for _, extra in parts for r in extra)])
+    joined: list[tuple[int, int]] = []
+    for first, last in spans:
+        if joined and joined[-1][1] + 1 == first:
+            joined[-1] = (joined[-1][0], last)
+        else:
+            joined.append((first, last))
+    ranges = [run for run in joined if run[1] - run[0] + 1 >= LONG_RUN]
+    extra = tuple(r for first, last in joined if last - first + 1 < LONG_RUN for r in range(first, last + 1))
+    return (ranges, extra) if len(ranges) <= RUNS_AT_MOST and len(extra) <= EXTRA_AT_MOST else None
 
 
 EXTRA_CLAUSE = "rowid BETWEEN ? AND ? AND +rowid IN ({marks})"  # an Among's extra rows alone (``extra_params``)
@@ -107,7 +133,7 @@ LONG_RUN = 32  # rows from which a run of consecutive rowids is passed as a rang
 EXTRA_AT_MOST = 256  # rows in shorter runs passed one by one, at most
 
 
-def _runs(rowids: Collection[int]) -> tuple[list[tuple[int, int]], tuple[int, ...]] | None:
+def runs_of(rowids: Collection[int]) -> tuple[list[tuple[int, int]], tuple[int, ...]] | None:
     """The distinct rowids as their runs of ``LONG_RUN`` consecutive values or more [(first, last)] and the
     rows of shorter runs, in order; None past ``RUNS_AT_MOST`` ranges or ``EXTRA_AT_MOST`` rows besides.
 

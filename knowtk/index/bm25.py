@@ -105,6 +105,11 @@ def top_matches(sources: list[Source], terms: QueryTerms, k: int | None) -> tupl
         bounded = _bounded_page(sources[0], terms, k)
         if bounded is not None:
             return bounded[0], [Match(-neg, rid, rowid, sources[0].projection) for neg, rid, rowid, _ in bounded[1]]
+    # (from here on, every filter's rows as a set)
+    sources = [
+        src if not isinstance(src.allowed, AllowedRows) else Source(src.projection, src.allowed.rows())
+        for src in sources
+    ]
     if rows is None:
         plain = _filtered_plain(sources, terms)
         if plain is not None:
@@ -159,6 +164,8 @@ def _by_position(sources: list[Source], terms: QueryTerms, k: int | None) -> tup
     hold the phrases: their rows read whole and each tested against the filter; in mode ``all``, the matches (as
     few as the rarest phrase's rows) tested first, so that a query no allowed row matches counts nothing more.
     None where a phrase is common and some allowed row matches: then ranked over the sets, as any filter."""
+    if not few_rows([src.projection for src in sources], terms):
+        return None
     if terms.mode == "all" and len(terms.phrases) > 1:
         matched = (
             src.allowed is None or any(map(src.allowed.__contains__, src.projection.rowids_matching(terms.expression)))
@@ -355,18 +362,18 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     scored would give. Costs SQLite's pass over the matches and a pass over each phrase's rows, where
     counting every candidate cost one scoring pass per phrase (16.6k candidates, 3 words: 185 ms).
     """
-    proj, allowed = src.projection, rows_of(src.allowed)
-    phrases = terms.phrases
-    if allowed is None or not allowed or not phrases or k < 1:
+    proj, phrases = src.projection, terms.phrases
+    if src.allowed is None or not src.allowed or not phrases or k < 1:
         return None
     if any(proj.has_counts(phrase) for phrase in phrases):
         return None  # counted from the kept counts (``filtered_bm25``), as cheap as this
+    found = _filter_of(proj, src.allowed)
     n_table, table_tokens = len(proj.tokens), proj.total_tokens
-    n_rows, n_tokens = len(allowed), proj.tokens_in(allowed)
+    allowed, n_tokens, among = found
+    n_rows = len(allowed)
     if n_table == 0 or table_tokens <= 0 or n_tokens <= 0:
         return None
     avgdl, avgdl_table = float(n_tokens) / float(n_rows), float(table_tokens) / float(n_table)
-    among = proj.among(allowed)
     limit = max(BOUNDED_ROWS, k + TIES_ROWS)
     # the rows SQLite ranks best, read beside the counts below where the allowed rows are ranges (an array is
     # better read for the matches alone, known after them)
@@ -427,8 +434,19 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     return total, page
 
 
+def _filter_of(proj: FtsProjection, allowed: Allowed) -> tuple[Allowed, int, Among]:
+    """(the allowed rows, their tokens, the statement form that keeps to them): from the build's sums where an
+    ``AllowedRows`` has them (no set made: ``filter_sums``), else from the set."""
+    if isinstance(allowed, AllowedRows):
+        among = allowed.among()
+        if among is not None:
+            return allowed, allowed.tokens, among
+        allowed = allowed.rows()
+    return allowed, proj.tokens_in(allowed), proj.among(allowed)
+
+
 def _allowed_matches(
-    proj: FtsProjection, terms: QueryTerms, allowed: set[int], among: Among, at_most: int
+    proj: FtsProjection, terms: QueryTerms, allowed: Allowed, among: Among, at_most: int
 ) -> tuple[int, Among]:
     """(how many allowed rows match the query, the rows SQLite then scores: the allowed, or the matches alone
     where they are found here; ``at_most``: how many rows of the table match at most)."""

@@ -16,6 +16,8 @@ from collections.abc import Callable, Hashable, Sequence
 from itertools import compress
 from typing import Protocol, cast
 
+from knowtk.index.among import Among, runs_among
+from knowtk.index.filter_sums import FilterSums, filter_sums
 from knowtk.index.fts import FtsProjection
 from knowtk.index.rowmap import RowMap
 from knowtk.model.records import Record
@@ -67,7 +69,19 @@ class AllowedRows:
     (``len``), their tokens (``tokens``, summed when first asked), whether a row is one (``in``); ``rows()``
     makes the set (once, shared with ``allowed_rows``) for a step that needs it."""
 
-    __slots__ = ("_added", "_delta", "_flags", "_make", "_redone", "_rows", "_tokens", "count", "rowmap")
+    __slots__ = (
+        "_added",
+        "_among",
+        "_delta",
+        "_flags",
+        "_make",
+        "_redone",
+        "_rows",
+        "_runs",
+        "_tokens",
+        "count",
+        "rowmap",
+    )
 
     def __init__(
         self,
@@ -76,13 +90,19 @@ class AllowedRows:
         by_id: tuple[set[int], set[int], int],
         count: int,
         make: Callable[[], set[int]],
+        sums: FilterSums | None = None,
     ) -> None:
         """``by_id``: (the rows answered by id that pass, every row answered by id, the tokens they add to the
-        flagged positions' sum); ``make``: the set of the rows."""
+        flagged positions' sum); ``make``: the set of the rows; ``sums``: the flagged positions' tokens and rowid
+        runs, summed by the build (``knowtk.index.filter_sums``), where known."""
         self.rowmap, self._flags, self.count, self._make = rowmap, flags, count, make
         self._added, self._redone, self._delta = by_id
         self._rows: set[int] | None = None
-        self._tokens: int | None = None
+        self._tokens: int | None = None if sums is None else sums.tokens + self._delta
+        # the runs are the rows where no row is answered by id (else the set is made: ``among``)
+        by_position = not self._redone and not rowmap.changed
+        self._runs = sums.runs if sums is not None and by_position else None
+        self._among: Among | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -123,6 +143,13 @@ class AllowedRows:
             and (flags is None or flags[at] == 1)
             for rowid in rowids
         ]
+
+    def among(self) -> Among | None:
+        """The rows as a statement keeps to them (``rows_among``) where the build's sums give their runs (no set
+        made), else None."""
+        if self._among is None and self._runs is not None and self._rows is None:
+            self._among = runs_among(*self._runs)
+        return self._among
 
     def rows(self) -> set[int]:
         """The set of the rows (``allowed_rows``'s, made once and shared with it)."""
@@ -298,7 +325,13 @@ def _view_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
     def make() -> set[int]:  # (a view's filter is not trivial: it has a set)
         return cast(set[int], allowed_rows(proj, snap, record_filter))
 
-    return AllowedRows(rowmap, flags, (added, redone, delta), count, make)
+    sums = None
+    if found.facets is not None and flags is not None:
+        stored = proj.filter_sums(found.base, found.size, found.facets)
+        sums = filter_sums(stored, record_filter.criteria) if stored is not None else None
+        if sums is not None and (found.apart or found.extra):
+            sums = sums._replace(runs=None)  # (records set apart: their rows are answered by id)
+    return AllowedRows(rowmap, flags, (added, redone, delta), count, make, sums)
 
 
 def _by_id(

@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any
 
 from knowtk.index.among import Among
+from knowtk.index.filter_sums import FacetGroups
 from knowtk.index.fts_storage import FtsStorage
 from knowtk.index.fts_tables import FINGERPRINT, FtsTables, ProjectionChanged, QueryTerms, columns
 from knowtk.index.image_mark import ImageMark, marked
@@ -281,9 +282,14 @@ class FtsProjection:
         """Whether the last write of the rows wrote every one (and nothing moved the rows version on since)."""
         return self.rowmaps.built_whole()
 
-    def write_rowmap(self, base: str, stored: Sequence[str]) -> bool:
-        """``Rowmaps.write``: the rowmap of the stored ids, after a reconcile that wrote every row."""
-        return self.rowmaps.write(base, stored)
+    def write_rowmap(self, base: str, stored: Sequence[str], facets: tuple[str, FacetGroups] | None = None) -> bool:
+        """``Rowmaps.write``: the rowmap of the stored ids, after a reconcile that wrote every row, and the sums per
+        facet value beside it where ``facets`` gives the stored positions of each value (``facet_groups``)."""
+        return self.rowmaps.write(base, stored, facets)
+
+    def filter_sums(self, base: str, size: int, facets: str) -> dict[str, Any] | None:
+        """``Rowmaps.sums``: the build's tokens and rowid runs per facet value, for these ids and facet columns."""
+        return self.rowmaps.sums(base, size, facets)
 
     def memo(self, generation: int) -> dict[Hashable, Any]:
         """``DerivedMemo.memo``: a cache for what queries derive from these rows and one snapshot."""

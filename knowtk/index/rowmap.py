@@ -17,8 +17,9 @@ import zlib
 from array import array
 from collections.abc import Mapping, Sequence
 from itertools import compress
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from knowtk.index.filter_sums import SUMS_SCHEMA, SUMS_TABLE, FacetGroups, read_sums, stored_sums, summed_by_value
 from knowtk.index.fts_tables import FtsTables
 from knowtk.state import Contention, is_busy
 
@@ -67,6 +68,7 @@ class RowMap(NamedTuple):
     held: bytes = b""
     positions: array[int] | None = None
     first: int = 0  # the build's first rowid (``positions[rowid - first]``)
+    checksum: int = 0  # the stored rowmap's CRC-32 (0: written without positions): which build's it is
 
     def position_of(self, rowid: int) -> int:
         """The stored position of a rowid the build wrote (-1: none, or the rowmap has no positions); checked
@@ -101,7 +103,10 @@ def unpacked_rowmap(
             packed.byteswap()
     if whole is None:
         return RowMap(rowids, tokens, changed, newer or {})
-    return RowMap(rowids, tokens, changed, newer or {}, held=data[8 * size : 9 * size], positions=positions)
+    checksum = int.from_bytes(data[-4:], "little")
+    return RowMap(
+        rowids, tokens, changed, newer or {}, held=data[8 * size : 9 * size], positions=positions, checksum=checksum
+    )
 
 
 def _trailer(data: bytes) -> int | None:
@@ -144,6 +149,9 @@ class Rowmaps:
         # (rows_version, the first rowid, the ids written from it in order, rowid -> tokens) when the last
         # reconcile wrote every row
         self.build: tuple[int, int, list[str], dict[int, int]] | None = None
+        # (rows_version, base, facets digest, the rowmap's checksum, the sums or None): ``sums``, read once a rows
+        # version and rowmap
+        self.last_sums: tuple[int, str, str, int, dict[str, Any] | None] | None = None
 
     def rowmap(self, base: str, size: int) -> RowMap | None:
         """The rowid and tokens of the row of each stored id (0: none), by the stored position of the ids whose
@@ -155,6 +163,26 @@ class Rowmaps:
         if kept is None or kept[0] != self.tables.rows_version or kept[1] != base:
             kept = self.last = (self.tables.rows_version, base, self.read(base, size))
         return kept[2] if kept[2] is not None and len(kept[2].rowids) == size else None
+
+    def sums(self, base: str, size: int, facets: str) -> dict[str, Any] | None:
+        """The build's tokens and rowid runs per facet value (``knowtk.index.filter_sums``) beside the rowmap
+        ``rowmap`` answers, where written with it for these stored ids and facet columns (``facets``: the part's
+        digest)."""
+        rowmap = self.rowmap(base, size)
+        if rowmap is None or not rowmap.checksum:
+            return None
+        kept, key = self.last_sums, (self.tables.rows_version, base, facets, rowmap.checksum)
+        if kept is None or kept[:4] != key:
+            try:
+                with self.tables.state.reading():
+                    self.tables.check_current()
+                    found = read_sums(self.tables.conn, self.tables.key, base, facets, rowmap.checksum)
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):
+                    raise
+                found = None
+            kept = self.last_sums = (*key, found)
+        return kept[4]
 
     def any_rowmap(self) -> RowMap | None:
         """The rowmap read at this rows version, else the rowmap of whatever stored ids it was written for."""
@@ -215,9 +243,11 @@ class Rowmaps:
         """Whether the last write of the rows wrote every one (and nothing moved the rows version on since)."""
         return self.build is not None and self.build[0] == self.tables.rows_version
 
-    def write(self, base: str, stored: Sequence[str]) -> bool:
+    def write(self, base: str, stored: Sequence[str], facets: tuple[str, FacetGroups] | None = None) -> bool:
         """Write the rowmap of the stored ids ``stored`` (digest ``base``) when the last reconcile wrote every row
-        (which rowid each id got, and its tokens, are known without reading the rows); False when it cannot be."""
+        (which rowid each id got, and its tokens, are known without reading the rows); False when it cannot be.
+        ``facets``: (the digest of the image's facet columns, the stored positions of each facet value), of which
+        the sums per value are written beside it (``knowtk.index.filter_sums``)."""
         tables, built = self.tables, self.build
         if built is None or built[0] != tables.rows_version:
             return False
@@ -232,6 +262,10 @@ class Rowmaps:
             return False
         finally:
             del rowid_of, sizes
+        sums = None
+        if facets is not None:
+            text, check = stored_sums(summed_by_value(rowids, tokens, facets[1]))
+            sums = (tables.key, base, facets[0], int.from_bytes(packed[-4:], "little"), text, check)
         try:
             with tables.state.transaction():
                 if tables.state.data_version() != tables.loaded_at:
@@ -241,6 +275,15 @@ class Rowmaps:
                     (tables.key, base, first + len(inserted) - 1, packed),
                 )
                 tables.conn.execute(f"DELETE FROM {ROWMAP_LOG} WHERE projection = ?", (tables.key,))
+                tables.conn.execute(SUMS_SCHEMA)
+                if sums is None:
+                    tables.conn.execute(f"DELETE FROM {SUMS_TABLE} WHERE projection = ?", (tables.key,))
+                else:
+                    tables.conn.execute(
+                        f"INSERT OR REPLACE INTO {SUMS_TABLE} (projection, base, facets, rowmap, sums, checksum) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        sums,
+                    )
         except (sqlite3.Error, Contention):
             return False
         return True
@@ -250,3 +293,5 @@ class Rowmaps:
         conn, key = self.tables.conn, self.tables.key
         conn.execute(f"DELETE FROM {ROWMAP_TABLE} WHERE projection = ?", (key,))
         conn.execute(f"DELETE FROM {ROWMAP_LOG} WHERE projection = ?", (key,))
+        conn.execute(SUMS_SCHEMA)
+        conn.execute(f"DELETE FROM {SUMS_TABLE} WHERE projection = ?", (key,))

@@ -13,8 +13,8 @@ from typing import Any
 
 from knowtk.engine.engine import Engine
 from knowtk.errors import InvalidArgument
-from knowtk.index.bm25 import Match, Source, few_rows, rank, top_matches
-from knowtk.index.filtered import allowed_rows, allowed_view, holding
+from knowtk.index.bm25 import Match, Source, rank, top_matches
+from knowtk.index.filtered import allowed_view, holding
 from knowtk.index.fts import FtsProjection
 from knowtk.index.fts_tables import QueryTerms, tokenize_query
 from knowtk.index.parallel_read import ParallelRead
@@ -176,10 +176,10 @@ def _ranking(
         # cost a query with no hit ~30 ms at 300k records)
         return 0, []
     searched = [history] if lifecycle == "superseded" else [main, history] if lifecycle == "all" else [main]
-    # where few rows hold the words, each is tested against the filter by its stored position (``few_rows``)
-    few = not (record_filter.is_trivial and not record_filter.scope) and few_rows(searched, terms)
-    allowed = allowed_view if few else allowed_rows
-    sources = [Source(proj, allowed(proj, snap, record_filter)) for proj in searched]
+    # the filter's rows answered by stored position where the rowmap does (``allowed_view``): where few rows hold
+    # the words, each is tested against the filter (``few_rows``); a filter of one facet takes its rows' tokens
+    # and runs from the build's sums; anything else makes their set
+    sources = [Source(proj, allowed_view(proj, snap, record_filter)) for proj in searched]
     # superseded wording: earlier records rank among those whose current record passes the filters; which of
     # those current records match directly is read in parallel with the ranking (``ParallelRead``)
     active = lifecycle == "active"

@@ -99,6 +99,7 @@ class Positions(NamedTuple):
     flags: bytes | None  # a byte per stored position, 1 where its record passes (None: every one)
     apart: frozenset[str]  # ids whose stored position says nothing now (changed or removed since)
     extra: tuple[str, ...]  # ids set apart or new that pass
+    facets: str | None = None  # the digest of the facet columns the flags are read from (None: not known)
 
 
 class Facets:
@@ -252,6 +253,7 @@ class FacetColumns(Facets):
         over: dict[str, Facet | None],
         *,
         base: str | None = None,
+        digest: str | None = None,
         on_damage: Callable[[Exception], Exception] | None = None,
     ) -> None:
         """``ids``: the stored ids, or what reads them when first needed (a filter answered by position,
@@ -260,6 +262,7 @@ class FacetColumns(Facets):
         found damaged when it is unpacked raises (its ValueError when None)."""
         self._read_ids = ids if callable(ids) else lambda: ids
         self.over, self.base = over, base  # base: the stored ids' digest (``Positions.base``)
+        self.digest = digest  # the columns' part's digest (``Positions.facets``)
         self._on_damage = on_damage
         self.vocab: dict[str, list[str]] = {name: data[name] for name in Facet._fields}
         for name, values in self.vocab.items():
@@ -358,7 +361,7 @@ class FacetColumns(Facets):
             return None
         over, passes = self.over, criteria.passes
         extra = tuple(rid for rid, f in over.items() if f is not None and passes(f))
-        return Positions(self.base, self.size, self._flags(criteria), frozenset(over), extra)
+        return Positions(self.base, self.size, self._flags(criteria), frozenset(over), extra, self.digest)
 
     def select(self, criteria: Criteria) -> list[str]:
         found, over = self._stored(criteria), self.over

@@ -237,12 +237,13 @@ class ImageParts:
                     over[rid] = None
                 for (rid, _, _), (folder, kind, type_, tags) in zip(change["set"], change["facets"], strict=True):
                     over[rid] = Facet(folder, kind, type_, tuple(tags))
-            base = self.meta["parts"].get("record_ids")
+            base, digest = self.meta["parts"].get("record_ids"), self.meta["parts"].get("record_facets")
             facets = FacetColumns(
                 columns,
                 stored_ids,
                 over,
                 base=base if isinstance(base, str) else None,
+                digest=digest if isinstance(digest, str) else None,
                 on_damage=lambda exc: self.damaged("record_facets", exc),
             )
             return facets

@@ -260,10 +260,11 @@ def stored_order(snap: Snapshot) -> list[str]:
     return list(snap.records)
 
 
-def stored_positions(state: StateDB, snap: Snapshot) -> tuple[str, list[str]] | None:
-    """(the digest of the record_ids part of the image stored as ``snap.image_key``, those ids): which id is at
-    each stored position (``FacetColumns.base``; a patch never changes them). None when another image is stored,
-    it cannot be read, or ``snap``'s records are not in that order (an image patched since it was written)."""
+def stored_positions(state: StateDB, snap: Snapshot) -> tuple[str, list[str], str | None] | None:
+    """(the digest of the record_ids part of the image stored as ``snap.image_key``, those ids, the digest of its
+    record_facets part): which id is at each stored position (``FacetColumns.base``; a patch never changes them),
+    and which facet columns (``FacetColumns.digest``). None when another image is stored, it cannot be read, or
+    ``snap``'s records are not in that order (an image patched since it was written)."""
     try:
         with state.reading():
             row = state.conn.execute(f"SELECT data FROM {TABLE} WHERE part = 'meta'").fetchone()
@@ -282,7 +283,8 @@ def stored_positions(state: StateDB, snap: Snapshot) -> tuple[str, list[str]] | 
             digest.update(piece.encode())
     except (TypeError, ValueError, UnicodeError):
         return None
-    return (base, ids) if digest.hexdigest() == base else None
+    facets = (meta.get("parts") or {}).get("record_facets")
+    return (base, ids, facets if isinstance(facets, str) else None) if digest.hexdigest() == base else None
 
 
 def record_behind(state: StateDB, key: str, token: int, behind: list[str]) -> bool:
