@@ -310,12 +310,23 @@ def test_a_page_settled_from_the_rows_sqlite_ranks_best_is_every_rows_page(
         solved.append(found is not None)
         return found
 
+    scored: list[tuple[int, int]] = []  # (rows scored, rows handed over): the fewest that settle (``_settling_rows``)
+    settling_rows = bm25._settling_rows
+
+    def spy_rows(best: list[tuple[int, float]], *args: Any) -> int:
+        found = settling_rows(best, *args)
+        scored.append((found, len(best)))
+        return found
+
     monkeypatch.setattr(bm25, "_bounded_page", spy)
     monkeypatch.setattr(fts.FtsProjection, "counts_left", spy_left)
+    monkeypatch.setattr(bm25, "_settling_rows", spy_rows)
     monkeypatch.setattr(bm25, "BOUND_MAX", float("inf"))
     bounded = _asked(builder, calls)
     settled = outcomes.count(True)
     assert solved and all(solved)  # every row of a page solved to a whole count
+    if rows == 2000:  # some pages settled by fewer rows than SQLite handed over
+        assert any(found < handed for found, handed in scored)
     monkeypatch.setattr(bm25, "_bounded_page", lambda *a: None)  # every allowed row scored
     assert bounded == _asked(builder, calls)
     assert sum(len(a) > 1 for a in bounded) > len(calls) // 3  # pages with hits, not only empty ones
@@ -323,6 +334,29 @@ def test_a_page_settled_from_the_rows_sqlite_ranks_best_is_every_rows_page(
         assert 0 < settled < len(outcomes)
     else:  # (every match of this small store handed over: settled, unless nothing could be tried)
         assert settled > len(calls) // 2
+
+
+def test_the_rows_scored_settle_the_page_whatever_their_exact_scores() -> None:
+    """``_settling_rows``: whatever each row's exact score between ``low`` and ``bound`` times its ``bm25()`` score,
+    the best k of the rows scored are the best k of every row, and no row left out can reach the k-th."""
+    rng = random.Random(41)
+    truncated = 0
+    for _ in range(2000):
+        n, k = rng.randint(1, 300), rng.randint(1, 25)
+        scores = sorted((rng.uniform(0.1, 20.0) for _ in range(n)), reverse=True)
+        if rng.random() < 0.3:  # ties
+            scores = sorted((round(s) + 0.5 for s in scores), reverse=True)
+        best = [(i, -s) for i, s in enumerate(scores)]
+        low, bound = rng.uniform(0.5, 1.0), rng.uniform(1.0, 1.6)
+        exact = {i: s * rng.uniform(low, bound) for i, s in enumerate(scores)}
+        m = bm25._settling_rows(best, k, low, bound)
+        assert min(k, n) <= m <= n
+        if m < n:
+            truncated += 1
+            page = sorted((-exact[i], i) for i, _ in best[:m])[:k]
+            assert page == sorted((-exact[i], i) for i, _ in best)[:k]
+            assert -page[-1][0] > bound * scores[m - 1]  # (the check ``_bounded_page`` makes)
+    assert truncated > 200
 
 
 def test_a_count_left_to_solve_is_refused_where_the_scores_do_not_fit(builder: StoreBuilder) -> None:

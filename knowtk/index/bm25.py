@@ -355,12 +355,16 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     phrase, ``e_p * G(f, K_f) <= (e_p / a_p) * max(1, K_u / K_f) * a_p * G(f, K_u)`` for
     ``G(f, K) = f (k1 + 1) / (f + K)`` and any count f, and ``K_u / K_f <= max(1, avgdl_f / avgdl_u)``
     over every row length: a row's filtered score is at most ``bound`` times its ``bm25()`` score.
-    SQLite orders the allowed matches by ``bm25()`` and hands over the best ``BOUNDED_ROWS``; those are
-    scored exactly (each phrase's counts read back for them alone, ``counts_among``). A row not handed
-    over scores at most ``bound`` times the last one handed over: when the k-th exact score is above
+    SQLite orders the allowed matches by ``bm25()`` and hands over the best ``BOUNDED_ROWS``; the first
+    of them are scored exactly (each phrase's counts read back for them alone, ``counts_among``). A row
+    not scored scores at most ``bound`` times the last one scored: when the k-th exact score is above
     that, no other row can reach the page (nor tie with it), and the page is the one every allowed row
-    scored would give. Costs SQLite's pass over the matches and a pass over each phrase's rows, where
-    counting every candidate cost one scoring pass per phrase (16.6k candidates, 3 words: 185 ms).
+    scored would give. The same inequality the other way (``low``: the least ``e_p / a_p``, and
+    ``min(1, avgdl_f / avgdl_u)``) bounds each exact score from below, so the rows scored are the fewest
+    that settle the page whatever their exact scores (``_settling_rows``: ~100 of 2,000 for three words
+    under a kind at 300k records; reading the ids and lengths of 2,000 rows cost a new process 6 ms).
+    Costs SQLite's pass over the matches and a pass over each phrase's rows, where counting every
+    candidate cost one scoring pass per phrase (16.6k candidates, 3 words: 185 ms).
     """
     proj, phrases = src.projection, terms.phrases
     if src.allowed is None or not src.allowed or not phrases or k < 1:
@@ -390,7 +394,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     counted = _allowed_matches(proj, terms, allowed, among, at_most) if at_most < KEEP_FROM_ROWS else None
     if counted is not None and counted[0] == 0:
         return 0, []
-    idf, table_idf, ratio = [], [], 0.0
+    idf, table_idf, ratio, least = [], [], 0.0, math.inf
     for phrase, whole in zip(phrases, wholes, strict=True):
         n_hit = max(0, n_rows - (n_table - whole))  # at least these allowed rows hold it (``_filtered_plain``)
         if not _lower_bound_floors(n_hit, n_rows):
@@ -399,7 +403,7 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         idf.append(value if value > 0.0 else 1e-6)
         table = math.log((n_table - whole + 0.5) / (whole + 0.5))
         table_idf.append(table if table > 0.0 else 1e-6)
-        ratio = max(ratio, idf[-1] / table_idf[-1])
+        ratio, least = max(ratio, idf[-1] / table_idf[-1]), min(least, idf[-1] / table_idf[-1])
     bound = ratio * max(1.0, avgdl / avgdl_table) * (1.0 + BOUND_MARGIN)
     if bound > BOUND_MAX:
         return None  # the filter changes the weights too much for SQLite's order to settle a page
@@ -407,10 +411,48 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     if total == 0:
         return 0, []
     best = ahead.result() if ahead is not None else proj.top_among(terms, matched, limit)
-    rowids = [rowid for rowid, _ in best]
+    # each row's filtered score is at least ``low`` times its bm25() score (as ``bound`` bounds it above): the first
+    # rows of SQLite's order that settle the page whatever their exact scores are scored, not all it handed over
+    low = least * min(1.0, avgdl / avgdl_table) * (1.0 - BOUND_MARGIN)
+    scored = best[: _settling_rows(best, k, low, bound)]
+    page = _exact_page(proj, terms, scored, wholes, (idf, table_idf), avgdl, k)
+    if len(scored) < len(best) and (len(page) < k or -page[-1][0] <= bound * -scored[-1][1]):
+        scored = best  # (at the margin's rounding: every row handed over scored)
+        page = _exact_page(proj, terms, scored, wholes, (idf, table_idf), avgdl, k)
+    if len(scored) < total and (len(page) < k or -page[-1][0] <= bound * -scored[-1][1]):
+        return None  # a row not scored might score as high as the k-th: not settled
+    return total, page
+
+
+def _settling_rows(best: list[tuple[int, float]], k: int, low: float, bound: float) -> int:
+    """How many of ``best`` (rowid, -bm25() score, best first) settle a page of k: the fewest, k at least, whose
+    last scores below ``low / bound`` of the k-th's. The k-th exact score is at least ``low`` times the k-th bm25()
+    score, and a row past the last scored at most ``bound`` times its own: none can reach the page (at most all)."""
+    if len(best) <= k or k < 1:
+        return len(best)
+    below = -best[k - 1][1] * low / bound
+    for at in range(k - 1, len(best)):
+        if -best[at][1] < below:  # (the last row scored)
+            return at + 1
+    return len(best)
+
+
+def _exact_page(
+    proj: FtsProjection,
+    terms: QueryTerms,
+    rows: list[tuple[int, float]],
+    wholes: list[int],
+    idfs: tuple[list[float], list[float]],
+    avgdl: float,
+    k: int,
+) -> list[Keyed]:
+    """The best k of ``rows`` (rowid, -bm25() score) by their filtered score: each phrase's count read back for
+    them alone; ``idfs``: (the filtered IDF, the table's) of each phrase."""
+    phrases, (idf, table_idf) = terms.phrases, idfs
+    rowids = [rowid for rowid, _ in rows]
     proj.prefetch(rowids)  # (their lengths and ids, read at once: a new process has not read the rows table)
     if len(phrases) == 1:
-        counts = [proj.counts_of(best, hits=wholes[0])]  # bm25() of the phrase alone: solved as they are
+        counts = [proj.counts_of(rows, hits=wholes[0])]  # bm25() of the phrase alone: solved as they are
     else:  # each phrase counted for them but the one most rows hold (its pass the longest): solved from the
         # whole query's score less the others' terms
         kept_to = rows_among(set(rowids))
@@ -423,15 +465,12 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         beside = ParallelRead(proj, first_scores)  # (one phrase read on the other core while the others are read here)
         known = {p: proj.counts_among(phrases[p], kept_to, hits=wholes[p]) for p in others[1:]}
         known[others[0]] = proj.counts_of(beside.result(), hits=wholes[others[0]])
-        solved = proj.counts_left(best, [(table_idf[p], known[p]) for p in known], table_idf[left])
+        solved = proj.counts_left(rows, [(table_idf[p], known[p]) for p in known], table_idf[left])
         known[left] = solved if solved is not None else proj.counts_among(phrases[left], kept_to, hits=wholes[left])
         counts = [known[p] for p in range(len(phrases))]
     keyed: list[Keyed] = []
     _score(proj, rowids, list(zip(idf, counts, strict=True)), avgdl, 0, keyed)
-    page = heapq.nsmallest(k, keyed)
-    if len(best) < total and (len(page) < k or -page[-1][0] <= bound * -best[-1][1]):
-        return None  # a row not handed over might score as high as the k-th: not settled
-    return total, page
+    return heapq.nsmallest(k, keyed)
 
 
 def _filter_of(proj: FtsProjection, allowed: Allowed) -> tuple[Allowed, int, Among]:
