@@ -93,8 +93,8 @@ def runs_among(ranges: list[tuple[int, int]], extra: tuple[int, ...]) -> Among:
     in order, none touching another)."""
     if not ranges and not extra:
         return rows_among(())
-    low = min(ranges[0][0] if ranges else extra[0], extra[0] if extra else ranges[0][0])
-    high = max(ranges[-1][1] if ranges else extra[-1], extra[-1] if extra else ranges[-1][1])
+    ends = [*((ranges[0][0], ranges[-1][1]) if ranges else ()), *((extra[0], extra[-1]) if extra else ())]
+    low, high = min(ends), max(ends)
     if len(ranges) == 1 and not extra:
         return Among("rowid BETWEEN ? AND ?", (low, high))
     # FTS5 reads the stretch from the first to the last; SQLite tests each row against a few ranges

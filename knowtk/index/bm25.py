@@ -371,10 +371,8 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
         return None
     if any(proj.has_counts(phrase) for phrase in phrases):
         return None  # counted from the kept counts (``filtered_bm25``), as cheap as this
-    found = _filter_of(proj, src.allowed)
-    n_table, table_tokens = len(proj.tokens), proj.total_tokens
-    allowed, n_tokens, among = found
-    n_rows = len(allowed)
+    allowed, n_tokens, among = _filter_of(proj, src.allowed)
+    n_table, table_tokens, n_rows = len(proj.tokens), proj.total_tokens, len(allowed)
     if n_table == 0 or table_tokens <= 0 or n_tokens <= 0:
         return None
     avgdl, avgdl_table = float(n_tokens) / float(n_rows), float(table_tokens) / float(n_table)
@@ -416,12 +414,17 @@ def _bounded_page(src: Source, terms: QueryTerms, k: int) -> tuple[int, list[Key
     low = least * min(1.0, avgdl / avgdl_table) * (1.0 - BOUND_MARGIN)
     scored = best[: _settling_rows(best, k, low, bound)]
     page = _exact_page(proj, terms, scored, wholes, (idf, table_idf), avgdl, k)
-    if len(scored) < len(best) and (len(page) < k or -page[-1][0] <= bound * -scored[-1][1]):
+    if len(scored) < len(best) and not _settles(page, k, bound * -scored[-1][1]):
         scored = best  # (at the margin's rounding: every row handed over scored)
         page = _exact_page(proj, terms, scored, wholes, (idf, table_idf), avgdl, k)
-    if len(scored) < total and (len(page) < k or -page[-1][0] <= bound * -scored[-1][1]):
+    if len(scored) < total and not _settles(page, k, bound * -scored[-1][1]):
         return None  # a row not scored might score as high as the k-th: not settled
     return total, page
+
+
+def _settles(page: list[Keyed], k: int, above: float) -> bool:
+    """Whether a page of k is whole and its k-th exact score is above ``above`` (what a row not scored can reach)."""
+    return len(page) == k and -page[-1][0] > above
 
 
 def _settling_rows(best: list[tuple[int, float]], k: int, low: float, bound: float) -> int:

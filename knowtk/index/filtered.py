@@ -94,14 +94,13 @@ class AllowedRows:
     ) -> None:
         """``by_id``: (the rows answered by id that pass, every row answered by id, the tokens they add to the
         flagged positions' sum); ``make``: the set of the rows; ``sums``: the flagged positions' tokens and rowid
-        runs, summed by the build (``knowtk.index.filter_sums``), where known."""
+        runs, summed by the build (``knowtk.index.filter_sums``), where known (runs only where they are the rows:
+        none answered by id)."""
         self.rowmap, self._flags, self.count, self._make = rowmap, flags, count, make
         self._added, self._redone, self._delta = by_id
         self._rows: set[int] | None = None
         self._tokens: int | None = None if sums is None else sums.tokens + self._delta
-        # the runs are the rows where no row is answered by id (else the set is made: ``among``)
-        by_position = not self._redone and not rowmap.changed
-        self._runs = sums.runs if sums is not None and by_position else None
+        self._runs = sums.runs if sums is not None else None
         self._among: Among | None = None
 
     def __len__(self) -> int:
@@ -329,8 +328,8 @@ def _view_by_position(proj: FtsProjection, snap: Snapshot, record_filter: Record
     if found.facets is not None and flags is not None:
         stored = proj.filter_sums(found.base, found.size, found.facets)
         sums = filter_sums(stored, record_filter.criteria) if stored is not None else None
-        if sums is not None and (found.apart or found.extra):
-            sums = sums._replace(runs=None)  # (records set apart: their rows are answered by id)
+        if sums is not None and (redone or rowmap.changed or found.apart or found.extra):
+            sums = sums._replace(runs=None)  # (rows or records answered by id: the runs are not the rows)
     return AllowedRows(rowmap, flags, (added, redone, delta), count, make, sums)
 
 
